@@ -1,0 +1,29 @@
+"""Every tunable in one place."""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+DEFAULT_ALGORITHM = "nussinov"
+
+# Share of the memory available at start that one sequence's matrices may take.
+MEMORY_FRACTION = 0.8
+
+# Nussinov: a pair (i, j) needs j - i >= NUSSINOV_MIN_LOOP + 1 (the papers: C(i,i) = C(i,i+1) = 0).
+NUSSINOV_MIN_LOOP = 1
+
+# Show a progress bar only for runs with at least this many sequences or nucleotides.
+PROGRESS_MIN_SEQUENCES = 50
+PROGRESS_MIN_NUCLEOTIDES = 200_000
+
+
+def default_threads() -> int:
+    """Physical cores we may use (respects CPU affinity, e.g. a SLURM allocation)."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    physical = psutil.cpu_count(logical=False) or usable
+    return max(1, min(usable, physical))

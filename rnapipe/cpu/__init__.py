@@ -1,0 +1,1 @@
+"""CPU engines (Numba): nussinov, fourrussians, zuker."""

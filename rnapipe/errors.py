@@ -1,0 +1,71 @@
+"""Errors that reach the user as one line, and the exit codes the CLI gives them.
+
+Exit codes (documented in the README and in ``rnapipe --help``):
+
+====  ==========================================================================
+0     success (with ``--on-invalid skip``: every valid record was folded)
+1     internal error (a bug: please report it)
+2     bad input or bad usage: invalid FASTA, sequence, option or missing file
+3     the requested algorithm, variant or device is not available here
+4     not enough memory for a sequence (with ``--on-invalid error``)
+130   interrupted (Ctrl-C); nothing partial is left under the output name
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_INPUT = 2
+EXIT_UNAVAILABLE = 3
+EXIT_MEMORY = 4
+EXIT_INTERRUPTED = 130
+
+
+class RnapipeError(Exception):
+    """Base class: an error with a message fit to print as one line."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class InputError(RnapipeError):
+    """Bad input: names the file, the record and the 1-based position where known."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str, file: str | None = None, record: str | None = None,
+                 position: int | None = None):
+        self.reason = message
+        self.file = file
+        self.record = record
+        self.position = position
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(str(self.file))
+        if self.record is not None:
+            where.append(f"record '{self.record}'")
+        if self.position is not None:
+            where.append(f"position {self.position}")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class UsageError(RnapipeError):
+    """An option or a combination of options that cannot be honoured."""
+
+    exit_code = EXIT_INPUT
+
+
+class UnavailableError(RnapipeError):
+    """The requested algorithm, variant or device does not exist (yet) or is missing here."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+class SequenceTooLongError(InputError):
+    """Folding this sequence would need more memory than is available."""
+
+    exit_code = EXIT_MEMORY
