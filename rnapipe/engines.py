@@ -25,10 +25,17 @@ DEVICES = ("cpu", "gpu", "hybrid", "auto")
 # (algorithm, device) → module. A pair that is missing here is not built yet.
 _MODULES: dict[tuple[str, str], str] = {
     ("nussinov", "cpu"): "rnapipe.cpu.nussinov",
+    ("nussinov", "gpu"): "rnapipe.gpu.nussinov",
+    ("zuker", "cpu"): "rnapipe.cpu.zuker",
 }
 
 # Variants served by a second module on the same device (the Four-Russians family on CPU, say).
-_VARIANT_MODULES: dict[tuple[str, str, str], str] = {}
+_VARIANT_MODULES: dict[tuple[str, str, str], str] = {
+    ("nussinov", "cpu", "two-vector"): "rnapipe.cpu.fourrussians",
+    ("nussinov", "cpu", "fg"): "rnapipe.cpu.fourrussians",
+    ("nussinov", "cpu", "memo-partial"): "rnapipe.cpu.fourrussians",
+    ("nussinov", "cpu", "memo-full"): "rnapipe.cpu.fourrussians",
+}
 
 
 def gpu_available() -> bool:

@@ -24,10 +24,16 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
             if progress is not None:
                 progress(1)
         return results
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
         futures = {pool.submit(fold_one, sequences[k]): k for k in order}
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             if progress is not None:
                 progress(1)
+    except BaseException:
+        # Ctrl-C or a failed fold: drop the queued sequences rather than fold them all before stopping.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return results

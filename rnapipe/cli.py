@@ -1,0 +1,350 @@
+"""The ``rnapipe`` command: a thin layer over :func:`rnapipe.fold`, the readers and the writers.
+
+Every :class:`rnapipe.errors.RnapipeError` ends the run with one line ``rnapipe: error: <message>`` on
+stderr and its exit code; nothing partial is left under the output name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import threading
+from typing import Iterator, Sequence
+
+from . import __version__, config, errors
+from .errors import RnapipeError, UnavailableError, UsageError
+
+log = logging.getLogger("rnapipe")
+
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE (`rnapipe ... -o - | head`)
+
+EXIT_CODES_HELP = f"""\
+exit codes:
+  {errors.EXIT_OK:<4} success (with --on-invalid skip: every valid record was folded)
+  {errors.EXIT_INTERNAL:<4} internal error (a bug: please report it; RNAPIPE_DEBUG=1 shows the traceback)
+  {errors.EXIT_INPUT:<4} bad input or usage: invalid FASTA, sequence, structure, option, or a missing file
+  {errors.EXIT_UNAVAILABLE:<4} the requested algorithm, variant or device is not available here
+  {errors.EXIT_MEMORY:<4} not enough memory for a sequence (with --on-invalid error)
+  {errors.EXIT_INTERRUPTED:<4} interrupted (Ctrl-C); nothing partial is left under the output name
+  {EXIT_BROKEN_PIPE:<4} the reader of stdout went away (e.g. `| head`)
+"""
+
+FOLD_EPILOG = """\
+formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything else db):
+  db     RNAfold layout: >id, sequence, structure and score; Zuker "( -1.20)" kcal/mol,
+         Nussinov "( 12)" base pairs
+  tsv    header "id length score structure algorithm" (score: pairs, or kcal/mol with 2 decimals)
+  ct     connect format, records concatenated
+  bpseq  "# id" comments then "index base partner", records concatenated
+
+Inputs are FASTA or gzipped FASTA (recognised by content); '-' reads stdin and '-o -' writes stdout.
+Sequences are upper-cased and T becomes U; N and the other IUPAC codes are kept and never pair.
+With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv
+(index, id, file, reason; stderr only with -o -); a stale list from an earlier run is removed when
+nothing was skipped. A file that cannot be read at all is skipped whole and reported the same way.
+
+""" + EXIT_CODES_HELP
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors become one-line UsageErrors (exit 2) like every other error, not usage + message."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not -273.15 < value < 1000:
+        raise argparse.ArgumentTypeError(f"{value} °C is not a usable temperature")
+    return value
+
+
+def _add_energy_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("energy model (Zuker)")
+    group.add_argument("--temperature", type=_temperature, metavar="C",
+                       help="temperature in °C (default 37)")
+    group.add_argument("--dangles", type=int, choices=(0, 2), help="dangling-end model, as RNAfold -d (default 2)")
+    group.add_argument("--params", metavar="FILE", help="energy parameter file (ViennaRNA .par; default Turner 2004)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .engines import ALGORITHMS, DEVICES
+    from .io.writers import FORMATS
+
+    parser = _Parser(prog="rnapipe", description="Exact RNA secondary-structure folding (Nussinov, Zuker MFE) "
+                     "for many sequences on CPU and GPU.", epilog=EXIT_CODES_HELP,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"rnapipe {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    fold = commands.add_parser("fold", help="fold the sequences of FASTA files", epilog=FOLD_EPILOG,
+                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               description="Fold every sequence of the input FASTA files; write the results "
+                               "in input order.")
+    fold.add_argument("inputs", nargs="+", metavar="INPUT", help="FASTA or gzipped FASTA file ('-': stdin)")
+    fold.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="output file ('-': stdout)")
+    fold.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,
+                      help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
+    fold.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
+    fold.add_argument("--device", choices=DEVICES, default="cpu", help="where to fold (default cpu)")
+    fold.add_argument("--threads", type=_positive_int, metavar="N",
+                      help="CPU threads (default: the usable physical cores)")
+    fold.add_argument("--format", choices=FORMATS, help="output format (default from the output's suffix)")
+    fold.add_argument("--on-invalid", choices=("error", "skip"), default="error",
+                      help="a bad record stops the run (error, default) or is skipped and reported (skip)")
+    fold.add_argument("-q", "--quiet", action="store_true",
+                      help="no progress bar and no per-record skip lines (the summary stays)")
+    fold.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
+                      help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
+    _add_energy_options(fold)
+    fold.set_defaults(run=_fold)
+
+    evaluate = commands.add_parser("eval", help="free energy of given structures (kcal/mol)",
+                                   epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   description="Evaluate the Zuker free energy of a structure, as RNAeval does. "
+                                   "Give SEQUENCE STRUCTURE, or -i FILE with records '>id', sequence, "
+                                   "dot-bracket (RNAfold output works).")
+    evaluate.add_argument("sequence", nargs="?", metavar="SEQUENCE")
+    evaluate.add_argument("structure", nargs="?", metavar="STRUCTURE", help="dot-bracket, same length")
+    evaluate.add_argument("-i", "--input", metavar="FILE", help="dot-bracket FASTA file ('-': stdin)")
+    _add_energy_options(evaluate)
+    evaluate.set_defaults(run=_eval)
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fold
+
+
+def _engine_options(args) -> dict:
+    zuker_only = {"--temperature": args.temperature, "--dangles": args.dangles, "--params": args.params}
+    options = {}
+    if args.algorithm == "nussinov":
+        given = [flag for flag, value in zuker_only.items() if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} applies to --algorithm zuker only")
+        if args.min_loop is not None:
+            options["min_loop"] = args.min_loop
+    else:
+        if args.min_loop is not None:
+            raise UsageError("--min-loop applies to --algorithm nussinov only (Zuker's hairpins follow the "
+                             "energy model)")
+        options.update({flag[2:]: value for flag, value in zuker_only.items() if value is not None})
+    return options
+
+
+def _describe(rejected) -> str:
+    where = [rejected.file] if rejected.file else []
+    if rejected.id:
+        where.append(f"record '{rejected.id}'")
+    return f"{', '.join(where)}: {rejected.reason}" if where else rejected.reason
+
+
+def _report_skipped(rejected, quiet: bool) -> None:
+    if not quiet:
+        for r in rejected:
+            print(f"rnapipe: skipped {_describe(r)}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _progress(records: Sequence, quiet: bool) -> Iterator:
+    """A tqdm bar on stderr for long runs on a terminal; otherwise no callback at all."""
+    large = (len(records) >= config.PROGRESS_MIN_SEQUENCES
+             or sum(len(r.sequence) for r in records) >= config.PROGRESS_MIN_NUCLEOTIDES)
+    if quiet or not large or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=len(records), unit="seq", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+        yield bar.update
+
+
+def _check_output(path: str) -> None:
+    """Fail before folding, not after, when the output cannot be written."""
+    if os.path.isdir(path):
+        raise UsageError(f"output '{path}' is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"cannot write '{path}': directory '{os.path.dirname(path)}' does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write '{path}': no write permission in its directory")
+
+
+def _fold(args) -> int:
+    from .api import fold
+    from .engines import get_engine
+    from .io import read_records
+    from .io.writers import format_from_suffix, rejected_path, write_output, write_rejected
+
+    options = _engine_options(args)
+    get_engine(args.algorithm, args.device, args.variant)  # a wrong request fails before any reading
+    to_stdout = args.output == "-"
+    fmt = args.format or ("db" if to_stdout else format_from_suffix(args.output))
+    if not to_stdout:
+        _check_output(args.output)
+
+    rejected: list = []
+    # The whole input is held in memory before folding, as api.fold takes it at once; fine for
+    # transcriptome sets (a few hundred MB at most). Sharding large inputs is the workflow's job.
+    records = list(read_records(args.inputs, on_invalid=args.on_invalid, rejected=rejected))
+    _report_skipped(rejected, args.quiet)  # now, not after a long fold
+    with _progress(records, args.quiet) as progress:
+        results = fold(records, algorithm=args.algorithm, variant=args.variant, device=args.device,
+                       threads=args.threads, on_invalid=args.on_invalid, progress=progress, **options)
+    _report_skipped(results.rejected, args.quiet)
+    rejected = sorted(rejected + results.rejected, key=lambda r: r.index)
+
+    try:
+        written = write_output(results, args.output, fmt)
+        if not to_stdout:
+            side = rejected_path(args.output)
+            if rejected:
+                write_rejected(rejected, side)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(side)
+    except BrokenPipeError:
+        raise
+    except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
+        raise UsageError(f"cannot write '{err.filename or args.output}': {err.strerror or err}") from None
+
+    if rejected:
+        files = sum(1 for r in rejected if r.id is None)
+        what = [f"{len(rejected) - files} record(s)"] + ([f"{files} file(s)"] if files else [])
+        listed = "" if to_stdout else f"; listed in {rejected_path(args.output)}"
+        print(f"rnapipe: skipped {' and '.join(what)}, folded {written}{listed}", file=sys.stderr)
+    return errors.EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------------------
+# eval
+
+
+def _eval_function():
+    try:
+        from .energy import eval_structure
+    except ImportError as err:
+        # Only a missing piece of rnapipe itself means "not built yet"; a missing third-party package is a bug.
+        if not (err.name or "rnapipe").startswith("rnapipe"):
+            raise
+        raise UnavailableError(f"energy evaluation is not available in this version of rnapipe "
+                               f"({_one_line(err)})") from None
+    return eval_structure
+
+
+def _eval(args) -> int:
+    from .io import read_dotbracket, validate_sequence
+    from .io.writers import kcal
+    from .structure import check_structure
+
+    if args.input is not None:
+        if args.sequence is not None:
+            raise UsageError("give SEQUENCE STRUCTURE or --input FILE, not both")
+        items = read_dotbracket(args.input)
+        labelled = True
+    else:
+        if args.sequence is None or args.structure is None:
+            raise UsageError("give SEQUENCE STRUCTURE, or --input FILE (see 'rnapipe eval --help')")
+        items = [(None, validate_sequence(args.sequence, file="SEQUENCE argument"), args.structure)]
+        labelled = False
+    eval_structure = _eval_function()
+    options = {key: getattr(args, key) for key in ("temperature", "dangles", "params")
+               if getattr(args, key) is not None}
+    for record_id, sequence, structure in items:
+        check_structure(sequence, structure, record=record_id,
+                        file=args.input if labelled else "STRUCTURE argument")
+        energy = eval_structure(sequence, structure, **options)
+        head = f">{record_id}\n" if labelled else ""
+        sys.stdout.write(f"{head}{sequence}\n{structure} ({kcal(energy):>6})\n")
+    sys.stdout.flush()
+    return errors.EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------------------
+# entry point
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (the console script passes it to ``sys.exit``)."""
+    logging.basicConfig(level=logging.WARNING, format="rnapipe: %(levelname)s: %(message)s")
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version
+            return int(done.code or 0)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return errors.EXIT_INPUT
+        return args.run(args)
+    except RnapipeError as err:
+        _print_error(_one_line(err))
+        return err.exit_code
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        _exit_now_if_threads(errors.EXIT_INTERRUPTED)
+        return errors.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # Python's recipe: point stdout at devnull so the flush at exit does not fail again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except Exception as err:  # a bug: one line, the traceback only on request
+        if os.environ.get("RNAPIPE_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        _print_error(f"internal error: {type(err).__name__}: {_one_line(err)} (please report this bug; "
+                     "RNAPIPE_DEBUG=1 shows the traceback)")
+        return errors.EXIT_INTERNAL
+
+
+def _print_error(message: str) -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"rnapipe: error: {message}\n")
+        sys.stderr.flush()
+
+
+def _exit_now_if_threads(code: int) -> None:
+    """Engine threads run nogil kernels that cannot be stopped; leaving normally would wait for them."""
+    if threading.active_count() > 1 and threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,428 @@
+"""Zuker minimum free energy folding on CPU, exactly RNAfold's model (Turner 2004, ``-d2`` or ``-d0``).
+
+Matrices, named after Lei et al.'s equations (1)-(5); positions 1-based, every matrix (n+2)×(n+2) int32,
+dcal/mol, ``INF`` where no structure exists:
+
+* ``W[j]`` (eq. 1, a vector): MFE of the prefix 1..j, the exterior loop.
+* ``V[i, j]`` (eq. 2): MFE of i..j given that i·j pair: hairpin, VBI or VM.
+* ``VBI(i, j)`` (eq. 3): best stack, bulge or interior loop closed by i·j with an inner pair p·q,
+  p - i - 1 + j - q - 1 <= 30. Not stored: it is a term of V, computed in place.
+* ``VM(i, j)`` (eq. 4): best multiloop closed by i·j. Not stored either (recomputed in the traceback).
+* ``WM[i, j]`` (eq. 5): i..j is part of a multiloop holding at least one branch.
+
+Auxiliary arrays (the d2 model gives every branch a mismatch energy from both its neighbours, which are
+always inside a multiloop, so no dangle state has to be carried; the auxiliaries are for speed):
+
+* ``WM1[i, j]`` (stored transposed, ``WM1T[j, i]``): exactly one branch, starting at i (paired i·k for some
+  k <= j), then unpaired up to j: ``WM1[i, j] = min(WM1[i, j-1] + c, V[i, j] + stem(i, j))``
+  (ViennaRNA's ``fM1``). Then ``WM[i, j] = min_k U_i(k) + WM1[k, j]`` with ``U_i(k)`` = the cheaper of
+  k - i unpaired nucleotides and ``WM[i, k-1]``, and ``VM(i, j) = closing(i, j) + min_k WM[i+1, k-1] +
+  WM1[k, j-1]``; both sweeps read contiguous memory (row of WM, row of WM1T).
+* ``VI[p, q] = V[p, q] + mismatch_interior[type(q, p)][S[q+1]][S[p-1]]``: the part of a generic interior
+  loop's energy that belongs to the inner pair, so the O(30²) generic-loop sweep per (i, j) is a plain
+  add-and-min over a row of VI and a table of loop-size + Ninio terms (``G[n1, n2]``). ``V1N`` (with the
+  1xn mismatch) and ``VAU`` (with the inner pair's terminal AU/GU penalty, for bulges of 3 or more) do the
+  same for those loops. Only rows i+1 .. i+31 are read, so these three are 32-row ring buffers.
+
+Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below
+i and earlier cells of row i. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from .. import energy as E
+from ..model import Model
+from .batch import map_longest_first
+
+VARIANTS = ("default",)
+
+INF = np.int32(100_000_000)     # above any energy a sequence that fits in memory can reach; 3·INF fits int32
+HALF_INF = 50_000_000
+MAXLOOP = E.MAXLOOP
+RING = 32                       # power of two > MAXLOOP + 1: rows an interior loop can reach
+TURN = E.MIN_HAIRPIN
+
+_ML_BASE = E._ML_BASE
+_NINIO = E._NINIO
+_MAX_NINIO = E._MAX_NINIO
+
+
+def bytes_needed(n: int, variant: str = "default") -> int:
+    """Memory for one sequence of n nt: V, WM, WM1T (int32) and pair types (int8), each (n+2)², the
+    ring buffers VI, V1N, VAU (3 × 32 rows of int32), the traceback stack and small vectors.
+    24 GiB holds n = 44,500 (``max_length(24 * 2**30)``)."""
+    cells = (n + 2) ** 2
+    return 13 * cells + (3 * RING * 4 + 3 * 8 * 3 + 64) * (n + 2) + (1 << 16)
+
+
+def max_length(budget_bytes: int) -> int:
+    """Longest sequence whose fold fits in ``budget_bytes``."""
+    lo, hi = 0, 1
+    while bytes_needed(hi) <= budget_bytes:
+        hi *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bytes_needed(mid) <= budget_bytes else (lo, mid)
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _generic_table(T):
+    """G[n1, n2]: loop-size and Ninio terms of a generic interior loop (both sides >= 2 unpaired, not 2x2,
+    2x3 or 3x2, which have their own tables); INF elsewhere."""
+    G = np.full((MAXLOOP + 1, MAXLOOP + 1), INF, dtype=np.int32)
+    sc = T.scalars
+    for n1 in range(2, MAXLOOP + 1):
+        for n2 in range(2, MAXLOOP + 1 - n1):
+            if (n1 == 2 and n2 <= 3) or (n1 == 3 and n2 == 2):
+                continue
+            G[n1, n2] = T.interior[n1 + n2] + min(sc[_MAX_NINIO], abs(n1 - n2) * sc[_NINIO])
+    return G
+
+
+@njit(cache=True, nogil=True)
+def _size_terms(T):
+    """Per loop size: bulge[n] (n >= 2, the terminal AU/GU terms are added from VAU and the closing pair) and
+    L1N[n] = interior[n + 1] + Ninio(n - 1) for 1xn loops with n >= 3."""
+    sc = T.scalars
+    BUL = np.full(MAXLOOP + 1, INF, dtype=np.int32)
+    L1N = np.full(MAXLOOP + 1, INF, dtype=np.int32)
+    for m in range(2, MAXLOOP + 1):
+        BUL[m] = T.bulge[m]
+    for m in range(3, MAXLOOP):
+        L1N[m] = T.interior[m + 1] + min(sc[_MAX_NINIO], (m - 1) * sc[_NINIO])
+    return BUL, L1N
+
+
+@njit(cache=True, nogil=True)
+def _reversed_rows(A):
+    """R[..., r] = A[..., MAXLOOP - r]: the sweeps run with q ascending, n2 = j - 1 - q descending."""
+    return np.ascontiguousarray(A[..., ::-1])
+
+
+@njit(cache=True, nogil=True)
+def _fill(T, S, n):
+    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them and the pair types."""
+    N = n + 2
+    ptype = np.zeros((N, N), dtype=np.int8)
+    for i in range(1, n + 1):
+        for j in range(i + TURN + 1, n + 1):
+            ptype[i, j] = E.PAIR_TYPE[S[i], S[j]]
+    V = np.full((N, N), INF, dtype=np.int32)
+    # VI, V1N, VAU: rows p = i+1 .. i+MAXLOOP+1 only are ever read, so they live in ring buffers of
+    # RING rows (row p at p & (RING - 1)), cleared when row i takes over the slot of row i + RING.
+    VI = np.full((RING, N), INF, dtype=np.int32)
+    V1N = np.full((RING, N), INF, dtype=np.int32)
+    VAU = np.full((RING, N), INF, dtype=np.int32)
+    WM = np.full((N, N), INF, dtype=np.int32)
+    WM1T = np.full((N, N), INF, dtype=np.int32)
+    U = np.full(N + 1, INF, dtype=np.int32)
+    G = _generic_table(T)
+    BUL, L1N = _size_terms(T)
+    GR = _reversed_rows(G)
+    BULR = _reversed_rows(BUL)
+    L1NR = _reversed_rows(L1N)
+    ml_base = T.scalars[_ML_BASE]
+    term_au = T.scalars[E._TERM_AU]
+    AU = np.zeros(8, dtype=np.int32)
+    for t in range(3, 8):
+        AU[t] = term_au
+    stack = T.stack
+    bulge1 = T.bulge[1]
+    int11 = T.int11
+    int21 = T.int21
+    int22 = T.int22
+    mmI = T.mismatch_interior
+    mm1n = T.mismatch_interior_1n
+    mm23 = T.mismatch_interior_23
+    il5 = T.interior[5] + T.scalars[_NINIO]
+    RT = E.RTYPE
+    # Hairpins of sizes other than 3, 4 and 6 (the special-loop sizes) are a size term plus the mismatch;
+    # size terms up to n precomputed with ViennaRNA's extrapolation.
+    HPL = np.empty(n + 1, dtype=np.int32)
+    for m in range(n + 1):
+        HPL[m] = min(E.loop_length_energy(T.hairpin, T.lxc, m), INF)
+    mmH = T.mismatch_hairpin
+    # Multiloop branch: ML intern + mismatch (all zero with dangles=0: the tables say so) + terminal AU/GU.
+    mmM = T.mismatch_multi
+    ml_intern = T.scalars[E._ML_INTERN]
+    ml_closing = T.scalars[E._ML_CLOSING]
+
+    for i in range(n - TURN - 1, 0, -1):
+        U[i] = 0
+        for k in range(i + 1, min(i + TURN + 2, N + 1)):
+            U[k] = min((k - i) * ml_base, INF)
+        si1 = S[i + 1]
+        ri = i & (RING - 1)
+        VI[ri, :] = INF
+        V1N[ri, :] = INF
+        VAU[ri, :] = INF
+        for j in range(i + TURN + 1, n + 1):
+            t = ptype[i, j]
+            if t:
+                size = j - i - 1
+                if size == 3 or size == 4 or size == 6:
+                    v = np.int64(E.hairpin_energy(T, S, i, j))
+                else:
+                    v = np.int64(HPL[size]) + mmH[t, si1, S[j - 1]]
+                sj1 = S[j - 1]
+                maxu = min(MAXLOOP, j - i - TURN - 3)
+                # VBI, small loops with their own tables (ptype check, one by one)
+                p = i + 1
+                q = j - 1
+                t2 = ptype[p, q]
+                if t2:                                            # stack
+                    v = min(v, np.int64(stack[t, RT[t2]]) + V[p, q])
+                for n2 in range(1, min(maxu, 2) + 1):
+                    q = j - 1 - n2
+                    t2 = ptype[i + 1, q]
+                    if t2:
+                        if n2 == 1:                               # bulge of 1: stacking across it
+                            e = np.int64(bulge1) + stack[t, RT[t2]]
+                        else:                                     # bulge of 2: terminal AU/GU both sides
+                            e = np.int64(BUL[2]) + AU[t] + AU[t2]
+                        v = min(v, e + V[i + 1, q])
+                for n1 in range(1, min(maxu, 2) + 1):
+                    p = i + 1 + n1
+                    t2 = ptype[p, j - 1]
+                    if t2:
+                        if n1 == 1:
+                            e = np.int64(bulge1) + stack[t, RT[t2]]
+                        else:
+                            e = np.int64(BUL[2]) + AU[t] + AU[t2]
+                        v = min(v, e + V[p, j - 1])
+                if maxu >= 2:
+                    p = i + 2
+                    q = j - 2
+                    t2 = ptype[p, q]
+                    if t2:                                        # 1x1
+                        v = min(v, np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q])
+                if maxu >= 3:
+                    p = i + 2                                     # 1x2: n1 = 1, n2 = 2
+                    q = j - 3
+                    t2 = ptype[p, q]
+                    if t2:
+                        v = min(v, np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q])
+                    p = i + 3                                     # 2x1: n1 = 2, n2 = 1
+                    q = j - 2
+                    t2 = ptype[p, q]
+                    if t2:
+                        v = min(v, np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q])
+                if maxu >= 4:
+                    p = i + 3                                     # 2x2
+                    q = j - 3
+                    t2 = ptype[p, q]
+                    if t2:
+                        v = min(v, np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q])
+                if maxu >= 5:
+                    m23 = np.int64(il5) + mm23[t, si1, sj1]
+                    p = i + 3                                     # 2x3
+                    q = j - 4
+                    t2 = ptype[p, q]
+                    if t2:
+                        v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
+                    p = i + 4                                     # 3x2
+                    q = j - 3
+                    t2 = ptype[p, q]
+                    if t2:
+                        v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
+                # VBI, bulges of 3 or more: VAU carries the inner pair's terminal AU/GU
+                # (The sweeps below read a row slice and a reversed size table from index 0 so that
+                # Numba emits no negative-index checks and LLVM vectorises them: q runs upwards.)
+                best = INF
+                if maxu >= 3:
+                    rv = VAU[(i + 1) & (RING - 1), j - 1 - maxu:j - 3]              # bulge on the 3' side, n2 = maxu..3
+                    rs = BULR[MAXLOOP - maxu:MAXLOOP - 2]
+                    for m in range(rv.shape[0]):
+                        best = min(best, rv[m] + rs[m])
+                    for m in range(3, maxu + 1):                     # on the 5' side (a column)
+                        best = min(best, VAU[(i + 1 + m) & (RING - 1), j - 1] + BUL[m])
+                if best < HALF_INF:
+                    v = min(v, best + AU[t])
+                # VBI, 1xn loops (n >= 3): V1N carries the inner pair's mismatch
+                best = INF
+                if maxu >= 4:
+                    rv = V1N[(i + 2) & (RING - 1), j - maxu:j - 3]                  # 1 x n2, n2 = maxu-1..3
+                    rs = L1NR[MAXLOOP - maxu + 1:MAXLOOP - 2]
+                    for m in range(rv.shape[0]):
+                        best = min(best, rv[m] + rs[m])
+                    for m in range(3, maxu):                         # n1 x 1 (a column)
+                        best = min(best, V1N[(i + 1 + m) & (RING - 1), j - 2] + L1N[m])
+                if best < HALF_INF:
+                    v = min(v, best + mm1n[t, si1, sj1])
+                # VBI, generic interior loops, n1, n2 >= 2: VI carries the inner pair's mismatch
+                best = INF
+                for n1 in range(2, maxu - 1):
+                    top = maxu - n1                                  # n2 = top..2, q = j-1-top..j-3
+                    rv = VI[(i + 1 + n1) & (RING - 1), j - 1 - top:j - 2]
+                    rs = GR[n1, MAXLOOP - top:MAXLOOP - 1]
+                    for m in range(rv.shape[0]):
+                        best = min(best, rv[m] + rs[m])
+                if best < HALF_INF:
+                    v = min(v, best + mmI[t, si1, sj1])
+                # VM: WM[i+1, k-1] + WM1[k, j-1] for k = i+TURN+3 .. j-TURN-2
+                best = INF
+                ra = WM[i + 1, i + TURN + 2:j - TURN - 2]
+                rb = WM1T[j - 1, i + TURN + 3:j - TURN - 1]
+                for m in range(ra.shape[0]):
+                    best = min(best, ra[m] + rb[m])
+                if best < HALF_INF:
+                    rt = RT[t]
+                    v = min(v, best + ml_closing + ml_intern + mmM[rt, S[j - 1], si1] + AU[rt])
+                V[i, j] = v
+                rt = RT[t]
+                VI[ri, j] = v + mmI[rt, S[j + 1], S[i - 1]]
+                V1N[ri, j] = v + mm1n[rt, S[j + 1], S[i - 1]]
+                VAU[ri, j] = v + AU[t]
+            # WM1 and WM
+            w1 = np.int64(WM1T[j - 1, i]) + ml_base
+            if V[i, j] < HALF_INF:
+                w1 = min(w1, np.int64(V[i, j]) + ml_intern + mmM[t, S[i - 1], S[j + 1]] + AU[t])
+            WM1T[j, i] = min(w1, INF)
+            best = INF
+            ru = U[i:j - TURN]
+            rw = WM1T[j, i:j - TURN]
+            for m in range(ru.shape[0]):
+                best = min(best, ru[m] + rw[m])
+            best = min(best, INF)
+            WM[i, j] = best
+            U[j + 1] = min((j + 1 - i) * ml_base, best)
+
+    W = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        w = W[j - 1]
+        for i in range(1, j - TURN):
+            if V[i, j] < HALF_INF:
+                w = min(w, W[i - 1] + V[i, j] + E.exterior_stem_at(T, S, n, i, j))
+        W[j] = w
+    return W, V, WM, WM1T, ptype
+
+
+@njit(cache=True, nogil=True)
+def _traceback(T, S, n, W, V, WM, WM1T, ptype):
+    """Pair table of one optimal structure: re-derive which term of each recursion gave the stored value."""
+    pt = np.zeros(n + 2, dtype=np.int32)
+    ml_base = T.scalars[_ML_BASE]
+    stack = np.zeros((3 * n + 8, 3), dtype=np.int64)   # (kind, i, j); kind 0 = V, 1 = WM, 2 = WM1
+    top = 0
+    j = n
+    while j > TURN + 1:
+        if W[j] == W[j - 1]:
+            j -= 1
+            continue
+        for i in range(1, j - TURN):
+            if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + E.exterior_stem_at(T, S, n, i, j) == W[j]:
+                stack[top, 0] = 0
+                stack[top, 1] = i
+                stack[top, 2] = j
+                top += 1
+                j = i - 1
+                break
+    while top > 0:
+        top -= 1
+        kind = stack[top, 0]
+        i = stack[top, 1]
+        j = stack[top, 2]
+        if kind == 0:
+            pt[i] = j
+            pt[j] = i
+            target = V[i, j]
+            if E.hairpin_energy(T, S, i, j) == target:
+                continue
+            found = False
+            maxu = min(MAXLOOP, j - i - TURN - 3)
+            for n1 in range(0, maxu + 1):
+                p = i + 1 + n1
+                for n2 in range(0, maxu - n1 + 1):
+                    q = j - 1 - n2
+                    if ptype[p, q] and E.interior_energy_at(T, S, i, j, p, q) + V[p, q] == target:
+                        stack[top, 0] = 0
+                        stack[top, 1] = p
+                        stack[top, 2] = q
+                        top += 1
+                        found = True
+                        break
+                if found:
+                    break
+            if found:
+                continue
+            closing = E.multi_closing(T, S, i, j)
+            for k in range(i + TURN + 3, j - TURN - 1):
+                if np.int64(WM[i + 1, k - 1]) + WM1T[j - 1, k] + closing == target:
+                    stack[top, 0] = 1
+                    stack[top, 1] = i + 1
+                    stack[top, 2] = k - 1
+                    stack[top + 1, 0] = 2
+                    stack[top + 1, 1] = k
+                    stack[top + 1, 2] = j - 1
+                    top += 2
+                    break
+        elif kind == 1:
+            target = WM[i, j]
+            for k in range(i, j - TURN):
+                unpaired = (k - i) * ml_base
+                u = unpaired if k == i else min(unpaired, np.int64(WM[i, k - 1]))
+                if u + WM1T[j, k] == target:
+                    stack[top, 0] = 2
+                    stack[top, 1] = k
+                    stack[top, 2] = j
+                    top += 1
+                    if k > i and u != unpaired:
+                        stack[top, 0] = 1
+                        stack[top, 1] = i
+                        stack[top, 2] = k - 1
+                        top += 1
+                    break
+        else:
+            target = WM1T[j, i]
+            if V[i, j] < HALF_INF and V[i, j] + E.multi_stem_at(T, S, i, j) == target:
+                stack[top, 0] = 0
+                stack[top, 1] = i
+                stack[top, 2] = j
+                top += 1
+            else:
+                stack[top, 0] = 2
+                stack[top, 1] = i
+                stack[top, 2] = j - 1
+                top += 1
+    return pt
+
+
+@njit(cache=True, nogil=True)
+def _dot_bracket(pt, n):
+    out = np.full(n, 46, dtype=np.uint8)      # '.'
+    for i in range(1, n + 1):
+        if pt[i] > i:
+            out[i - 1] = 40                   # '('
+            out[pt[i] - 1] = 41               # ')'
+    return out
+
+
+@njit(cache=True, nogil=True)
+def fold_codes(T, S):
+    """MFE (dcal/mol) and dot-bracket bytes for padded codes S; the whole fold without the GIL."""
+    n = S.shape[0] - 2
+    W, V, WM, WM1T, ptype = _fill(T, S, n)
+    pt = _traceback(T, S, n, W, V, WM, WM1T, ptype)
+    return W[n], _dot_bracket(pt, n)
+
+
+def fold_one(sequence: str, tables) -> tuple[int, str]:
+    if not sequence:
+        return 0, ""
+    mfe, db = fold_codes(tables, E.padded_codes(sequence))
+    return int(mfe), db.tobytes().decode("ascii")
+
+
+def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
+               progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
+    """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    tables = Model.from_options(options).tables()
+    return map_longest_first(lambda s: fold_one(s, tables), sequences, threads, progress)

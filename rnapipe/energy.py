@@ -1,0 +1,306 @@
+"""Loop energies of the Turner 2004 nearest-neighbour model, exactly as ViennaRNA 2.7 computes them, and the
+free energy of a given structure by loop decomposition (:func:`eval_structure`).
+
+Every function takes :class:`rnapipe.params.EnergyTables` ``T`` and ``S``, the int8 codes of the sequence
+(rnapipe.alphabet.encode: A=1, C=2, G=3, U=4, else 0) padded so that ``S[1..n]`` is the sequence and
+``S[0] = S[n+1] = 0``; positions are 1-based. Energies are integers in dcal/mol. The functions are Numba
+``njit`` so that the DP (rnapipe.cpu.zuker) and its traceback call the very same code.
+
+Sources ported (ViennaRNA 2.7, ``src/ViennaRNA/eval/``): ``vrna_E_hairpin`` (eval_hairpin.c),
+``vrna_E_internal`` (eval_internal.c), ``vrna_E_exterior_stem`` (eval_exterior.c), ``E_MLstem``
+(multibranch.h). Loop extrapolation beyond 30 nucleotides is ``(int)(lxc * log(u / 30.))``, truncated.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from . import params as _params
+from .alphabet import encode
+from .errors import InputError
+
+INF = _params.INF
+MAXLOOP = 30
+MIN_HAIRPIN = 3
+
+PAIR_TYPE = np.asarray(_params.PAIR_TYPE)
+RTYPE = np.asarray(_params.RTYPE)
+_ML_BASE = _params.SCALAR_ML_BASE
+_ML_CLOSING = _params.SCALAR_ML_CLOSING
+_ML_INTERN = _params.SCALAR_ML_INTERN
+_NINIO = _params.SCALAR_NINIO
+_MAX_NINIO = _params.SCALAR_MAX_NINIO
+_TERM_AU = _params.SCALAR_TERMINAL_AU
+_DANGLES = _params.SCALAR_DANGLES
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _special(S, i, seqs, energies):
+    """Index of the first special hairpin whose sequence is S[i .. i+len-1], or -1 (ViennaRNA's strstr)."""
+    size = seqs.shape[1]
+    for k in range(seqs.shape[0]):
+        hit = True
+        for m in range(size):
+            if S[i + m] != seqs[k, m]:
+                hit = False
+                break
+        if hit:
+            return k
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def hairpin_energy(T, S, i, j):
+    """Hairpin closed by i·j (``vrna_E_hairpin``): size term, special tri/tetra/hexaloops (their table
+    value is the whole loop), triloops get terminal AU/GU and no mismatch, others the hairpin mismatch."""
+    t = PAIR_TYPE[S[i], S[j]]
+    size = j - i - 1
+    if size <= MAXLOOP:
+        e = np.int64(T.hairpin[size])
+    else:
+        e = np.int64(T.hairpin[MAXLOOP]) + np.int64(T.lxc * math.log(size / 30.0))
+    if size < MIN_HAIRPIN:
+        return e
+    if size == 4:
+        k = _special(S, i, T.tetra_seq, T.tetra_e)
+        if k >= 0:
+            return np.int64(T.tetra_e[k])
+    elif size == 6:
+        k = _special(S, i, T.hexa_seq, T.hexa_e)
+        if k >= 0:
+            return np.int64(T.hexa_e[k])
+    elif size == 3:
+        k = _special(S, i, T.tri_seq, T.tri_e)
+        if k >= 0:
+            return np.int64(T.tri_e[k])
+        if t > 2:
+            e += T.scalars[_TERM_AU]
+        return e
+    return e + T.mismatch_hairpin[t, S[i + 1], S[j - 1]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def loop_length_energy(table, lxc, u):
+    """``table[u]``, extrapolated as ``table[30] + (int)(lxc * log(u / 30))`` beyond 30."""
+    if u <= MAXLOOP:
+        return np.int64(table[u])
+    return np.int64(table[MAXLOOP]) + np.int64(lxc * math.log(u / 30.0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def interior_energy(T, n1, n2, t, t2, si1, sj1, sp1, sq1):
+    """Stack, bulge or interior loop between i·j (type ``t``) and p·q (``t2`` = type of q·p), ``n1`` =
+    p-i-1 and ``n2`` = j-q-1 unpaired, neighbours si1 = S[i+1], sj1 = S[j-1], sp1 = S[p-1], sq1 = S[q+1]
+    (``vrna_E_internal``)."""
+    if n1 > n2:
+        nl = n1
+        ns = n2
+    else:
+        nl = n2
+        ns = n1
+    if nl == 0:
+        return np.int64(T.stack[t, t2])
+    sc = T.scalars
+    if ns == 0:
+        e = loop_length_energy(T.bulge, T.lxc, nl)
+        if nl == 1:
+            e += T.stack[t, t2]
+        else:
+            if t > 2:
+                e += sc[_TERM_AU]
+            if t2 > 2:
+                e += sc[_TERM_AU]
+        return e
+    if ns == 1:
+        if nl == 1:
+            return np.int64(T.int11[t, t2, si1, sj1])
+        if nl == 2:
+            if n1 == 1:
+                return np.int64(T.int21[t, t2, si1, sq1, sj1])
+            return np.int64(T.int21[t2, t, sq1, si1, sp1])
+        e = loop_length_energy(T.interior, T.lxc, nl + 1)
+        e += min(sc[_MAX_NINIO], (nl - ns) * sc[_NINIO])
+        return e + T.mismatch_interior_1n[t, si1, sj1] + T.mismatch_interior_1n[t2, sq1, sp1]
+    if ns == 2:
+        if nl == 2:
+            return np.int64(T.int22[t, t2, si1, sp1, sq1, sj1])
+        if nl == 3:
+            e = np.int64(T.interior[5]) + sc[_NINIO]
+            return e + T.mismatch_interior_23[t, si1, sj1] + T.mismatch_interior_23[t2, sq1, sp1]
+    e = loop_length_energy(T.interior, T.lxc, nl + ns)
+    e += min(sc[_MAX_NINIO], (nl - ns) * sc[_NINIO])
+    return e + T.mismatch_interior[t, si1, sj1] + T.mismatch_interior[t2, sq1, sp1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exterior_stem(T, t, n5d, n3d):
+    """A helix end of type ``t`` in the exterior loop with neighbours n5d (5') and n3d (3'), -1 for none
+    (``vrna_E_exterior_stem``): mismatch when both exist, else a dangle; terminal AU/GU."""
+    e = np.int64(0)
+    if n5d >= 0 and n3d >= 0:
+        e += T.mismatch_exterior[t, n5d, n3d]
+    elif n5d >= 0:
+        e += T.dangle5[t, n5d]
+    elif n3d >= 0:
+        e += T.dangle3[t, n3d]
+    if t > 2:
+        e += T.scalars[_TERM_AU]
+    return e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def multi_stem(T, t, n5d, n3d):
+    """A branch of type ``t`` in a multiloop (``E_MLstem``): as :func:`exterior_stem` with the multiloop
+    mismatches, plus the per-branch penalty."""
+    e = np.int64(T.scalars[_ML_INTERN])
+    if n5d >= 0 and n3d >= 0:
+        e += T.mismatch_multi[t, n5d, n3d]
+    elif n5d >= 0:
+        e += T.dangle5[t, n5d]
+    elif n3d >= 0:
+        e += T.dangle3[t, n3d]
+    if t > 2:
+        e += T.scalars[_TERM_AU]
+    return e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exterior_stem_at(T, S, n, i, j):
+    """Exterior-loop contribution of the helix closed by i·j (no neighbour past either end; none with
+    dangles=0)."""
+    t = PAIR_TYPE[S[i], S[j]]
+    if T.scalars[_DANGLES] == 0:
+        return exterior_stem(T, t, -1, -1)
+    n5d = S[i - 1] if i > 1 else -1
+    n3d = S[j + 1] if j < n else -1
+    return exterior_stem(T, t, n5d, n3d)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def multi_stem_at(T, S, i, j):
+    """Multiloop contribution of the branch i·j seen from outside (neighbours S[i-1], S[j+1])."""
+    t = PAIR_TYPE[S[i], S[j]]
+    if T.scalars[_DANGLES] == 0:
+        return multi_stem(T, t, -1, -1)
+    return multi_stem(T, t, S[i - 1], S[j + 1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def multi_closing(T, S, i, j):
+    """Multiloop closed by i·j: ML closing penalty plus the closing pair as a branch seen from inside
+    (type of j·i, neighbours S[j-1] and S[i+1])."""
+    t = RTYPE[PAIR_TYPE[S[i], S[j]]]
+    e = np.int64(T.scalars[_ML_CLOSING])
+    if T.scalars[_DANGLES] == 0:
+        return e + multi_stem(T, t, -1, -1)
+    return e + multi_stem(T, t, S[j - 1], S[i + 1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def interior_energy_at(T, S, i, j, p, q):
+    """Loop between the pairs i·j and p·q (i < p < q < j)."""
+    t = PAIR_TYPE[S[i], S[j]]
+    t2 = RTYPE[PAIR_TYPE[S[p], S[q]]]
+    return interior_energy(T, p - i - 1, j - q - 1, t, t2, S[i + 1], S[j - 1], S[p - 1], S[q + 1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def eval_pairs(T, S, pt):
+    """Free energy of the structure given as a pair table (pt[i] = partner or 0, 1-based), dcal/mol."""
+    n = pt.shape[0] - 2
+    e = np.int64(0)
+    i = 1
+    while i <= n:
+        if pt[i] > i:
+            e += exterior_stem_at(T, S, n, i, pt[i])
+            i = pt[i] + 1
+        else:
+            i += 1
+    for i in range(1, n + 1):
+        j = pt[i]
+        if j <= i:
+            continue
+        branches = 0
+        unpaired = 0
+        p = 0
+        q = 0
+        k = i + 1
+        stems = np.int64(0)
+        while k < j:
+            if pt[k] > k:
+                branches += 1
+                p = k
+                q = pt[k]
+                stems += multi_stem_at(T, S, k, pt[k])
+                k = pt[k] + 1
+            else:
+                unpaired += 1
+                k += 1
+        if branches == 0:
+            e += hairpin_energy(T, S, i, j)
+        elif branches == 1:
+            e += interior_energy_at(T, S, i, j, p, q)
+        else:
+            e += multi_closing(T, S, i, j) + stems + unpaired * T.scalars[_ML_BASE]
+    return e
+
+
+def pair_table(structure: str) -> np.ndarray:
+    """Dot-bracket → 1-based pair table padded with 0 at both ends; raises ValueError on bad brackets."""
+    n = len(structure)
+    pt = np.zeros(n + 2, dtype=np.int32)
+    stack = []
+    for k, c in enumerate(structure, start=1):
+        if c == "(":
+            stack.append(k)
+        elif c == ")":
+            if not stack:
+                raise ValueError(f"unbalanced ')' at position {k}")
+            o = stack.pop()
+            pt[o] = k
+            pt[k] = o
+        elif c not in ".:,_-":
+            raise ValueError(f"unexpected character '{c}' at position {k} (expected '(', ')' or '.')")
+    if stack:
+        raise ValueError(f"unbalanced '(' at position {stack[-1]}")
+    return pt
+
+
+def padded_codes(sequence: str) -> np.ndarray:
+    S = np.zeros(len(sequence) + 2, dtype=np.int8)
+    S[1:-1] = encode(sequence)
+    return S
+
+
+def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,
+                   params=None) -> int:
+    """Free energy (integer dcal/mol) of ``structure`` (dot-bracket) on ``sequence`` under RNAfold's model,
+    by loop decomposition: the same number ViennaRNA's ``fc.eval_structure`` gives, times 100.
+
+    ``params``: a parameter file path (``None``: Turner 2004). Pairs must be canonical (AU, GC, GU) and
+    hairpins need at least 3 unpaired nucleotides; anything else raises :class:`InputError`.
+    """
+    from .alphabet import normalise
+    from .model import Model
+
+    model = Model(temperature=temperature, dangles=dangles, params=params)
+    sequence = normalise(sequence)
+    if len(sequence) != len(structure):
+        raise InputError(f"sequence has {len(sequence)} nt but the structure has {len(structure)} characters")
+    try:
+        pt = pair_table(structure)
+    except ValueError as err:
+        raise InputError(f"structure: {err}") from None
+    S = padded_codes(sequence)
+    for i in range(1, len(sequence) + 1):
+        j = int(pt[i])
+        if j > i:
+            if PAIR_TYPE[S[i], S[j]] == 0:
+                raise InputError(f"pair {i}-{j} ({sequence[i - 1]}-{sequence[j - 1]}) is not canonical "
+                                 "(AU, GC or GU)")
+            if j - i - 1 < MIN_HAIRPIN and not any(pt[i + 1:j]):
+                raise InputError(f"hairpin closed by {i}-{j} has fewer than {MIN_HAIRPIN} unpaired nucleotides")
+    return int(eval_pairs(model.tables(), S, pt))

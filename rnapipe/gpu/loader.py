@@ -1,0 +1,59 @@
+"""The one loader for the CUDA sources shipped in ``rnapipe/gpu/kernels``.
+
+Each ``.cu`` file is read from package data, prefixed with ``#line 1 "<path>"`` so that compiler
+messages name the real file, compiled once per (file, options, template instantiations) with
+``cupy.RawModule`` and cached. CuPy is imported only here, and only when a module is first asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from importlib import resources
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Always passed: C++17 for the templates, and the kernel folder for #include "....cuh".
+BASE_OPTIONS = ("-std=c++17",)
+
+
+def kernel_dir() -> Path:
+    """The folder holding the ``.cu``/``.cuh`` files (a real directory for a normal install)."""
+    return Path(str(resources.files("rnapipe.gpu") / "kernels"))
+
+
+def kernel_files() -> list[Path]:
+    return sorted(kernel_dir().glob("*.cu"))
+
+
+def source(filename: str) -> str:
+    path = kernel_dir() / filename
+    return f'#line 1 "{path}"\n' + path.read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def module(filename: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = ()):
+    """Compile ``kernels/<filename>`` (once) and return the ``cupy.RawModule``.
+
+    ``name_expressions`` lists template instantiations such as ``"outer_tiles<u16,false>"``; fetch
+    them afterwards with ``get_function`` under the same spelling.
+    """
+    import cupy  # lazily: a CPU-only user never gets here
+
+    opts = BASE_OPTIONS + (f"-I{kernel_dir()}",) + tuple(options)
+    log.debug("compiling %s with %s", filename, opts)
+    mod = cupy.RawModule(code=source(filename), options=opts,
+                         name_expressions=list(name_expressions) if name_expressions else None)
+    mod.compile()
+    return mod
+
+
+@functools.lru_cache(maxsize=None)
+def function(filename: str, name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = (),
+             dynamic_shared: int = 0):
+    """One kernel of a cached module, its dynamic shared-memory limit raised to ``dynamic_shared`` bytes."""
+    kernel = module(filename, options, name_expressions).get_function(name)
+    if dynamic_shared > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = dynamic_shared
+    return kernel

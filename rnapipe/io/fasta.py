@@ -1,0 +1,413 @@
+"""Sequence input: FASTA and gzipped FASTA through Biopython, streamed, normalised and validated.
+
+Every problem becomes one :class:`rnapipe.errors.InputError` naming the file, the record and the 1-based
+position in the sequence (whitespace removed), with the line number where it helps. Under
+``on_invalid="skip"`` the same reason goes into a :class:`Rejected` entry instead and reading goes on;
+a file that cannot be read at all (missing, empty, not FASTA, corrupt gzip) is one entry with ``id=None``.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import io
+import itertools
+import os
+import re
+import sys
+import zlib
+from collections.abc import Mapping
+from typing import Iterable, Iterator, TextIO
+
+from Bio.SeqIO.FastaIO import SimpleFastaParser
+
+from ..alphabet import normalise
+from ..errors import InputError
+from .records import Record, Rejected
+
+STDIN = "-"
+
+# Everything alphabet.ACCEPTED allows, in both cases, plus T (turned into U). Searching the raw text
+# keeps positions those of the user's file even where upper() would change the length of junk.
+_BAD = re.compile(r"[^ACGTUNRYKMSWBDHVacgtunrykmswbdhv]")
+_WHITESPACE = re.compile(r"\s+")
+
+# Magic numbers of compressions we do not read, so that the message says what the file is.
+_OTHER_COMPRESSIONS = {
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"PK\x03\x04": "zip",
+    b"7z\xbc\xaf\x27\x1c": "7z",
+}
+_GZIP_MAGIC = b"\x1f\x8b"
+_SNIFF_BYTES = 4096
+
+
+def check_on_invalid(on_invalid: str) -> None:
+    if on_invalid not in ("error", "skip"):
+        raise ValueError(f"on_invalid must be 'error' or 'skip', not {on_invalid!r}")
+
+
+def _show(char: str) -> str:
+    if char == "\ufffd":
+        return "a byte that is not UTF-8 text"
+    if " " < char < "\x7f":
+        return f"invalid character '{char}'"
+    return f"invalid character {ascii(char)}"
+
+
+def _hint(char: str) -> str:
+    if char in "-.~":
+        return "alignment gaps are not allowed"
+    if char.isdigit():
+        return "digits are not allowed"
+    if char.isalpha() and char.isascii():
+        return "not a nucleotide code (a protein sequence?)"
+    return ""
+
+
+def _problem(sequence: str) -> tuple[int | None, str, str] | None:
+    """``(1-based position, fault, hint)`` for the first fault of a whitespace-free sequence, or None."""
+    if not sequence:
+        return None, "empty record: no sequence", ""
+    bad = _BAD.search(sequence)
+    if bad is not None:
+        return bad.start() + 1, _show(bad.group()), _hint(bad.group())
+    return None
+
+
+def _reason(fault: str, hint: str, line: int | None = None) -> str:
+    """``fault at line N; hint``: what is wrong first, where in the file next, advice last."""
+    text = fault if line is None else f"{fault} at line {line}"
+    return f"{text}; {hint}" if hint else text
+
+
+def validate_sequence(sequence: str, record: str | None = None, file: str | None = None) -> str:
+    """Return ``sequence`` without whitespace, upper case, T→U; raise :class:`InputError` if it cannot fold.
+
+    A, C, G, U (and T) fold; N and the other IUPAC codes are accepted and never pair.
+    """
+    if isinstance(sequence, (bytes, bytearray)):
+        sequence = bytes(sequence).decode("utf-8", errors="replace")
+    sequence = _WHITESPACE.sub("", sequence)
+    problem = _problem(sequence)
+    if problem is not None:
+        position, fault, hint = problem
+        raise InputError(_reason(fault, hint), file=file, record=record, position=position)
+    return normalise(sequence)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Files
+
+
+def _display(path) -> str:
+    return "<stdin>" if path == STDIN else os.fspath(path)
+
+
+def open_text(path, name: str | None = None) -> TextIO:
+    """Open a plain or gzipped text file (gzip recognised by its magic bytes, whatever the suffix).
+
+    Raises :class:`InputError` for a missing or unreadable file, another compression, or binary content.
+    Undecodable bytes become U+FFFD so that they are reported where they are, not as a crash.
+    """
+    name = name or _display(path)
+    try:
+        raw = sys.stdin.buffer if path == STDIN else open(path, "rb")
+    except FileNotFoundError:
+        raise InputError("no such file", file=name) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a FASTA file", file=name) from None
+    except PermissionError:
+        raise InputError("permission denied", file=name) from None
+    except OSError as err:
+        raise InputError(f"cannot open: {err.strerror or err}", file=name) from None
+    try:
+        head = _peek(raw, 8)
+        if head.startswith(_GZIP_MAGIC):
+            if path == STDIN:
+                raw = gzip.GzipFile(fileobj=raw, mode="rb")
+            else:
+                # gzip.open owns the file and closes it; a GzipFile around our handle would leak it
+                raw.close()
+                raw = gzip.open(path, "rb")
+            sniff = _peek(raw, _SNIFF_BYTES)
+        else:
+            for magic, kind in _OTHER_COMPRESSIONS.items():
+                if head.startswith(magic):
+                    raise InputError(f"{kind}-compressed file: rnapipe reads plain or gzipped FASTA; "
+                                     f"decompress it first", file=name)
+            sniff = _peek(raw, _SNIFF_BYTES)
+        if b"\x00" in sniff:
+            raise InputError("binary file, not FASTA", file=name)
+    except InputError:
+        raw.close()
+        raise
+    except (OSError, EOFError, zlib.error) as err:
+        raw.close()
+        raise InputError(f"not a valid gzip file ({err})", file=name) from None
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=None)
+
+
+def _peek(raw, size: int) -> bytes:
+    """Up to ``size`` bytes from the start without consuming them (peek may return fewer or more)."""
+    data = raw.peek(size)
+    return data[:size]
+
+
+class _FileError(Exception):
+    """Raised inside the scan when the rest of a file cannot be read; carries the InputError."""
+
+    def __init__(self, error: InputError, partial: bool):
+        super().__init__(error.format())
+        self.error = error
+        self.partial = partial
+
+
+def _first_content_line(text: TextIO, name: str) -> tuple[int, str]:
+    """Check that the file starts like FASTA; return the number and text of its first non-blank line."""
+    for number, line in enumerate(text, start=1):
+        if not line.strip():
+            continue
+        if line.startswith(">"):
+            return number, line
+        if line.startswith("@"):
+            raise InputError(f"looks like FASTQ (line {number} starts with '@'), not FASTA: "
+                             "convert it to FASTA first", file=name)
+        snippet = ascii(line.strip()[:24])[1:-1]
+        raise InputError(f"not a FASTA file: line {number} ('{snippet}') does not start with '>'", file=name)
+    raise InputError("empty file: no FASTA records", file=name)
+
+
+class _LineTracker:
+    """Passes lines through to Biopython's parser and remembers, per record, its header's line number and
+    its sequence lines, so that errors can name lines without reading the file twice (stdin cannot be).
+
+    The parser reads the next header before it yields a record, so the record it yields is always the
+    oldest one held here.
+    """
+
+    def __init__(self, lines: Iterable[str], first_number: int):
+        self._lines = lines
+        self._first_number = first_number
+        self._records: collections.deque[tuple[int, list[str]]] = collections.deque()
+
+    def lines(self) -> Iterator[str]:
+        """One generator for the whole file: the parser loops over it twice and must not restart the count."""
+        records = self._records
+        for number, line in enumerate(self._lines, start=self._first_number):
+            if line[:1] == ">":
+                records.append((number, []))
+            else:
+                records[-1][1].append(line)
+            yield line
+
+    def pop(self) -> tuple[int, list[str]]:
+        return self._records.popleft()
+
+
+def _line_of(header_line: int, lines: list[str], position: int | None) -> int:
+    """Line number of the ``position``-th residue (whitespace not counted) of a record, or of its header."""
+    if position is None:
+        return header_line
+    for offset, line in enumerate(lines, start=1):
+        position -= len(_WHITESPACE.sub("", line))
+        if position <= 0:
+            return header_line + offset
+    return header_line
+
+
+def _scan(path, name: str) -> Iterator[tuple[int, str, str, int, list[str]]]:
+    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines)``.
+
+    File-level faults raise :class:`_FileError`.
+    """
+    ordinal = -1
+    try:
+        text = open_text(path, name)
+    except InputError as err:
+        raise _FileError(err, partial=False) from None
+    try:
+        number, first = _first_content_line(text, name)
+        tracker = _LineTracker(itertools.chain([first], text), number)
+        for ordinal, (title, sequence) in enumerate(SimpleFastaParser(tracker.lines())):
+            header_line, lines = tracker.pop()
+            yield ordinal, title, sequence, header_line, lines
+    except InputError as err:
+        raise _FileError(err, partial=False) from None
+    except (OSError, EOFError, zlib.error) as err:
+        where = f" after record {ordinal + 1}" if ordinal >= 0 else ""
+        raise _FileError(InputError(f"corrupt or truncated data{where} ({err})", file=name),
+                         partial=ordinal >= 0) from None
+    finally:
+        _close(text, path)
+
+
+def _close(text: TextIO, path) -> None:
+    if path == STDIN:
+        text.detach()  # leave sys.stdin usable
+    else:
+        text.close()
+
+
+def read_records(paths, on_invalid: str = "error", rejected: list[Rejected] | None = None) -> Iterator[Record]:
+    """Stream validated :class:`Record` objects from FASTA / gzipped FASTA files (``"-"`` is stdin).
+
+    ``index`` counts every record of every file in order, rejected ones included, so that it is the
+    record's place in the input. Ids are the first word of the header and must be unique across all
+    files. With ``on_invalid="skip"`` faults are appended to ``rejected`` and reading continues.
+    """
+    check_on_invalid(on_invalid)
+    if rejected is None:
+        rejected = []
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    first_seen: dict[str, tuple[str, int]] = {}  # id -> (file, header line)
+    index = 0
+    for path in paths:
+        name = _display(path)
+        try:
+            for ordinal, title, raw, header_line, lines in _scan(path, name):
+                position = index
+                index += 1
+                words = title.split(None, 1)
+                if not words:
+                    reason = _reason(f"empty id after '>' in record {ordinal + 1} of the file", "", header_line)
+                    if on_invalid == "error":
+                        raise InputError(reason, file=name)
+                    rejected.append(Rejected(position, "", name, reason))
+                    continue
+                record_id = words[0]
+                if record_id in first_seen:
+                    other_name, other_line = first_seen[record_id]
+                    again = " (the same file given twice?)" if (other_name, other_line) == (name, header_line) else ""
+                    reason = _reason("duplicate id", f"first seen in {other_name} line {other_line}{again}",
+                                     header_line)
+                    if on_invalid == "error":
+                        raise InputError(reason, file=name, record=record_id)
+                    rejected.append(Rejected(position, record_id, name, reason))
+                    continue
+                first_seen[record_id] = (name, header_line)
+                sequence = _WHITESPACE.sub("", raw)
+                problem = _problem(sequence)
+                if problem is not None:
+                    at, fault, hint = problem
+                    reason = _reason(fault, hint, _line_of(header_line, lines, at))
+                    if on_invalid == "error":
+                        raise InputError(reason, file=name, record=record_id, position=at)
+                    rejected.append(Rejected(position, record_id, name,
+                                             InputError(reason, position=at).format()))
+                    continue
+                yield Record(record_id, normalise(sequence), position, name)
+        except _FileError as err:
+            if on_invalid == "error":
+                raise err.error from None
+            tail = "the rest of the file was skipped" if err.partial else "the file was skipped"
+            rejected.append(Rejected(index, None, name, f"{err.error.reason}; {tail}"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Python objects
+
+
+def _is_seqrecord(obj) -> bool:
+    return hasattr(obj, "seq") and hasattr(obj, "id") and not isinstance(obj, (str, bytes, tuple))
+
+
+def as_records(obj, on_invalid: str = "error", rejected: list[Rejected] | None = None) -> Iterator[Record]:
+    """Turn what a user hands to :func:`rnapipe.fold` into validated :class:`Record` objects, in order.
+
+    Accepts one sequence string; an iterable of strings (ids ``seq1``, ``seq2``, ...), of ``(id, sequence)``
+    pairs, of :class:`Record` (index and file kept, as :func:`read_records` yields them) or of Biopython
+    ``SeqRecord``; or a mapping ``{id: sequence}``. Whitespace is dropped, case folded, T→U.
+    """
+    check_on_invalid(on_invalid)
+    if rejected is None:
+        rejected = []
+    if isinstance(obj, (str, bytes, bytearray, Record)) or _is_seqrecord(obj):
+        obj = [obj]
+    elif isinstance(obj, Mapping):
+        obj = obj.items()
+    seen: set[str] = set()
+    for position, item in enumerate(obj):
+        index, file = position, None
+        if isinstance(item, Record):
+            record_id, raw, index, file = item.id, item.sequence, item.index, item.file
+        elif isinstance(item, (str, bytes, bytearray)):
+            record_id, raw = f"seq{position + 1}", item
+        elif _is_seqrecord(item):
+            record_id, raw = str(item.id), str(item.seq)
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            record_id, raw = str(item[0]), item[1]
+        else:
+            raise TypeError(f"item {position} is a {type(item).__name__}: expected a sequence string, "
+                            "an (id, sequence) pair, a Record or a SeqRecord")
+        try:
+            if not record_id.strip():
+                raise InputError(f"empty id (item {position + 1})", file=file)
+            if record_id in seen:
+                raise InputError("duplicate id", file=file, record=record_id)
+            seen.add(record_id)
+            sequence = validate_sequence(raw, record=record_id, file=file)
+        except InputError as err:
+            if on_invalid == "error":
+                raise
+            rejected.append(Rejected(index, record_id, file,
+                                     InputError(err.reason, position=err.position).format()))
+            continue
+        yield Record(record_id, sequence, index, file)
+
+
+def read_dotbracket(path) -> Iterator[tuple[str, str, str]]:
+    """Yield ``(id, sequence, structure)`` from a dot-bracket FASTA file (RNAfold output, ``.dbn``).
+
+    A record is a ``>`` header, sequence lines, then structure lines (made of ``.()[]{}<>``); a trailing
+    energy such as ``( -1.20)`` on the structure line is ignored. The sequence is validated and
+    normalised; the structure is returned as written (see :mod:`rnapipe.structure` to check it).
+    """
+    name = _display(path)
+    structure_line = re.compile(r"^([.()\[\]{}<>]+)\s*(?:\(\s*[-+]?\d+(?:\.\d*)?\s*\))?\s*$")
+    text = open_text(path, name)
+    try:
+        start, first = _first_content_line(text, name)
+        seen: set[str] = set()
+        lines = itertools.chain([first], text)
+        for record_id, seq_lines, db_lines, line in _dotbracket_blocks(lines, start, name, structure_line):
+            if record_id in seen:
+                raise InputError(f"duplicate id (line {line})", file=name, record=record_id)
+            seen.add(record_id)
+            sequence = validate_sequence("".join(seq_lines), record=record_id, file=name)
+            if not db_lines:
+                raise InputError(f"no dot-bracket structure line after the sequence (record at line {line})",
+                                 file=name, record=record_id)
+            yield record_id, sequence, "".join(db_lines)
+    finally:
+        _close(text, path)
+
+
+def _dotbracket_blocks(lines: Iterable[str], first_number: int, name: str,
+                       structure_line) -> Iterator[tuple[str, list, list, int]]:
+    record_id, seq_lines, db_lines, start = None, [], [], 0
+    for number, line in enumerate(lines, start=first_number):
+        line = line.strip()
+        if line.startswith(">"):
+            if record_id is not None:
+                yield record_id, seq_lines, db_lines, start
+            words = line[1:].split(None, 1)
+            if not words:
+                raise InputError(f"empty id after '>' (line {number})", file=name)
+            record_id, seq_lines, db_lines, start = words[0], [], [], number
+        elif not line:
+            continue
+        else:
+            match = structure_line.match(line)
+            if match is not None:
+                db_lines.append(match.group(1))
+            elif db_lines:
+                raise InputError(f"unexpected line after the structure (line {number})", file=name,
+                                 record=record_id)
+            else:
+                seq_lines.append(line)
+    if record_id is not None:
+        yield record_id, seq_lines, db_lines, start

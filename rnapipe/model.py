@@ -1,0 +1,51 @@
+"""Model options for Zuker MFE folding: RNAfold's defaults unless told otherwise.
+
+Fixed, as in ``RNAfold`` without options: lonely pairs allowed, hairpins of at least 3 unpaired nucleotides,
+interior loops of at most 30 unpaired nucleotides, special hairpins (tri-, tetra-, hexaloops) on, GU closure
+allowed, no G-quadruplexes, standard salt (no correction), N and other IUPAC codes never pair.
+Adjustable: ``temperature`` (°C, RNAfold ``-T``), ``dangles`` (0 or 2, RNAfold ``-d0`` / ``-d2``; 2 is
+the default) and ``params`` (a ViennaRNA v2.0 parameter file, RNAfold ``--paramFile``; ``None`` is
+Turner 2004).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+DANGLE_MODELS = (0, 2)
+
+
+@dataclass(frozen=True)
+class Model:
+    temperature: float = 37.0
+    dangles: int = 2
+    params: str | Path | None = None
+
+    def __post_init__(self):
+        try:
+            t = float(self.temperature)
+        except (TypeError, ValueError):
+            raise UsageError(f"temperature must be a number of °C, not {self.temperature!r}") from None
+        if not math.isfinite(t) or t <= -273.15:
+            raise UsageError(f"temperature {self.temperature} °C is not a physical temperature")
+        object.__setattr__(self, "temperature", t)
+        if self.dangles not in DANGLE_MODELS or isinstance(self.dangles, bool):
+            raise UsageError(f"dangles must be 0 or 2 (RNAfold -d0 or -d2), not {self.dangles!r}")
+        object.__setattr__(self, "dangles", int(self.dangles))
+
+    @classmethod
+    def from_options(cls, options: dict | None) -> "Model":
+        """Build from an engine options dict (keys temperature, dangles, params; others are ignored)."""
+        options = options or {}
+        kwargs = {k: options[k] for k in ("temperature", "dangles", "params")
+                  if k in options and options[k] is not None}
+        return cls(**kwargs)
+
+    def tables(self):
+        """The frozen energy tables for this model (cached)."""
+        from . import params
+        return params.tables(self.params, self.temperature, self.dangles)

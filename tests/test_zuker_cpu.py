@@ -1,0 +1,182 @@
+"""Zuker MFE on CPU against ViennaRNA's RNA.fold: the MFE to the integer dcal/mol, and our structure has it.
+
+Default run: 3,000 random sequences of 1-300 nt and a deterministic slice of ../shared/data (a few minutes
+on 2 cores with RNA.fold included). RNAPIPE_FULL=1 runs the acceptance counts: 20,000 random sequences of
+1-300 nt and every record of ../shared/data up to 1,000 nt.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from rnapipe.cpu import zuker
+
+RNA = pytest.importorskip("RNA")
+
+FULL = os.environ.get("RNAPIPE_FULL") == "1"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+THREADS = 2
+
+
+def _vienna(seqs, temperature=37.0, dangles=2):
+    md = RNA.md()
+    md.temperature = temperature
+    md.dangles = dangles
+    out = []
+    for s in seqs:
+        fc = RNA.fold_compound(s, md)
+        structure, mfe = fc.mfe()
+        out.append((round(mfe * 100), fc))
+    return out
+
+
+def _assert_exact(seqs, temperature=37.0, dangles=2):
+    ours = zuker.fold_batch(seqs, "default", THREADS, {"temperature": temperature, "dangles": dangles})
+    theirs = _vienna(seqs, temperature, dangles)
+    wrong = []
+    for s, (e, db), (ref, fc) in zip(seqs, ours, theirs):
+        assert len(db) == len(s)
+        if e != ref or round(fc.eval_structure(db) * 100) != ref:
+            wrong.append((s, e, ref, db))
+    assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
+
+
+def _random_seqs(count, lo, hi, seed, alphabet="ACGU"):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(lo, hi))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("chunk", range(20 if FULL else 3))
+def test_random_sequences_1_to_300(chunk):
+    """1,000 random sequences of 1-300 nt per chunk (3 chunks by default, 20 with RNAPIPE_FULL=1)."""
+    _assert_exact(_random_seqs(1000, 1, 300, seed=1000 + chunk))
+
+
+def test_short_and_degenerate_sequences():
+    seqs = ["A", "G", "GC", "GGGAAACCC", "GGGGAAAACCCC", "NNNNNNNNNN", "GGGGNNNNCCCC", "AAAAAAAAAAAAAAAAAA",
+            "GCGCGCGCGCGCGCGCGCGC", "GGGGGGGGGGCCCCCCCCCC", "GUGUGUGUGUGUGUGUGU"]
+    _assert_exact(seqs)
+    assert zuker.fold_batch(["NNNN"], "default", 1, {}) == [(0, "....")]
+
+
+def test_special_hairpins_inside_stems():
+    """Random flanks around the tri-, tetra- and hexaloops of the table, so the MFE uses them."""
+    rng = random.Random(7)
+    loops = ["CAACG", "GUUAC", "CAACGG", "CCAAGG", "CUUCGG", "CUACGG", "ACAGUACU", "ACAGUGAU", "ACAGUGUU"]
+    seqs = []
+    for loop in loops:
+        for _ in range(20):
+            stem = "".join(rng.choice("ACGU") for _ in range(rng.randint(2, 8)))
+            comp = stem[::-1].translate(str.maketrans("ACGU", "UGCA"))
+            left = "".join(rng.choice("ACGU") for _ in range(rng.randint(0, 5)))
+            right = "".join(rng.choice("ACGU") for _ in range(rng.randint(0, 5)))
+            seqs.append(left + stem + loop + comp + right)
+    _assert_exact(seqs)
+
+
+def test_iupac_codes_never_pair():
+    rng = random.Random(3)
+    seqs = []
+    for s in _random_seqs(150, 20, 150, seed=4):
+        chars = list(s)
+        for _ in range(rng.randint(1, 6)):
+            chars[rng.randrange(len(chars))] = "N"
+        seqs.append("".join(chars))
+    _assert_exact(seqs)
+
+
+def test_longer_sequences():
+    _assert_exact(_random_seqs(2, 700, 1000, seed=9) + _random_seqs(6, 301, 500, seed=10))
+
+
+def test_gc_rich_and_skewed_sequences():
+    """Skewed composition reaches large multiloops and long helices that uniform sequences rarely give."""
+    _assert_exact(_random_seqs(150, 30, 250, seed=12, alphabet="GGGCCCAU") +
+                  _random_seqs(150, 30, 250, seed=13, alphabet="GGCCAAUUUU"))
+
+
+@pytest.mark.parametrize("temperature,dangles", [(20.0, 2), (60.0, 2), (37.0, 0), (20.0, 0), (60.0, 0)])
+def test_temperatures_and_dangles(temperature, dangles):
+    _assert_exact(_random_seqs(1000 if FULL else 150, 1, 300, seed=int(temperature) * 10 + dangles),
+                  temperature, dangles)
+
+
+def _data_records(limit: int = 1000):
+    if not DATA.is_dir():
+        return []
+    seqs = []
+    for path in sorted((DATA / "transcripts").glob("*.fa")):
+        seq = []
+        for line in path.read_text().splitlines() + [">"]:
+            if line.startswith(">"):
+                if seq:
+                    seqs.append("".join(seq))
+                seq = []
+            else:
+                seq.append(line.strip().upper().replace("T", "U"))
+    for path in sorted((DATA / "known").glob("*.dbn")):
+        lines = path.read_text().splitlines()
+        seqs += [lines[k].strip().upper().replace("T", "U") for k in range(1, len(lines), 3)]
+    return [s for s in dict.fromkeys(seqs) if 0 < len(s) <= limit]
+
+
+def test_shared_data_up_to_1000_nt():
+    """Real RNAs from ../shared/data (miRBase hairpins, tRNAs, RNAStralign): every record with RNAPIPE_FULL=1,
+    every 25th one by default; IUPAC codes are kept (they never pair, in RNAfold as here)."""
+    seqs = _data_records()
+    if not seqs:
+        pytest.skip("../shared/data is not here")
+    if not FULL:
+        seqs = seqs[::25]
+    for k in range(0, len(seqs), 2000):
+        _assert_exact(seqs[k:k + 2000])
+
+
+def test_threads_give_the_same_results_in_order():
+    seqs = _random_seqs(60, 1, 200, seed=21)
+    assert zuker.fold_batch(seqs, "default", 1, {}) == zuker.fold_batch(seqs, "default", 3, {})
+
+
+def test_bytes_needed_covers_the_matrices():
+    n = 1000
+    # V, WM, WM1T as int32 and the pair types as int8, each (n+2)²: the least an honest estimate can say
+    assert zuker.bytes_needed(n) >= (3 * 4 + 1) * (n + 2) ** 2
+    assert zuker.bytes_needed(n) < 1.1 * (3 * 4 + 1) * (n + 2) ** 2 + 2**20
+    assert zuker.max_length(24 * 2**30) > 40_000
+
+
+def test_engine_registered_and_api():
+    import rnapipe
+    res = rnapipe.fold(["GGGGAAAACCCC", "ACGU"], algorithm="zuker", threads=1)
+    assert [(r.score_int, r.structure) for r in res] == [(-540, "((((....))))"), (0, "....")]
+    assert res[0].score == pytest.approx(-5.4)
+    assert rnapipe.eval_structure("GGGGAAAACCCC", "((((....))))") == -540
+
+
+def test_bad_options_are_usage_errors():
+    from rnapipe.errors import UsageError
+    with pytest.raises(UsageError):
+        zuker.fold_batch(["GGGAAACCC"], "default", 1, {"dangles": 1})
+    with pytest.raises(UsageError):
+        zuker.fold_batch(["GGGAAACCC"], "default", 1, {"temperature": "hot"})
+
+
+def test_params_option_loads_another_file(tmp_path):
+    """--params: a set with a far higher multiloop closing penalty changes energies as ViennaRNA's reader does."""
+    from rnapipe import params
+    text = params.default_path().read_text().replace("\t     0\t     0\t   930\t  3000", "\t     0\t     0\t  1930\t  3000")
+    assert text != params.default_path().read_text()
+    path = tmp_path / "ml.par"
+    path.write_text(text)
+    seqs = _random_seqs(40, 80, 200, seed=31)
+    ours = zuker.fold_batch(seqs, "default", 1, {"params": str(path)})
+    try:
+        RNA.params_load(str(path))
+        for s, (e, _) in zip(seqs, ours):
+            assert e == round(RNA.fold(s)[1] * 100)
+    finally:
+        RNA.params_load_RNA_Turner2004()
