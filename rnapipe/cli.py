@@ -95,6 +95,33 @@ def _add_energy_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--params", metavar="FILE", help="energy parameter file (ViennaRNA .par; default Turner 2004)")
 
 
+def variants_help() -> str:
+    """``--variant`` names per algorithm and device; imports the engines, so only for ``fold --help``."""
+    from . import engines
+
+    lines = ["variants (--variant; the first is the default):"]
+    pairs = dict.fromkeys(list(engines._MODULES) + [(a, d) for a, d, _ in engines._VARIANT_MODULES])
+    for algorithm, device in pairs:
+        try:
+            names = ", ".join(engines.variants(algorithm, device))
+        except Exception as err:  # an engine that cannot even be imported here
+            names = f"(not available here: {_one_line(err)})"
+        lines.append(f"  {algorithm:<9}{device:<5}{names}")
+    return "\n".join(lines) + "\n\n"
+
+
+class _FoldHelp(argparse.Action):
+    """``fold --help`` with the variant list, computed only when asked for (it imports every engine)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.epilog = variants_help() + (parser.epilog or "")
+        parser.print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .engines import ALGORITHMS, DEVICES
     from .io.writers import FORMATS
@@ -106,9 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     fold = commands.add_parser("fold", help="fold the sequences of FASTA files", epilog=FOLD_EPILOG,
-                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False,
                                description="Fold every sequence of the input FASTA files; write the results "
                                "in input order.")
+    fold.add_argument("-h", "--help", action=_FoldHelp, help="show this help (with the variants) and exit")
     fold.add_argument("inputs", nargs="+", metavar="INPUT", help="FASTA or gzipped FASTA file ('-': stdin)")
     fold.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="output file ('-': stdout)")
     fold.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,

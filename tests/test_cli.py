@@ -71,6 +71,8 @@ def test_help_documents_exit_codes(tmp_path):
     assert proc.returncode == 0
     for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "130"):
         assert f"\n  {code}" in proc.stdout
+    if HAVE_NUSSINOV:
+        assert "\n  nussinov cpu  transposed, naive, parallel" in proc.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -348,3 +350,33 @@ def test_progress_bar_only_on_a_terminal(tmp_path, quiet):
     # and never on a pipe
     piped = rnapipe("fold", "in.fa", "-o", "out2.fa", cwd=tmp_path)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a bug: one line asking for a report; the traceback only on request
+
+
+@needs_nussinov
+@pytest.mark.parametrize("debug", [False, True])
+def test_internal_error_is_one_line(tmp_path, monkeypatch, capsys, debug):
+    import rnapipe.api
+    from rnapipe.cli import main
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something\nunexpected")
+
+    monkeypatch.setattr(rnapipe.api, "fold", broken)
+    if debug:
+        monkeypatch.setenv("RNAPIPE_DEBUG", "1")
+    else:
+        monkeypatch.delenv("RNAPIPE_DEBUG", raising=False)
+    (tmp_path / "in.fa").write_text(">x\nGGGAAACCC\n")
+    assert main(["fold", str(tmp_path / "in.fa"), "-o", str(tmp_path / "out.fa")]) == 1
+    err = capsys.readouterr().err
+    last = "rnapipe: error: internal error: RuntimeError: something unexpected (please report this bug; " \
+           "RNAPIPE_DEBUG=1 shows the traceback)"
+    if debug:
+        assert "Traceback" in err and err.splitlines()[-1] == last
+    else:
+        assert err.splitlines() == [last]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fa"]

@@ -38,7 +38,8 @@ HAND = [
     # 3x3 generic: internal[6] = 200, Ninio 0 (symmetric); mismatch_internal CG block row G col A = -100,
     # GC block row A col A = 0
     ("generic3x3", "CGAACAAAAAGAAAG", "(...(.....)...)", 2, 37.0, 200 - 100 + 0 + HP5),
-    # 1x4 loop: internal[5] = 200 (size + 1 as ViennaRNA counts 1xn loops), Ninio min(300, 3 * 60) = 180; mismatch_internal_1n CG row A col A = 0 and
+    # 1x4 loop: internal[5] = 200 (size + 1 as ViennaRNA counts 1xn loops), Ninio min(300, 3 * 60) = 180;
+    # mismatch_internal_1n CG row A col A = 0 and
     # GC row A col A = 0 (the 1n table holds terminal-AU-like terms only)
     ("int1x4", "CACAAAAAGAAAAG", "(.(.....)....)", 2, 37.0, 200 + 180 + HP5),
     # multiloop G1-C16 with branches C2-G8, C9-G15: ML closing 930, three branches at ML intern -90 each;
@@ -65,7 +66,8 @@ HAND = [
     # hairpin of 40: hairpin[30] = 770 + (int)(107.856 * ln(40/30)) = 770 + 31; mismatch CG/A/A -150
     ("hairpin40", "C" + "A" * 40 + "G", "(" + "." * 40 + ")", 2, 37.0, 770 + int(107.856 * math.log(40 / 30)) - 150),
     # 60 °C: stack CG/GC dG37 -330, dH -1340: -1340 - (-1340 + 330) * 333.15/310.15 truncated; the hairpin
-    # with hairpin[5] dG 570 dH 360 and mismatch CG/A/A dG -150 dH -910 (mismatch_hairpin_enthalpies, CG block row A col A)
+    # with hairpin[5] dG 570 dH 360 and mismatch CG/A/A dG -150 dH -910 (mismatch_hairpin_enthalpies,
+    # CG block row A col A)
     ("stack_60C", "CCAAAAAGG", "((.....))", 2, 60.0,
      int(-1340 - (-1340 + 330) * (333.15 / 310.15)) + int(360 - (360 - 570) * (333.15 / 310.15))
      + int(-910 - (-910 + 150) * (333.15 / 310.15))),

@@ -168,8 +168,9 @@ def test_bad_options_are_usage_errors():
 def test_params_option_loads_another_file(tmp_path):
     """--params: a set with a far higher multiloop closing penalty changes energies as ViennaRNA's reader does."""
     from rnapipe import params
-    text = params.default_path().read_text().replace("\t     0\t     0\t   930\t  3000", "\t     0\t     0\t  1930\t  3000")
-    assert text != params.default_path().read_text()
+    default = params.default_path().read_text()
+    text = default.replace("\t     0\t     0\t   930\t  3000", "\t     0\t     0\t  1930\t  3000")
+    assert text != default
     path = tmp_path / "ml.par"
     path.write_text(text)
     seqs = _random_seqs(40, 80, 200, seed=31)

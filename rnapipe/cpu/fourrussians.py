@@ -15,9 +15,10 @@ with the row differences ``h_i(t) = C(i,t) - C(i,t-1)`` and the column differenc
 ``R[x][y] = max_{p<q} sum_{t<=p} (x_t - y_t)`` (Frid & Gusfield 2010; Venkatachalam et al. 2014). A
 cell costs (j - i)/q lookups plus at most 2q plain split points at the ends (the residual cells).
 
-Cells are filled column by column, left to right, each column bottom up (Frid & Gusfield's order): the
-row vector of (i, g) is complete once column gq+q-1 is done, the column vector of (j, g) once row gq+1
-of column j is done, and both are stored as soon as they are, with the group's base values beside them.
+A cell needs every cell left of it in its row and below it in its column. The row vector of (i, g) is
+complete once C(i, gq+q-1) is, the column vector of (j, g) once C(gq+1, j) is; each is stored as soon
+as it is complete, with the group's base value beside it. ``fg`` fills column by column, each bottom up
+(Frid & Gusfield's order); the others fill square tiles so that the vectors they read stay in cache.
 
 Variants (``--variant``), all exact, all with traceback:
 
@@ -51,6 +52,7 @@ from .batch import map_longest_first
 VARIANTS = ("two-vector", "fg", "memo-partial", "memo-full")
 _OPTIONS = ("min_loop", "q")
 Q_MAX = 12
+TILE = 64          # cells per tile side in the tiled fill order (two-vector, memo-*)
 _PAIR = CAN_PAIR.astype(np.int8)
 
 _TWO_VECTOR, _FG, _MEMO_PARTIAL, _MEMO_FULL = 0, 1, 2, 3
@@ -86,89 +88,104 @@ def _r_column(R, y, bits):
         R[(x << bits) | y] = _r_entry(x, y, bits)
 
 
-@njit(nogil=True, cache=True)
-def _fill(s, pair, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R):
-    """Fill M (C(i,j) at M[i,j], mirror at M[j,i]) with the group lookups; see the module docstring.
+@njit(nogil=True, cache=True, inline="always")
+def _cell(s, pair, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R, i, j):
+    """C(i, j) into M[i, j] and its mirror M[j, i], then any difference vector this cell completes.
 
     H[i,g], HB[i,g] = C(i,gq): row vector and base; V[j,g], VB[j,g] = C(gq+1,j): column vector and base.
+    Needs C(i, k) for k < j and C(k, j) for k > i.
     """
-    n = s.shape[0]
     bits = q - 1
     width = 1 << bits
+    best = 0
+    if j - i > min_loop:
+        glo = (i + q - 1) // q
+        ghi = (j - q) // q if j >= q else -1
+        if glo <= ghi:
+            for k in range(i, glo * q):
+                best = max(best, M[i, k] + M[j, k + 1])
+            hi_ = H[i]
+            hb = HB[i]
+            vj = V[j]
+            vb = VB[j]
+            # one loop per mode, so that the hot loop carries no mode test
+            if mode == _FG:
+                for g in range(glo, ghi + 1):
+                    best = max(best, hb[g] + vb[g] + col_R[g * width + hi_[g]])
+            elif mode == _MEMO_PARTIAL:
+                for g in range(glo, ghi + 1):
+                    idx = (hi_[g] << bits) | vj[g]
+                    r = R[idx]
+                    if r < 0:
+                        r = _r_entry(hi_[g], vj[g], bits)
+                        R[idx] = r
+                    best = max(best, hb[g] + vb[g] + r)
+            else:
+                for g in range(glo, ghi + 1):
+                    best = max(best, hb[g] + vb[g] + R[(hi_[g] << bits) | vj[g]])
+            for k in range((ghi + 1) * q, j):
+                best = max(best, M[i, k] + M[j, k + 1])
+        else:
+            for k in range(i, j):
+                best = max(best, M[i, k] + M[j, k + 1])
+        if pair[s[i], s[j]] == 1:
+            inner = M[i + 1, j - 1] if i + 1 <= j - 1 else 0
+            best = max(best, inner + 1)
+        M[i, j] = best
+        M[j, i] = best
+    # row vector of (i, g): C(i, gq .. gq+q-1) complete once column gq+q-1 = j is done
+    if (j + 1) % q == 0:
+        g = j // q
+        k0 = g * q
+        if k0 >= i:
+            x = 0
+            for t in range(1, q):
+                x |= (M[i, k0 + t] - M[i, k0 + t - 1]) << (t - 1)
+            H[i, g] = x
+            HB[i, g] = M[i, k0]
+    # column vector of (j, g): C(gq+1 .. gq+q, j) complete once row gq+1 = i is done
+    if i >= 1 and (i - 1) % q == 0:
+        g = (i - 1) // q
+        k0 = g * q
+        if k0 + q <= j:
+            y = 0
+            for t in range(1, q):
+                y |= (M[j, k0 + t] - M[j, k0 + t + 1]) << (t - 1)
+            V[j, g] = y
+            VB[j, g] = M[j, k0 + 1]
+            if mode == _FG:
+                for x in range(width):
+                    col_R[g * width + x] = _r_entry(x, y, bits)
+            elif mode == _MEMO_FULL and col_done[y] == 0:
+                _r_column(R, y, bits)
+                col_done[y] = 1
+
+
+@njit(nogil=True, cache=True)
+def _fill_columns(s, pair, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R):
+    """Frid & Gusfield's order: columns left to right, each bottom up (the table column R[., y] of a
+    group is used by the rows above it in the same column before the next column overwrites it)."""
+    n = s.shape[0]
     for j in range(n):
-        # rows bottom up; cells with j - i <= min_loop stay 0 (M starts zeroed)
         for i in range(j - 1, -1, -1):
-            if j - i > min_loop:
-                best = 0
-                glo = (i + q - 1) // q
-                ghi = (j - q) // q if j >= q else -1
-                if glo <= ghi:
-                    for k in range(i, glo * q):
-                        v = M[i, k] + M[j, k + 1]
-                        if v > best:
-                            best = v
-                    hi_ = H[i]
-                    hb = HB[i]
-                    vj = V[j]
-                    vb = VB[j]
-                    # one loop per mode, so that the hot loop carries no mode test
-                    if mode == _FG:
-                        for g in range(glo, ghi + 1):
-                            best = max(best, hb[g] + vb[g] + col_R[g * width + hi_[g]])
-                    elif mode == _MEMO_PARTIAL:
-                        for g in range(glo, ghi + 1):
-                            idx = (hi_[g] << bits) | vj[g]
-                            r = R[idx]
-                            if r < 0:
-                                r = _r_entry(hi_[g], vj[g], bits)
-                                R[idx] = r
-                            v = hb[g] + vb[g] + r
-                            if v > best:
-                                best = v
-                    else:
-                        for g in range(glo, ghi + 1):
-                            best = max(best, hb[g] + vb[g] + R[(hi_[g] << bits) | vj[g]])
-                    for k in range((ghi + 1) * q, j):
-                        v = M[i, k] + M[j, k + 1]
-                        if v > best:
-                            best = v
-                else:
-                    for k in range(i, j):
-                        v = M[i, k] + M[j, k + 1]
-                        if v > best:
-                            best = v
-                if pair[s[i], s[j]] == 1:
-                    inner = M[i + 1, j - 1] if i + 1 <= j - 1 else 0
-                    if inner + 1 > best:
-                        best = inner + 1
-                M[i, j] = best
-                M[j, i] = best
-            # column vector of (j, g) once rows gq+1 .. gq+q of column j are done (row gq+1 is the last)
-            if i >= 1 and (i - 1) % q == 0:
-                g = (i - 1) // q
-                k0 = g * q
-                if k0 + q <= j:
-                    y = 0
-                    for t in range(1, q):
-                        y |= (M[j, k0 + t] - M[j, k0 + t + 1]) << (t - 1)
-                    V[j, g] = y
-                    VB[j, g] = M[j, k0 + 1]
-                    if mode == _FG:
-                        for x in range(width):
-                            col_R[g * width + x] = _r_entry(x, y, bits)
-                    elif mode == _MEMO_FULL and col_done[y] == 0:
-                        _r_column(R, y, bits)
-                        col_done[y] = 1
-        # row vectors of (i, g) for the group that column j completes
-        if (j + 1) % q == 0:
-            g = j // q
-            k0 = g * q
-            for i in range(0, k0 + 1):
-                x = 0
-                for t in range(1, q):
-                    x |= (M[i, k0 + t] - M[i, k0 + t - 1]) << (t - 1)
-                H[i, g] = x
-                HB[i, g] = M[i, k0]
+            _cell(s, pair, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R, i, j)
+
+
+@njit(nogil=True, cache=True)
+def _fill_tiles(s, pair, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R, tile):
+    """Square tiles, rows of tiles bottom up, each left to right; inside a tile rows bottom up, columns
+    left to right. The vectors of a tile's rows and columns (H[i], V[j]) stay in cache across the tile,
+    where column order would stream all of H through the cache once per column."""
+    n = s.shape[0]
+    if n == 0:
+        return
+    for i0 in range(((n - 1) // tile) * tile, -1, -tile):
+        i1 = min(i0 + tile, n)
+        for j0 in range(i0, n, tile):
+            j1 = min(j0 + tile, n)
+            for i in range(i1 - 1, i0 - 1, -1):
+                for j in range(max(j0, i + 1), j1):
+                    _cell(s, pair, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R, i, j)
 
 
 @njit(nogil=True, cache=True)
@@ -266,7 +283,10 @@ def fill(sequence: str, variant: str, min_loop: int, q: int) -> np.ndarray:
         R = np.full(1 << (2 * bits), -1 if mode == _MEMO_PARTIAL else 0, dtype=np.int8)
     col_done = np.zeros(1 << bits, dtype=np.int8)
     col_R = np.zeros(groups * (1 << bits) if mode == _FG else 1, dtype=np.int8)
-    _fill(s, _PAIR, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R)
+    if mode == _FG:
+        _fill_columns(s, _PAIR, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R)
+    else:
+        _fill_tiles(s, _PAIR, min_loop, q, mode, M, H, HB, V, VB, R, col_done, col_R, TILE)
     return M
 
 

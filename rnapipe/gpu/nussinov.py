@@ -272,57 +272,87 @@ def fold_one(sequence: str, variant: str = VARIANTS[0], min_loop: int = config.N
     return result
 
 
-def fold_short(sequences: list[str], min_loop: int = config.NUSSINOV_MIN_LOOP,
-               stats: dict | None = None) -> list[tuple[int, str]]:
-    """Batched mode: every sequence (at most BATCH_MAX_N nt) in one pass, one block a sequence."""
+BATCH_CHUNK = 8192            # sequences per chunk: the host prepares and collects one chunk while
+                              # the GPU folds the next
+
+
+def _batch_prepare(sequences: list[str]):
     import cupy
     count = len(sequences)
-    if count == 0:
-        return []
-    t0 = time.perf_counter()
-    lengths = np.array(list(map(len, sequences)), dtype=np.int32)
+    lengths = np.fromiter(map(len, sequences), dtype=np.int32, count=count)
     if lengths.max() > BATCH_MAX_N:
         raise ValueError(f"batched mode takes sequences of at most {BATCH_MAX_N} nt")
     offsets = np.zeros(count, dtype=np.int64)
     np.cumsum(lengths[:-1], out=offsets[1:])
     text = "".join(sequences).encode("ascii")    # the kernel encodes A/C/G/U itself
+    total = max(1, len(text))
     npads = np.maximum(32, (lengths + 31) // 32 * 32)
     order = np.argsort(-npads, kind="stable").astype(np.int32)      # longest bucket launched first
-    kern = loader.function("nussinov_batch.cu", "nussinov_batch", (), (), 220 * 1024)
-    d_text = cupy.asarray(np.frombuffer(text, dtype=np.uint8)) if text else cupy.zeros(1, dtype=cupy.uint8)
-    d_off, d_len, d_order = cupy.asarray(offsets), cupy.asarray(lengths), cupy.asarray(order)
-    d_out = cupy.empty(max(1, int(lengths.sum())), dtype=cupy.uint8)
-    d_scores = cupy.empty(count, dtype=cupy.int32)
     sorted_pads = npads[order]
     bounds = np.flatnonzero(np.diff(sorted_pads)) + 1
-    starts = np.concatenate([[0], bounds])
-    ends = np.concatenate([bounds, [count]])
-    t1 = time.perf_counter()
-    # one stream a bucket, so that the tail of one bucket's launch overlaps the next
-    ready = cupy.cuda.Event()
-    ready.record()
-    streams = []
-    for s, e in zip(starts, ends):
-        npad = int(sorted_pads[s])
-        smem = npad * (npad + 8) + npad + 4 * 2 * (npad // 2 + 2)
-        stream = cupy.cuda.Stream(non_blocking=True)
-        stream.wait_event(ready)
-        with stream:
-            kern((int(e - s),), (npad,), (d_text, d_off, d_len, d_order[s:e], np.int32(npad),
-                                          np.int32(min_loop), d_out, d_scores), shared_mem=smem)
-        streams.append(stream)
-    for stream in streams:
-        stream.synchronize()
-    t2 = time.perf_counter()
-    text_out = d_out.get().tobytes().decode("ascii")
-    scores = d_scores.get().tolist()
-    if min(scores) < 0:
+    buckets = [(int(a), int(b), int(sorted_pads[a])) for a, b in
+               zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [count]]))]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    import cupyx
+    pinned = cupyx.empty_pinned(total, dtype=np.uint8)     # page-locked: the copies run asynchronously
+    pinned[: len(text)] = np.frombuffer(text, dtype=np.uint8)
+    with stream:
+        d_text = cupy.empty(total, dtype=cupy.uint8)
+        d_text.set(pinned, stream=stream)
+        dev = (d_text, cupy.asarray(offsets), cupy.asarray(lengths), cupy.asarray(order),
+               cupy.empty(total, dtype=cupy.uint8), cupy.empty(count, dtype=cupy.int32))
+    return stream, pinned, dev, buckets, offsets, lengths
+
+
+def _batch_launch(kern, stream, dev, buckets, min_loop):
+    import cupy
+    d_text, d_off, d_len, d_order, d_out, d_scores = dev
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    with stream:
+        start.record(stream)
+        for a, b, npad in buckets:
+            smem = npad * (npad + 8) + npad + 4 * 2 * (npad // 2 + 2)
+            kern((b - a,), (npad,), (d_text, d_off, d_len, d_order[a:b], np.int32(npad), np.int32(min_loop),
+                                      d_out, d_scores), shared_mem=smem)
+        stop.record(stream)
+    return start, stop
+
+
+def _batch_collect(stream, pinned, dev, offsets, lengths):
+    d_out, d_scores = dev[4], dev[5]
+    d_out.get(stream=stream, out=pinned)
+    scores = d_scores.get(stream=stream)
+    stream.synchronize()
+    if scores.size and scores.min() < 0:
         raise RuntimeError("GPU batched Nussinov traceback found an inconsistent matrix (a bug: please report it)")
-    offs = offsets.tolist()
-    results = [(sc, text_out[o:o + ln]) for sc, o, ln in zip(scores, offs, lengths.tolist())]
-    t3 = time.perf_counter()
+    text = str(memoryview(pinned)[: int(lengths.sum())], "ascii")
+    ends = (offsets + lengths).tolist()
+    return list(zip(scores.tolist(), map(text.__getitem__, map(slice, offsets.tolist(), ends))))
+
+
+def fold_short(sequences: list[str], min_loop: int = config.NUSSINOV_MIN_LOOP,
+               stats: dict | None = None) -> list[tuple[int, str]]:
+    """Batched mode: every sequence (at most BATCH_MAX_N nt) folded by one block of its own.
+
+    Chunks of BATCH_CHUNK sequences are pipelined: while the GPU folds chunk c, the host prepares
+    chunk c+1 and collects chunk c-1. ``stats['kernel']`` receives the GPU time of the kernels.
+    """
+    if not sequences:
+        return []
+    kern = loader.function("nussinov_batch.cu", "nussinov_batch", (), (), 220 * 1024)
+    results: list = []
+    pending = None
+    events = []
+    for c0 in range(0, len(sequences), BATCH_CHUNK):
+        stream, pinned, dev, buckets, offsets, lengths = _batch_prepare(sequences[c0:c0 + BATCH_CHUNK])
+        events.append(_batch_launch(kern, stream, dev, buckets, min_loop))
+        if pending is not None:
+            results.extend(_batch_collect(*pending))
+        pending = (stream, pinned, dev, offsets, lengths)
+    results.extend(_batch_collect(*pending))
     if stats is not None:
-        stats.update(prepare=t1 - t0, kernel=t2 - t1, collect=t3 - t2)
+        import cupy
+        stats["kernel"] = sum(cupy.cuda.get_elapsed_time(a, b) for a, b in events) / 1e3
     return results
 
 

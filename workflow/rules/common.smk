@@ -1,19 +1,35 @@
 # Helpers shared by the rules.
 
+import re
+from pathlib import Path
+
 OUTDIR = config["outdir"]
 SUFFIX = {"db": "db", "tsv": "tsv", "ct": "ct", "bpseq": "bpseq"}
+
+
+def sample_name(path):
+    """example.fa.gz -> example: the output prefix of one input file."""
+    return re.sub(r"(\.(fa|fasta|fna|fas))?(\.gz)?$", "", Path(path).name, flags=re.IGNORECASE)
+
+
+SAMPLES = {}
+for _path in config["inputs"]:
+    _name = sample_name(_path)
+    if _name in SAMPLES:
+        raise ValueError(f"inputs {SAMPLES[_name]} and {_path} would both write {OUTDIR}/{_name}.*; rename one")
+    SAMPLES[_name] = _path
 
 
 def all_outputs():
     return [
         f"{OUTDIR}/{sample}.{config['fold']['algorithm']}.{SUFFIX[fmt]}"
-        for sample in config["inputs"]
+        for sample in SAMPLES
         for fmt in config["formats"]
     ]
 
 
 def input_of(wildcards):
-    return config["inputs"][wildcards.sample]
+    return SAMPLES[wildcards.sample]
 
 
 def fold_options():
