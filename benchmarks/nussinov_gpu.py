@@ -140,6 +140,7 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=12.0, help="skip a run predicted to take longer (s)")
     ap.add_argument("--batch", type=int, default=25_000)
     ap.add_argument("--no-append", action="store_true")
+    ap.add_argument("--batch-only", action="store_true", help="only the batched mode")
     ap.add_argument("--save", help="also write the markdown section to this file")
     ap.add_argument("--profile", type=int, nargs="*", default=[],
                     help="sizes at which to print the default variant's time per kernel kind")
@@ -159,8 +160,8 @@ def main() -> None:
             gpu.fold_one(random_rna(n, n), v, stats=stats)
             parts = ", ".join(f"{k} {t:.3f} s" for k, t in stats["kernels"].items())
             log(f"profile {v} n={n}: fill {stats['fill']:.3f} s ({parts}); traceback {stats['traceback']:.3f} s")
-    rows, agree = run_variants(variants, sizes, args.budget, rate, log)
-    if args.largest and not args.quick and gpu.VARIANTS[0] in variants:
+    rows, agree = run_variants([] if args.batch_only else variants, sizes, args.budget, rate, log)
+    if args.largest and not args.quick and not args.batch_only and gpu.VARIANTS[0] in variants:
         r2, _ = run_variants([gpu.VARIANTS[0]], [args.largest], 1e9, rate, log)
         rows += r2
     batched = run_batched(args.batch, log)

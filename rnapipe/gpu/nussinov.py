@@ -294,13 +294,16 @@ def _batch_prepare(sequences: list[str]):
                zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [count]]))]
     stream = cupy.cuda.Stream(non_blocking=True)
     import cupyx
-    pinned = cupyx.empty_pinned(total, dtype=np.uint8)     # page-locked: the copies run asynchronously
+    # page-locked, so that the copies run asynchronously; a power-of-two size, so that CuPy's pinned
+    # pool hands the same blocks back on the next call instead of page-locking new memory (slow)
+    capacity = 1 << (total - 1).bit_length()
+    pinned = cupyx.empty_pinned(capacity, dtype=np.uint8)
     pinned[: len(text)] = np.frombuffer(text, dtype=np.uint8)
     with stream:
-        d_text = cupy.empty(total, dtype=cupy.uint8)
+        d_text = cupy.empty(capacity, dtype=cupy.uint8)
         d_text.set(pinned, stream=stream)
         dev = (d_text, cupy.asarray(offsets), cupy.asarray(lengths), cupy.asarray(order),
-               cupy.empty(total, dtype=cupy.uint8), cupy.empty(count, dtype=cupy.int32))
+               cupy.empty(capacity, dtype=cupy.uint8), cupy.empty(count, dtype=cupy.int32))
     return stream, pinned, dev, buckets, offsets, lengths
 
 

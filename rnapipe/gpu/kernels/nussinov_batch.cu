@@ -32,24 +32,41 @@ extern "C" __global__ void nussinov_batch(const unsigned char* __restrict__ text
         if (j < n) {
             const unsigned char* ri = S + i * W;
             const unsigned char* rj = S + j * W;
-            int best = 0, k = i;
-            for (; k < j && (k & 7); ++k) best = max(best, ri[k] + rj[k]);
-            // eight k per step: byte sums (no carry), then the even and odd bytes as 16-bit lanes of
-            // two independent max chains (VIMNMX.U16x2 is one instruction; a byte-wise max is not)
+            // eight k per 8-byte chunk: byte sums (no carry), then the even and odd bytes as 16-bit lanes
+            // of max chains (VIMNMX.U16x2 is one instruction; a byte-wise max is not).  The first and
+            // last chunks are masked to [i, j) before adding, so that no stray byte can carry.
+            const int c0 = i >> 3, c1 = (j - 1) >> 3;
+            const unsigned long long mlo = ~0ull << (8 * (i & 7));
+            const unsigned long long mhi = ~0ull >> (8 * (7 - ((j - 1) & 7)));
             unsigned lo0 = 0, hi0 = 0, lo1 = 0, hi1 = 0;
-#pragma unroll 2
-            for (; k + 8 <= j; k += 8) {
-                const uint2 a = *(const uint2*)(ri + k), b = *(const uint2*)(rj + k);
+            {
+                const unsigned long long msk = c0 == c1 ? (mlo & mhi) : mlo;
+                const unsigned long long s2 = (*(const unsigned long long*)(ri + 8 * c0) & msk) +
+                                              (*(const unsigned long long*)(rj + 8 * c0) & msk);
+                const unsigned s0 = (unsigned)s2, s1 = (unsigned)(s2 >> 32);
+                lo0 = s0 & 0x00ff00ffu; hi0 = s0 & 0xff00ff00u; lo1 = s1 & 0x00ff00ffu; hi1 = s1 & 0xff00ff00u;
+            }
+#pragma unroll 4
+            for (int c = c0 + 1; c < c1; ++c) {
+                const uint2 a = *(const uint2*)(ri + 8 * c), b = *(const uint2*)(rj + 8 * c);
                 const unsigned s0 = a.x + b.x, s1 = a.y + b.y;
                 lo0 = __vmaxu2(lo0, s0 & 0x00ff00ffu);
                 hi0 = __vmaxu2(hi0, s0 & 0xff00ff00u);
                 lo1 = __vmaxu2(lo1, s1 & 0x00ff00ffu);
                 hi1 = __vmaxu2(hi1, s1 & 0xff00ff00u);
             }
-            for (; k < j; ++k) best = max(best, ri[k] + rj[k]);
+            if (c1 > c0) {
+                const unsigned long long s2 = (*(const unsigned long long*)(ri + 8 * c1) & mhi) +
+                                              (*(const unsigned long long*)(rj + 8 * c1) & mhi);
+                const unsigned s0 = (unsigned)s2, s1 = (unsigned)(s2 >> 32);
+                lo0 = __vmaxu2(lo0, s0 & 0x00ff00ffu);
+                hi0 = __vmaxu2(hi0, s0 & 0xff00ff00u);
+                lo1 = __vmaxu2(lo1, s1 & 0x00ff00ffu);
+                hi1 = __vmaxu2(hi1, s1 & 0xff00ff00u);
+            }
             const unsigned lo = __vmaxu2(lo0, lo1), hi = __vmaxu2(hi0, hi1) >> 8;
             const unsigned m2 = __vmaxu2(lo, hi);
-            best = max(best, (int)max(m2 & 0xffffu, m2 >> 16));
+            int best = (int)max(m2 & 0xffffu, m2 >> 16);
             if (can_pair(sq[i], sq[j])) best = max(best, (i + 1 <= j - 1 ? S[(i + 1) * W + j - 1] : 0) + 1);
             S[i * W + j] = (unsigned char)best;
             if (i >= 1) S[j * W + i - 1] = (unsigned char)best;
