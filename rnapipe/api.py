@@ -43,7 +43,9 @@ class Results(list):
 
 
 def memory_budget() -> int:
-    """Bytes one sequence's matrices may take: a fraction of what is available now."""
+    """Bytes one sequence's matrices may take: a fraction of the host memory available now.
+
+    An engine that keeps its matrices elsewhere (a GPU) defines its own ``memory_budget()``."""
     return int(psutil.virtual_memory().available * config.MEMORY_FRACTION)
 
 
@@ -72,7 +74,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     threads = threads or config.default_threads()
     rejected: list[Rejected] = []
     records = list(as_records(sequences_or_records, on_invalid=on_invalid, rejected=rejected))
-    budget = memory_budget()
+    budget = getattr(engine, "memory_budget", memory_budget)()
     keep = []
     for record in records:
         try:

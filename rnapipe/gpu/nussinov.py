@@ -16,7 +16,8 @@ Variants (``--variant``), all exact and all with traceback:
     cell), mirrored lower triangle so both operands are read along rows.
 ``four-russians``
     Groups of 8 split points replaced by one lookup in a table over all pairs of difference vectors
-    (horizontal vectors row-major, vertical vectors per column).
+    (horizontal vectors row-major, vertical vectors per column); one launch per anti-diagonal, one warp
+    per cell, like ``chang``.
 
 Many short sequences (up to ``BATCH_MAX_N``) go through a batched kernel, one block a sequence with
 its whole matrix in shared memory, when the default variant is used (``options['batched']`` overrides).
@@ -91,6 +92,13 @@ def bytes_needed(n: int, variant: str) -> int:
     return _matrix_bytes(n, dtype, packed) + slots * TILE * TILE * 4 + 16 * n + (1 << 20)
 
 
+def memory_budget() -> int:
+    """Bytes one sequence may take on the current GPU: a fraction of its free memory now."""
+    import cupy
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    return int((free + cupy.get_default_memory_pool().free_bytes()) * config.MEMORY_FRACTION)
+
+
 def _sm_count() -> int:
     import cupy
     return cupy.cuda.Device().attributes["MultiProcessorCount"]
@@ -122,6 +130,7 @@ def _fold_tiled(codes: np.ndarray, variant: str, m: int, stats: dict | None):
     cell, pk = _CELL[dtype], "true" if packed else "false"
     names = _tiled_names()
     threads, words_row = _outer_shape(dtype)
+    log.debug("nussinov %s: n=%d, %s cells, %s layout", variant, n, cell, "packed" if packed else "full")
     outer_smem = TILE * TILE * 4 + TILE * TILE * np.dtype(dtype).itemsize
     diag_smem = TILE * (TILE + 1) * 4                   # TP in the .cu
     fin_smem = (3 * TILE * (TILE + 7) + 2 * TILE + 1) * 4   # TF in the .cu
