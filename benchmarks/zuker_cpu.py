@@ -31,16 +31,19 @@ DEFAULT_LENGTHS = (68, 120, 154, 221, 500, 1000, 3000)
 
 
 def default_count(length: int) -> int:
-    """Enough sequences for a steady rate, without spending minutes in RNA.fold at the long end."""
-    if length <= 154:
-        return 200
-    if length <= 221:
-        return 120
+    """Enough sequences for a steady rate on many threads (a batch of short ones lasts only milliseconds),
+    without spending many minutes in RNA.fold at the long end."""
+    if length <= 100:
+        return 2000
+    if length <= 160:
+        return 800
+    if length <= 250:
+        return 400
     if length <= 500:
-        return 24
+        return 96
     if length <= 1000:
-        return 8
-    return 2
+        return 32
+    return 4
 
 
 def cpu_name() -> str:

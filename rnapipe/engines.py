@@ -27,6 +27,7 @@ _MODULES: dict[tuple[str, str], str] = {
     ("nussinov", "cpu"): "rnapipe.cpu.nussinov",
     ("nussinov", "gpu"): "rnapipe.gpu.nussinov",
     ("zuker", "cpu"): "rnapipe.cpu.zuker",
+    ("zuker", "gpu"): "rnapipe.gpu.zuker",
 }
 
 # Variants served by a second module on the same device (the Four-Russians family on CPU, say).

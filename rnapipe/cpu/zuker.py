@@ -25,17 +25,22 @@ always inside a multiloop, so no dangle state has to be carried; the auxiliaries
   same for those loops. Only rows i+1 .. i+31 are read, so these three are 32-row ring buffers.
 
 Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below
-i and earlier cells of row i. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7).
+i and earlier cells of row i. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7); the fill
+writes the frequent ones out with local tables (hairpin size + mismatch, small interior loops, branch and
+exterior stems) for speed, and the traceback re-derives every step with rnapipe.energy's own functions, so
+a fill that disagreed with them could not be traced back (the tests evaluate every structure).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
 from numba import njit
 
 from .. import energy as E
+from ..alphabet import encode
 from ..model import Model
 from .batch import map_longest_first
 
@@ -145,8 +150,10 @@ def _fill(T, S, n):
     # Hairpins of sizes other than 3, 4 and 6 (the special-loop sizes) are a size term plus the mismatch;
     # size terms up to n precomputed with ViennaRNA's extrapolation.
     HPL = np.empty(n + 1, dtype=np.int32)
+    hp = T.hairpin
+    lxc = T.lxc
     for m in range(n + 1):
-        HPL[m] = min(E.loop_length_energy(T.hairpin, T.lxc, m), INF)
+        HPL[m] = min(E.loop_length_energy(hp, lxc, m), INF)
     mmH = T.mismatch_hairpin
     # Multiloop branch: ML intern + mismatch (all zero with dangles=0: the tables say so) + terminal AU/GU.
     mmM = T.mismatch_multi
@@ -293,12 +300,28 @@ def _fill(T, S, n):
             WM[i, j] = best
             U[j + 1] = min((j + 1 - i) * ml_base, best)
 
+    # W, the exterior loop; stem terms as energy.exterior_stem_at (mismatch inside the sequence, a dangle
+    # at either end, none with dangles=0), written out with local tables to keep Python objects out of
+    # the O(n²) loop.
+    mmExt = T.mismatch_exterior
+    d5 = T.dangle5
+    d3 = T.dangle3
+    dangles = T.scalars[E._DANGLES]
     W = np.zeros(n + 1, dtype=np.int64)
     for j in range(1, n + 1):
         w = W[j - 1]
         for i in range(1, j - TURN):
             if V[i, j] < HALF_INF:
-                w = min(w, W[i - 1] + V[i, j] + E.exterior_stem_at(T, S, n, i, j))
+                t = ptype[i, j]
+                e = W[i - 1] + V[i, j] + AU[t]
+                if dangles:
+                    if i > 1 and j < n:
+                        e += mmExt[t, S[i - 1], S[j + 1]]
+                    elif i > 1:
+                        e += d5[t, S[i - 1]]
+                    elif j < n:
+                        e += d3[t, S[j + 1]]
+                w = min(w, e)
         W[j] = w
     return W, V, WM, WM1T, ptype
 
@@ -412,7 +435,98 @@ def fold_codes(T, S):
     return W[n], _dot_bracket(pt, n)
 
 
+_local = threading.local()
+
+# Short sequences are folded in groups, one Numba call per group, so that the Python work around a call
+# (dispatch, boxing, the thread pool's futures: all under the GIL) is shared by many sequences. A group
+# closes when its sequences' n² reach GROUP_CELLS (about 40 sequences of 68 nt, one of 450 nt or more).
+GROUP_CELLS = 200_000
+
+
+def _thread_tables(tables):
+    """This thread's own copy of the tables: Numba counts references to arrays with atomic operations on
+    the array's header, and with one copy for all threads those cache lines bounce between the cores."""
+    mine = getattr(_local, "tables", None)
+    if mine is None or mine[0] is not tables:
+        copies = []
+        for value in tables:
+            if isinstance(value, np.ndarray):
+                value = value.copy()
+                value.setflags(write=False)
+            copies.append(value)
+        mine = (tables, type(tables)(*copies))
+        _local.tables = mine
+    return mine[1]
+
+
+@njit(cache=True, nogil=True)
+def fold_group(T, codes, starts):
+    """Fold several sequences in one call. ``codes[starts[k]:starts[k+1]]`` is sequence k's padded codes;
+    returns the MFEs and the dot-brackets concatenated."""
+    m = starts.shape[0] - 1
+    energies = np.zeros(m, dtype=np.int64)
+    out = np.empty(codes.shape[0] - 2 * m, dtype=np.uint8)
+    pos = 0
+    for k in range(m):
+        S = codes[starts[k]:starts[k + 1]]
+        n = S.shape[0] - 2
+        if n > 0:
+            mfe, db = fold_codes(T, S)
+            energies[k] = mfe
+            out[pos:pos + n] = db
+            pos += n
+    return energies, out
+
+
+class _Group:
+    """Indices of sequences folded together; ``len()`` is their nucleotide count, so that
+    map_longest_first starts the biggest groups first."""
+
+    __slots__ = ("indices", "size")
+
+    def __init__(self, indices, size):
+        self.indices = indices
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+
+def _groups(sequences: list[str], threads: int) -> list[_Group]:
+    order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
+    # keep at least four groups per thread where there are enough sequences, for the balance at the end
+    most = max(1, -(-len(sequences) // (4 * max(1, threads))))
+    groups, current, cells, size = [], [], 0, 0
+    for k in order:
+        n = len(sequences[k])
+        current.append(k)
+        cells += n * n
+        size += n
+        if cells >= GROUP_CELLS or len(current) >= most:
+            groups.append(_Group(current, size))
+            current, cells, size = [], 0, 0
+    if current:
+        groups.append(_Group(current, size))
+    return groups
+
+
+def _fold_group(sequences: list[str], group: _Group, tables) -> list[tuple[int, str]]:
+    seqs = [sequences[k] for k in group.indices]
+    # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end
+    codes = encode("N" + "NN".join(seqs) + "N")
+    starts = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum([len(s) + 2 for s in seqs], out=starts[1:])
+    energies, out = fold_group(tables, codes, starts)
+    text = out.tobytes().decode("ascii")
+    results, pos = [], 0
+    for s, e in zip(seqs, energies.tolist()):
+        results.append((e, text[pos:pos + len(s)]))
+        pos += len(s)
+    return results
+
+
 def fold_one(sequence: str, tables) -> tuple[int, str]:
+    """One sequence: (MFE in dcal/mol, dot-bracket)."""
     if not sequence:
         return 0, ""
     mfe, db = fold_codes(tables, E.padded_codes(sequence))
@@ -425,4 +539,27 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     tables = Model.from_options(options).tables()
-    return map_longest_first(lambda s: fold_one(s, tables), sequences, threads, progress)
+    groups = _groups(sequences, threads)
+    lock = threading.Lock()
+    done = [0, 0]                      # sequences folded, sequences reported
+
+    def run(group):
+        res = _fold_group(sequences, group, _thread_tables(tables))
+        with lock:
+            done[0] += len(group.indices)
+        return res
+
+    def report(_):
+        # map_longest_first reports finished groups from the calling thread; pass on the sequence count
+        with lock:
+            delta = done[0] - done[1]
+            done[1] = done[0]
+        if delta and progress is not None:
+            progress(delta)
+
+    folded = map_longest_first(run, groups, threads, report)
+    results: list = [None] * len(sequences)
+    for group, res in zip(groups, folded):
+        for k, r in zip(group.indices, res):
+            results[k] = r
+    return results

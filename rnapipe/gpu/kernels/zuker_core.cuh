@@ -1,0 +1,424 @@
+// Zuker MFE (RNAfold's model, Turner 2004) for the GPU: loop energies, the per-cell recursions and the
+// traceback, written once as host+device functions so that the kernels (zuker.cu) and a plain C++ build
+// of the same code agree by construction.
+//
+// The recursions are those of rnapipe/cpu/zuker.py (Lei et al. eqs. (1)-(5): W, V, VBI, VM, WM, plus
+// WM1, ViennaRNA's fM1) and the energies those of rnapipe/energy.py (ViennaRNA 2.7's eval_hairpin.c,
+// eval_internal.c, eval_exterior.c, E_MLstem). Matrices are (n+2)x(n+2) int32, row-major, 1-based;
+// WM1 is stored transposed (WM1T[j][i]) exactly as on the CPU so that the CPU traceback can read
+// matrices copied from the GPU and both multiloop sweeps read rows.
+#pragma once
+
+#ifdef __CUDACC__
+#define ZK_HD __host__ __device__ __forceinline__
+#else
+#define ZK_HD inline
+#endif
+#ifdef __CUDA_ARCH__
+#define ZK_LDG(p) __ldg(p)
+#else
+#define ZK_LDG(p) (*(p))
+#endif
+
+#define ZK_INF 100000000
+#define ZK_HALF_INF 50000000
+#define ZK_MAXLOOP 30
+#define ZK_TURN 3
+
+// Flat parameter table (int32). Header words hold the variable part's layout; fixed tables follow at
+// these offsets (rnapipe/gpu/zuker.py reads the ZK_OFF_ lines to build the array: one source of truth).
+#define ZK_H_NTETRA 0
+#define ZK_H_NTRI 1
+#define ZK_H_NHEXA 2
+#define ZK_H_TETRA_SEQ 3
+#define ZK_H_TETRA_E 4
+#define ZK_H_TRI_SEQ 5
+#define ZK_H_TRI_E 6
+#define ZK_H_HEXA_SEQ 7
+#define ZK_H_HEXA_E 8
+#define ZK_H_HPL 9
+#define ZK_H_HPL_LEN 10
+#define ZK_H_SZ 11              // SZ[n1][n2] (31 x 32): size terms of the interior loops read from aux matrices
+#define ZK_OFF_SCALARS 16
+#define ZK_OFF_STACK 24
+#define ZK_OFF_HAIRPIN 88
+#define ZK_OFF_BULGE 120
+#define ZK_OFF_INTERIOR 152
+#define ZK_OFF_MISMATCH_HAIRPIN 184
+#define ZK_OFF_MISMATCH_INTERIOR 384
+#define ZK_OFF_MISMATCH_INTERIOR_1N 584
+#define ZK_OFF_MISMATCH_INTERIOR_23 784
+#define ZK_OFF_MISMATCH_MULTI 984
+#define ZK_OFF_MISMATCH_EXTERIOR 1184
+#define ZK_OFF_DANGLE5 1384
+#define ZK_OFF_DANGLE3 1424
+#define ZK_OFF_INT11 1464
+#define ZK_OFF_INT21 3064
+#define ZK_OFF_INT22 11064
+#define ZK_OFF_END 51064
+
+// scalars (rnapipe.params SCALAR_*)
+#define ZK_ML_BASE 0
+#define ZK_ML_CLOSING 1
+#define ZK_ML_INTERN 2
+#define ZK_NINIO 3
+#define ZK_MAX_NINIO 4
+#define ZK_TERM_AU 5
+#define ZK_DANGLES 7
+
+typedef long long zk_i64;
+
+ZK_HD int zk_tab(const int* P, int off) { return ZK_LDG(P + off); }
+
+ZK_HD int zk_sc(const int* P, int k) { return ZK_LDG(P + ZK_OFF_SCALARS + k); }
+
+// PAIR_TYPE[5][5] and RTYPE of rnapipe.params, as arithmetic so no table is needed on either side.
+ZK_HD int zk_ptype(int a, int b) {
+    // 0 none, 1 CG, 2 GC, 3 GU, 4 UG, 5 AU, 6 UA (codes A=1, C=2, G=3, U=4)
+    int code = a * 5 + b;
+    switch (code) {
+        case 2 * 5 + 3: return 1;
+        case 3 * 5 + 2: return 2;
+        case 3 * 5 + 4: return 3;
+        case 4 * 5 + 3: return 4;
+        case 1 * 5 + 4: return 5;
+        case 4 * 5 + 1: return 6;
+        default: return 0;
+    }
+}
+
+ZK_HD int zk_rtype(int t) {
+    // 0->0, 1<->2, 3<->4, 5<->6, 7->7
+    if (t == 0 || t == 7) return t;
+    return (t & 1) ? t + 1 : t - 1;
+}
+
+ZK_HD int zk_au(const int* P, int t) { return t > 2 ? zk_sc(P, ZK_TERM_AU) : 0; }
+
+ZK_HD int zk_mm(const int* P, int off, int t, int a, int b) { return zk_tab(P, off + (t * 5 + a) * 5 + b); }
+
+// Index of the first special hairpin (ViennaRNA's strstr order) whose codes are S[i .. i+size-1], or -1.
+ZK_HD int zk_special(const int* P, const signed char* S, int i, int hcount, int hseq, int size) {
+    int count = zk_tab(P, hcount);
+    int base = zk_tab(P, hseq);
+    for (int k = 0; k < count; ++k) {
+        bool hit = true;
+        for (int m = 0; m < size; ++m) {
+            if ((int)S[i + m] != zk_tab(P, base + k * size + m)) { hit = false; break; }
+        }
+        if (hit) return k;
+    }
+    return -1;
+}
+
+// energy.hairpin_energy (vrna_E_hairpin); HPL[size] is the size term, extrapolated on the host with the
+// CPU engine's own loop_length_energy so the logarithm is the same one.
+ZK_HD int zk_hairpin(const int* P, const signed char* S, int i, int j) {
+    int t = zk_ptype(S[i], S[j]);
+    int size = j - i - 1;
+    int e = zk_tab(P, zk_tab(P, ZK_H_HPL) + size);
+    if (size < ZK_TURN) return e;
+    if (size == 4) {
+        int k = zk_special(P, S, i, ZK_H_NTETRA, ZK_H_TETRA_SEQ, 6);
+        if (k >= 0) return zk_tab(P, zk_tab(P, ZK_H_TETRA_E) + k);
+    } else if (size == 6) {
+        int k = zk_special(P, S, i, ZK_H_NHEXA, ZK_H_HEXA_SEQ, 8);
+        if (k >= 0) return zk_tab(P, zk_tab(P, ZK_H_HEXA_E) + k);
+    } else if (size == 3) {
+        int k = zk_special(P, S, i, ZK_H_NTRI, ZK_H_TRI_SEQ, 5);
+        if (k >= 0) return zk_tab(P, zk_tab(P, ZK_H_TRI_E) + k);
+        return e + zk_au(P, t);
+    }
+    return e + zk_mm(P, ZK_OFF_MISMATCH_HAIRPIN, t, S[i + 1], S[j - 1]);
+}
+
+// energy.interior_energy (vrna_E_internal); loops never exceed MAXLOOP, so no extrapolation here.
+ZK_HD int zk_interior(const int* P, int n1, int n2, int t, int t2, int si1, int sj1, int sp1, int sq1) {
+    int nl = n1 > n2 ? n1 : n2;
+    int ns = n1 > n2 ? n2 : n1;
+    if (nl == 0) return zk_tab(P, ZK_OFF_STACK + t * 8 + t2);
+    if (ns == 0) {
+        int e = zk_tab(P, ZK_OFF_BULGE + nl);
+        if (nl == 1) return e + zk_tab(P, ZK_OFF_STACK + t * 8 + t2);
+        return e + zk_au(P, t) + zk_au(P, t2);
+    }
+    int ninio = zk_sc(P, ZK_NINIO);
+    int max_ninio = zk_sc(P, ZK_MAX_NINIO);
+    if (ns == 1) {
+        if (nl == 1) return zk_tab(P, ZK_OFF_INT11 + ((t * 8 + t2) * 5 + si1) * 5 + sj1);
+        if (nl == 2) {
+            if (n1 == 1) return zk_tab(P, ZK_OFF_INT21 + (((t * 8 + t2) * 5 + si1) * 5 + sq1) * 5 + sj1);
+            return zk_tab(P, ZK_OFF_INT21 + (((t2 * 8 + t) * 5 + sq1) * 5 + si1) * 5 + sp1);
+        }
+        int e = zk_tab(P, ZK_OFF_INTERIOR + nl + 1);
+        int a = (nl - ns) * ninio;
+        e += a < max_ninio ? a : max_ninio;
+        return e + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1) + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t2, sq1, sp1);
+    }
+    if (ns == 2) {
+        if (nl == 2)
+            return zk_tab(P, ZK_OFF_INT22 + ((((t * 8 + t2) * 5 + si1) * 5 + sp1) * 5 + sq1) * 5 + sj1);
+        if (nl == 3) {
+            int e = zk_tab(P, ZK_OFF_INTERIOR + 5) + ninio;
+            return e + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_23, t, si1, sj1) + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_23, t2, sq1, sp1);
+        }
+    }
+    int e = zk_tab(P, ZK_OFF_INTERIOR + nl + ns);
+    int a = (nl - ns) * ninio;
+    e += a < max_ninio ? a : max_ninio;
+    return e + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1) + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t2, sq1, sp1);
+}
+
+ZK_HD int zk_interior_at(const int* P, const signed char* S, int i, int j, int p, int q) {
+    int t = zk_ptype(S[i], S[j]);
+    int t2 = zk_rtype(zk_ptype(S[p], S[q]));
+    return zk_interior(P, p - i - 1, j - q - 1, t, t2, S[i + 1], S[j - 1], S[p - 1], S[q + 1]);
+}
+
+// energy.exterior_stem / multi_stem with their neighbour rules (-1: no neighbour).
+ZK_HD int zk_stem(const int* P, int mm_off, int t, int n5d, int n3d) {
+    int e = 0;
+    if (n5d >= 0 && n3d >= 0) e += zk_mm(P, mm_off, t, n5d, n3d);
+    else if (n5d >= 0) e += zk_tab(P, ZK_OFF_DANGLE5 + t * 5 + n5d);
+    else if (n3d >= 0) e += zk_tab(P, ZK_OFF_DANGLE3 + t * 5 + n3d);
+    return e + zk_au(P, t);
+}
+
+ZK_HD int zk_exterior_stem_at(const int* P, const signed char* S, int n, int i, int j) {
+    int t = zk_ptype(S[i], S[j]);
+    if (zk_sc(P, ZK_DANGLES) == 0) return zk_stem(P, ZK_OFF_MISMATCH_EXTERIOR, t, -1, -1);
+    int n5d = i > 1 ? S[i - 1] : -1;
+    int n3d = j < n ? S[j + 1] : -1;
+    return zk_stem(P, ZK_OFF_MISMATCH_EXTERIOR, t, n5d, n3d);
+}
+
+ZK_HD int zk_multi_stem_at(const int* P, const signed char* S, int i, int j) {
+    int t = zk_ptype(S[i], S[j]);
+    int e = zk_sc(P, ZK_ML_INTERN);
+    if (zk_sc(P, ZK_DANGLES) == 0) return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, -1, -1);
+    return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, S[i - 1], S[j + 1]);
+}
+
+ZK_HD int zk_multi_closing(const int* P, const signed char* S, int i, int j) {
+    int t = zk_rtype(zk_ptype(S[i], S[j]));
+    int e = zk_sc(P, ZK_ML_CLOSING) + zk_sc(P, ZK_ML_INTERN);
+    if (zk_sc(P, ZK_DANGLES) == 0) return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, -1, -1);
+    return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, S[j - 1], S[i + 1]);
+}
+
+ZK_HD int zk_min(int a, int b) { return a < b ? a : b; }
+
+// One sequence's matrices. Every cell value stays within [-1e6, INF], so sums of three fit int32.
+// VI, V1N, VAU (rnapipe.cpu.zuker's auxiliaries, full matrices here): V plus the inner pair's part of a
+// generic interior loop (its mismatch), of a 1xn loop (its 1xn mismatch), of a bulge >= 3 (terminal AU/GU),
+// so that those loops are one add-min each: aux[p][q] + SZ[n1][n2] + the closing pair's part.
+struct ZkSeq {
+    const signed char* S;   // padded codes, S[0] = S[n+1] = 0
+    int n;
+    long long N;            // n + 2
+    int* V;
+    int* WM;
+    int* WM1T;
+    int* VI;
+    int* V1N;
+    int* VAU;
+    int* VMX;               // VMX[i][j] = min_k WM[i+1][k-1] + WM1T[j-1][k] (VM without the closing terms)
+};
+
+// The 11 loops with tables or rules of their own (stack, bulges of 1 and 2, 1x1, 1x2, 2x1, 2x2, 2x3,
+// 3x2), as (n1, n2) packed two bits each; every other (n1, n2) goes through SZ.
+#define ZK_SPECIAL_N1 ((0u) | (0u << 2) | (0u << 4) | (1u << 6) | (2u << 8) | (1u << 10) | (1u << 12) | \
+                       (2u << 14) | (2u << 16) | (2u << 18) | (3u << 20))
+#define ZK_SPECIAL_N2 ((0u) | (1u << 2) | (2u << 4) | (0u << 6) | (0u << 8) | (1u << 10) | (2u << 12) | \
+                       (1u << 14) | (2u << 16) | (3u << 18) | (2u << 20))
+#define ZK_NSPECIAL 11
+
+// Part of V[i][j] (eq. 2: hairpin, VBI eq. 3, VM eq. 4) that lane `lane` of `width` evaluates: lane 0
+// the hairpin, lanes split the interior loops by n2 and the multiloop split points k. The minimum over
+// all lanes is V[i][j]; every candidate holding an INF term is >= HALF_INF and loses to the hairpin.
+ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int width) {
+    const signed char* S = q.S;
+    int t = zk_ptype(S[i], S[j]);
+    if (t == 0) return ZK_INF;
+    int best = ZK_INF;
+    if (lane == 0) best = zk_hairpin(P, S, i, j);
+    int maxu = j - i - ZK_TURN - 3;
+    if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+    int si1 = S[i + 1], sj1 = S[j - 1];
+    for (int c = lane; c < ZK_NSPECIAL; c += width) {
+        int n1 = (ZK_SPECIAL_N1 >> (2 * c)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * c)) & 3;
+        if (n1 + n2 > maxu) continue;
+        int p = i + 1 + n1, qq = j - 1 - n2;
+        int t2 = zk_ptype(S[p], S[qq]);
+        if (t2) best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
+                                    q.V[p * q.N + qq]);
+    }
+    // The rest: bulges >= 3 (VAU), 1xn with n >= 3 (V1N), generic (VI); aux is INF where p.q cannot pair
+    // and SZ is INF at the special (n1, n2), so neither can win.
+    const int outer[3] = {zk_au(P, t), zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
+                          zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1)};
+    const int* SZ = P + zk_tab(P, ZK_H_SZ);
+    for (int n1 = 0; n1 <= maxu; ++n1) {
+        const long long row = (long long)(i + 1 + n1) * q.N + j - 1;
+        for (int n2 = lane; n2 <= maxu - n1; n2 += width) {
+            int kind = n1 < n2 ? n1 : n2;
+            kind = kind < 2 ? kind : 2;
+            const int* A = kind == 0 ? q.VAU : (kind == 1 ? q.V1N : q.VI);
+            int e = A[row - n2] + ZK_LDG(SZ + n1 * 32 + n2) + (kind == 0 ? outer[0] : (kind == 1 ? outer[1] : outer[2]));
+            best = zk_min(best, e);
+        }
+    }
+    // VM: WM[i+1][k-1] + WM1[k][j-1] for k = i+TURN+3 .. j-TURN-2, summed up by cell (i+1, j-1) two
+    // diagonals ago from the very rows its own WM read (zk_wm_partial), so each row is read once.
+    if (lane == 0) {
+        int m = q.VMX[i * q.N + j];
+        if (m < ZK_HALF_INF) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
+    }
+    return best;
+}
+
+// WM1[i][j] (ViennaRNA's fM1): one branch starting at i, then unpaired to j; needs V[i][j] (= v).
+ZK_HD int zk_wm1(const int* P, const ZkSeq& q, int i, int j, int v) {
+    int w1 = q.WM1T[(long long)(j - 1) * q.N + i] + zk_sc(P, ZK_ML_BASE);
+    if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, q.S, i, j));
+    return zk_min(w1, ZK_INF);
+}
+
+// Part of WM[i][j] (eq. 5) for one lane: min over k = i .. j-TURN-1 of U_i(k) + WM1[k][j], U_i(i) = 0
+// and U_i(k) = min((k-i)·ML_base, WM[i][k-1]); the k = i term uses w1 = WM1[i][j] of this very cell.
+// Also, in vm: this lane's part of VMX[i-1][j+1] = min over k = i+TURN+2 .. j-TURN-1 of WM[i][k-1] +
+// WM1T[j][k], the same two rows.
+ZK_HD int zk_wm_partial(const int* P, const ZkSeq& q, int i, int j, int w1, int lane, int width, int& vm) {
+    int best = lane == 0 ? w1 : ZK_INF;
+    int vmin = ZK_INF;
+    int ml_base = zk_sc(P, ZK_ML_BASE);
+    const int* rw = q.WM1T + (long long)j * q.N;
+    const int* ru = q.WM + (long long)i * q.N - 1;
+    const int vbeg = i + ZK_TURN + 2;
+    for (int k = i + 1 + lane; k < j - ZK_TURN; k += width) {
+        int wm = ru[k];
+        int w = rw[k];
+        int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
+        best = zk_min(best, u + w);
+        if (k >= vbeg) vmin = zk_min(vmin, wm + w);
+    }
+    vm = vmin;
+    return best;
+}
+
+ZK_HD void zk_store(const int* P, const ZkSeq& q, int i, int j, int v, int w1, int wm, int vm) {
+    q.V[i * q.N + j] = v;
+    if (i > 1 && j < q.n) q.VMX[(i - 1) * q.N + j + 1] = vm;
+    if (v < ZK_HALF_INF) {
+        int t = zk_ptype(q.S[i], q.S[j]);
+        int rt = zk_rtype(t);
+        int a = q.S[j + 1], b = q.S[i - 1];
+        q.VI[i * q.N + j] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b);
+        q.V1N[i * q.N + j] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b);
+        q.VAU[i * q.N + j] = v + zk_au(P, t);
+    }
+    q.WM1T[(long long)j * q.N + i] = w1;
+    q.WM[i * q.N + j] = zk_min(wm, ZK_INF);
+}
+
+// Part of W[j] (eq. 1) over the closing positions i of the last exterior helix, for one thread.
+ZK_HD int zk_w_partial(const int* P, const ZkSeq& q, const int* W, int j, int tid, int width) {
+    int best = ZK_INF;
+    for (int i = 1 + tid; i < j - ZK_TURN; i += width) {
+        int v = q.V[i * q.N + j];
+        if (v < ZK_HALF_INF) best = zk_min(best, W[i - 1] + v + zk_exterior_stem_at(P, q.S, q.n, i, j));
+    }
+    return best;
+}
+
+// rnapipe.cpu.zuker._traceback, the same order of tests and the same stack discipline, so that among
+// co-optimal structures the same one comes out. stack: 3 ints per entry, 3n + 8 entries; pt: n + 2 ints.
+// Returns 0, or 1 if a stored value could not be re-derived (never expected).
+ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, int* pt) {
+    const signed char* S = q.S;
+    const int n = q.n;
+    const long long N = q.N;
+    const int ml_base = zk_sc(P, ZK_ML_BASE);
+    int status = 0;
+    for (int k = 0; k < n + 2; ++k) pt[k] = 0;
+    int top = 0;
+    int j = n;
+    while (j > ZK_TURN + 1) {
+        if (W[j] == W[j - 1]) { --j; continue; }
+        bool found = false;
+        for (int i = 1; i < j - ZK_TURN; ++i) {
+            int v = q.V[i * N + j];
+            if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) {
+                stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;
+                j = i - 1;
+                found = true;
+                break;
+            }
+        }
+        if (!found) { status = 1; --j; }
+    }
+    while (top > 0) {
+        --top;
+        int kind = stack[3 * top], i = stack[3 * top + 1];
+        j = stack[3 * top + 2];
+        if (kind == 0) {
+            pt[i] = j;
+            pt[j] = i;
+            int target = q.V[i * N + j];
+            if (zk_hairpin(P, S, i, j) == target) continue;
+            bool found = false;
+            int maxu = j - i - ZK_TURN - 3;
+            if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+            for (int n1 = 0; n1 <= maxu && !found; ++n1) {
+                int p = i + 1 + n1;
+                for (int n2 = 0; n2 <= maxu - n1; ++n2) {
+                    int qq = j - 1 - n2;
+                    if (zk_ptype(S[p], S[qq]) && zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target) {
+                        stack[3 * top] = 0; stack[3 * top + 1] = p; stack[3 * top + 2] = qq; ++top;
+                        found = true;
+                        break;
+                    }
+                }
+            }
+            if (found) continue;
+            int closing = zk_multi_closing(P, S, i, j);
+            for (int k = i + ZK_TURN + 3; k < j - ZK_TURN - 1; ++k) {
+                if (q.WM[(i + 1) * N + k - 1] + q.WM1T[(j - 1) * N + k] + closing == target) {
+                    stack[3 * top] = 1; stack[3 * top + 1] = i + 1; stack[3 * top + 2] = k - 1;
+                    stack[3 * top + 3] = 2; stack[3 * top + 4] = k; stack[3 * top + 5] = j - 1;
+                    top += 2;
+                    found = true;
+                    break;
+                }
+            }
+            if (!found) status = 1;
+        } else if (kind == 1) {
+            int target = q.WM[i * N + j];
+            bool found = false;
+            for (int k = i; k < j - ZK_TURN; ++k) {
+                int unpaired = (k - i) * ml_base;
+                int u = k == i ? unpaired : zk_min(unpaired, q.WM[i * N + k - 1]);
+                if (u + q.WM1T[j * N + k] == target) {
+                    stack[3 * top] = 2; stack[3 * top + 1] = k; stack[3 * top + 2] = j; ++top;
+                    if (k > i && u != unpaired) {
+                        stack[3 * top] = 1; stack[3 * top + 1] = i; stack[3 * top + 2] = k - 1; ++top;
+                    }
+                    found = true;
+                    break;
+                }
+            }
+            if (!found) status = 1;
+        } else {
+            int target = q.WM1T[j * N + i];
+            int v = q.V[i * N + j];
+            if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
+                stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;
+            } else if (j - 1 > i) {
+                stack[3 * top] = 2; stack[3 * top + 1] = i; stack[3 * top + 2] = j - 1; ++top;
+            } else {
+                status = 1;
+            }
+        }
+    }
+    return status;
+}

@@ -1,0 +1,356 @@
+"""Zuker MFE on the GPU, identical (MFE and structure) to the CPU engine rnapipe.cpu.zuker.
+
+The recursions are the CPU engine's (Lei et al. eqs. (1)-(5): W, V with VBI and VM, WM, plus WM1,
+ViennaRNA's fM1), evaluated per cell by one warp: the lanes split the interior loops (VBI) and the
+multiloop split points and meet in a shuffle minimum. As on the CPU, auxiliary matrices VI, V1N, VAU
+(V plus the inner pair's share of a generic, 1xn or bulge loop) make every interior loop but the 11 with
+tables of their own one add-min against a size table. VM(i, j) (eq. 4) is summed by cell (i+1, j-1)
+while it sweeps the same two rows for its own WM (eq. 5), so each row is read once per cell (VMX).
+The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds two fills over anti-diagonals:
+
+* ``zk_fill_block`` (sequences up to ``BLOCK_MAX_N``): one block per sequence, the cells of each
+  anti-diagonal across its warps, a whole batch of sequences in one launch (Lei et al. §3.2's sequence-
+  and cell-level parallelism);
+* ``zk_fill_diag`` (longer): one launch per anti-diagonal covering every sequence of the batch.
+
+Then W (eq. 1) one block per sequence, and the traceback: on the GPU, one thread per sequence, a port of
+``rnapipe.cpu.zuker._traceback`` with the same order of tests (so co-optimal structures come out the
+same); above ``HOST_TRACEBACK_N`` the matrices are copied back and the CPU engine's own traceback runs.
+Matrices are stored as the CPU engine stores them ((n+2)² int32, WM1 transposed), which is what lets
+it read them.
+
+The parameter tables are the CPU engine's (``Model.tables()``) flattened into one int32 array
+(:func:`flat_tables`), copied to the device once per model.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from .. import config
+from .. import energy as E
+from ..model import Model
+from . import loader
+
+log = logging.getLogger(__name__)
+
+VARIANTS = ("default",)
+
+KERNELS = "zuker.cu"
+INF = 100_000_000             # ZK_INF in zuker_core.cuh, = rnapipe.cpu.zuker.INF
+TURN = 3
+BLOCK_MAX_N = 600             # zk_fill_block up to here, zk_fill_diag beyond
+FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
+DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
+HOST_TRACEBACK_N = 8000       # one GPU thread walks O(n²) in the exterior loop: the CPU is faster there
+MAX_BATCH = 65_535            # gridDim.y of zk_fill_diag
+
+# Set to a dict by a benchmark to get seconds per phase (the device is synchronised between phases).
+PHASE_SECONDS: dict | None = None
+
+
+def _phase(name: str, since: float) -> float:
+    import time
+    if PHASE_SECONDS is None:
+        return since
+    import cupy
+    cupy.cuda.Device().synchronize()
+    now = time.perf_counter()
+    PHASE_SECONDS[name] = PHASE_SECONDS.get(name, 0.0) + now - since
+    return now
+
+
+def _kernel_offsets() -> dict[str, int]:
+    """ZK_OFF_* of zuker_core.cuh: the layout of the flat parameter table."""
+    text = (loader.kernel_dir() / "zuker_core.cuh").read_text()
+    return {m.group(1).lower(): int(m.group(2)) for m in re.finditer(r"#define ZK_OFF_(\w+) (\d+)", text)}
+
+
+def flat_tables(T, max_n: int) -> np.ndarray:
+    """The EnergyTables ``T`` as one int32 array in the layout of zuker_core.cuh, with hairpin size terms
+    up to ``max_n`` computed by the CPU engine's own ``loop_length_energy`` (same logarithm)."""
+    off = _kernel_offsets()
+    end = off.pop("end")
+    names = sorted(off, key=off.get)
+    bounds = [off[k] for k in names] + [end]
+    out = []
+    flat = np.zeros(end, dtype=np.int64)
+    for k, name in enumerate(names):
+        a = np.asarray(getattr(T, name), dtype=np.int64).ravel()
+        if a.size > bounds[k + 1] - bounds[k]:
+            raise RuntimeError(f"table {name} ({a.size}) does not fit its slot in zuker_core.cuh")
+        flat[off[name]:off[name] + a.size] = a
+    out.append(flat)
+    pos = end
+    header = {}
+    for key, seqs, energies in (("tetra", T.tetra_seq, T.tetra_e), ("tri", T.tri_seq, T.tri_e),
+                                ("hexa", T.hexa_seq, T.hexa_e)):
+        s = np.asarray(seqs, dtype=np.int64).ravel()
+        e = np.asarray(energies, dtype=np.int64).ravel()
+        header[key] = (len(e), pos, pos + s.size)
+        out.extend([s, e])
+        pos += s.size + e.size
+    hpl = _hairpin_lengths(T.hairpin, T.lxc, max(max_n, 32))
+    out.append(hpl)
+    sz = size_terms(T)
+    out.append(sz.ravel())
+    flat[0:3] = [header["tetra"][0], header["tri"][0], header["hexa"][0]]
+    flat[3:9] = [header["tetra"][1], header["tetra"][2], header["tri"][1], header["tri"][2],
+                 header["hexa"][1], header["hexa"][2]]
+    flat[9] = pos
+    flat[10] = hpl.size
+    flat[11] = pos + hpl.size
+    table = np.concatenate(out)
+    if np.abs(table).max() > 2**31 - 1:
+        raise RuntimeError("parameter table does not fit int32")
+    return table.astype(np.int32)
+
+
+# (n1, n2) of the loops with their own tables or rules (zk_interior handles them one by one).
+SPECIAL_LOOPS = ((0, 0), (0, 1), (0, 2), (1, 0), (2, 0), (1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (3, 2))
+
+
+def size_terms(T) -> np.ndarray:
+    """SZ[n1, n2] (31 x 32, INF where unused): the loop-size part of every other interior loop with n1 + n2
+    <= 30, the rest coming from the auxiliary matrices and the closing pair (energy.interior_energy):
+    bulge[n] for bulges of n >= 3 (terminal AU/GU from VAU and the closing pair), interior[n + 1] +
+    Ninio(n - 1) for 1xn loops with n >= 3, interior[n1 + n2] + Ninio(|n1 - n2|) for generic ones."""
+    sc = T.scalars
+    ninio, max_ninio = int(sc[E._NINIO]), int(sc[E._MAX_NINIO])
+    sz = np.full((E.MAXLOOP + 1, 32), INF, dtype=np.int64)
+    for n1 in range(E.MAXLOOP + 1):
+        for n2 in range(E.MAXLOOP + 1 - n1):
+            if (n1, n2) in SPECIAL_LOOPS:
+                continue
+            nl, ns = max(n1, n2), min(n1, n2)
+            if ns == 0:
+                sz[n1, n2] = T.bulge[nl]
+            elif ns == 1:
+                sz[n1, n2] = T.interior[nl + 1] + min(max_ninio, (nl - 1) * ninio)
+            else:
+                sz[n1, n2] = T.interior[nl + ns] + min(max_ninio, (nl - ns) * ninio)
+    return sz
+
+
+@njit(cache=True)
+def _hairpin_lengths(hairpin, lxc, max_n):
+    out = np.empty(max_n + 1, dtype=np.int64)
+    for m in range(max_n + 1):
+        out[m] = min(E.loop_length_energy(hairpin, lxc, m), INF)
+    return out
+
+
+def bytes_needed(n: int, variant: str = "default") -> int:
+    """Device memory for one sequence of n nt: V, WM, WM1T and the auxiliaries VI, V1N, VAU, VMX ((n+2)²
+    int32 each), W and the pair table, the traceback stack (3n + 8 entries of 3 ints), sequence and output
+    bytes. 80 GB at MEMORY_FRACTION 0.8 holds n = 47,800."""
+    N = n + 2
+    return 28 * N * N + 8 * N + 12 * (3 * n + 8) + 2 * N + 64
+
+
+def memory_budget() -> int:
+    """Bytes a batch may take on the current GPU: a fraction of its free memory now."""
+    import cupy
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    return int((free + cupy.get_default_memory_pool().free_bytes()) * config.MEMORY_FRACTION)
+
+
+def max_length(budget_bytes: int) -> int:
+    lo, hi = 0, 1
+    while bytes_needed(hi) <= budget_bytes:
+        hi *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bytes_needed(mid) <= budget_bytes else (lo, mid)
+    return lo
+
+
+def _kernels():
+    names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback")
+    return {k: loader.function(KERNELS, k) for k in names}
+
+
+@functools.lru_cache(maxsize=8)
+def _device_tables(model: Model, max_n: int):
+    import cupy
+    return cupy.asarray(flat_tables(model.tables(), max_n))
+
+
+def _table_for(model: Model, n: int):
+    # Hairpin size terms are needed up to the longest sequence; keep one table per power of two.
+    cap = 1024
+    while cap < n + 2:
+        cap *= 2
+    return _device_tables(model, cap)
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(sizes), dtype=np.int64)
+    if len(sizes) > 1:
+        out[1:] = np.cumsum(sizes[:-1], dtype=np.int64)
+    return out
+
+
+def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool) -> list[tuple[int, str]]:
+    """Fold sequences (non-empty, ordered longest first) in one batch on the current device."""
+    import cupy
+
+    import time
+    t = time.perf_counter()
+    k = _kernels()
+    lens = np.array([len(s) for s in seqs], dtype=np.int32)
+    n_max = int(lens.max())
+    count = len(seqs)
+    P = _table_for(model, n_max)
+    N = lens.astype(np.int64) + 2
+    soff = _offsets(N)
+    moff = _offsets(N * N)
+    woff = soff
+    stoff = _offsets(3 * (3 * lens.astype(np.int64) + 8))
+    codes = np.zeros(int(N.sum()), dtype=np.int8)
+    for s, seq in enumerate(seqs):
+        codes[soff[s] + 1:soff[s] + 1 + len(seq)] = E.padded_codes(seq)[1:-1]
+    total = int((N * N).sum())
+    d_S = cupy.asarray(codes)
+    d_soff = cupy.asarray(soff)
+    d_lens = cupy.asarray(lens)
+    d_moff = cupy.asarray(moff)
+    V = cupy.full(total, INF, dtype=cupy.int32)
+    WM = cupy.full(total, INF, dtype=cupy.int32)
+    WM1T = cupy.full(total, INF, dtype=cupy.int32)
+    VI = cupy.full(total, INF, dtype=cupy.int32)
+    V1N = cupy.full(total, INF, dtype=cupy.int32)
+    VAU = cupy.full(total, INF, dtype=cupy.int32)
+    VMX = cupy.full(total, INF, dtype=cupy.int32)
+    args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
+    t = _phase("setup", t)
+    if fill == "block":
+        k["zk_fill_block"]((count,), (FILL_THREADS,), args + (np.int32(0),))
+    else:
+        threads = 32 * DIAG_WARPS
+        for d in range(TURN + 1, n_max):
+            blocks = (n_max - d + DIAG_WARPS - 1) // DIAG_WARPS
+            k["zk_fill_diag"]((blocks, count), (threads,), args + (np.int32(0), np.int32(d)))
+    t = _phase("fill", t)
+    W = cupy.zeros(int(N.sum()), dtype=cupy.int32)
+    d_woff = cupy.asarray(woff)
+    ext_threads = 1024 if n_max > 2000 else (256 if n_max > 300 else 64)
+    k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
+    t = _phase("exterior", t)
+    if host_traceback:
+        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W)
+        _phase("traceback", t)
+        return out
+    stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
+    pts = cupy.zeros(int(N.sum()), dtype=cupy.int32)
+    out = cupy.zeros(int(N.sum()), dtype=cupy.uint8)
+    mfe = cupy.zeros(count, dtype=cupy.int32)
+    status = cupy.zeros(count, dtype=cupy.int32)
+    k["zk_traceback"](((count + 31) // 32,), (32,),
+                      args + (np.int32(0), np.int32(count), W, d_woff, stacks, cupy.asarray(stoff), pts, out,
+                              mfe, status))
+    out_h = out.get()
+    mfe_h = mfe.get()
+    bad = np.flatnonzero(status.get())
+    _phase("traceback", t)
+    if bad.size:
+        raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad.size} sequence(s)")
+    return [(int(mfe_h[s]), out_h[soff[s]:soff[s] + lens[s]].tobytes().decode("ascii")) for s in range(count)]
+
+
+def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
+    """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
+    also reads are made on the device too."""
+    import cupy
+    from ..cpu import zuker as cpu
+
+    T = model.tables()
+    pair = cupy.asarray(E.PAIR_TYPE, dtype=cupy.int8)
+    results = []
+    for s, seq in enumerate(seqs):
+        n = int(lens[s])
+        N = n + 2
+        a, b = int(moff[s]), int(moff[s]) + N * N
+        Vh = V[a:b].get().reshape(N, N)
+        WMh = WM[a:b].get().reshape(N, N)
+        WM1Th = WM1T[a:b].get().reshape(N, N)
+        Wh = W[int(woff[s]):int(woff[s]) + n + 1].get().astype(np.int64)
+        S = E.padded_codes(seq)
+        Sd = cupy.asarray(S, dtype=cupy.int32)
+        ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1).get()
+        pt = cpu._traceback(T, S, n, Wh, Vh, WMh, WM1Th, np.ascontiguousarray(ptype, dtype=np.int8))
+        results.append((int(Wh[n]), cpu._dot_bracket(pt, n).tobytes().decode("ascii")))
+    return results
+
+
+def _plan(order: list[int], lens: list[int], budget: int, fill_override: str | None):
+    """Consecutive groups of the longest-first order: same fill kind, within budget and grid limits."""
+    groups = []
+    cur: list[int] = []
+    used = 0
+    kind = None
+    for idx in order:
+        n = lens[idx]
+        k = fill_override or ("block" if n <= BLOCK_MAX_N else "diag")
+        need = bytes_needed(n)
+        if cur and (k != kind or used + need > budget or len(cur) >= MAX_BATCH):
+            groups.append((kind, cur))
+            cur, used = [], 0
+        cur.append(idx)
+        used += need
+        kind = k
+    if cur:
+        groups.append((kind, cur))
+    return groups
+
+
+def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
+               progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
+    """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
+    and for tests ``gpu_fill`` ("block" or "diag": force one fill) and ``host_traceback`` (bool)."""
+    import cupy
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    options = options or {}
+    model = Model.from_options(options)
+    fill_override = options.get("gpu_fill")
+    force_host = bool(options.get("host_traceback", False))
+    results: list[tuple[int, str] | None] = [None] * len(sequences)
+    lens = [len(s) for s in sequences]
+    for idx, n in enumerate(lens):
+        if n == 0:
+            results[idx] = (0, "")
+    order = sorted((i for i, n in enumerate(lens) if n > 0), key=lambda i: -lens[i])
+    if order:
+        budget = memory_budget()
+        if bytes_needed(lens[order[0]]) > budget:
+            from ..errors import SequenceTooLongError
+            raise SequenceTooLongError(f"a {lens[order[0]]}-nt sequence needs {bytes_needed(lens[order[0]]) / 2**30:.1f} "
+                                f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
+        pending = _plan(order, lens, budget, fill_override)
+        while pending:
+            kind, idxs = pending.pop(0)
+            host = force_host or lens[idxs[0]] > HOST_TRACEBACK_N
+            try:
+                out = _fold_group([sequences[i] for i in idxs], model, kind, host)
+            except cupy.cuda.memory.OutOfMemoryError:
+                if len(idxs) == 1:
+                    raise
+                log.warning("GPU out of memory on a batch of %d; splitting it", len(idxs))
+                cupy.get_default_memory_pool().free_all_blocks()
+                half = len(idxs) // 2
+                pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
+                continue
+            for i, r in zip(idxs, out):
+                results[i] = r
+            cupy.get_default_memory_pool().free_all_blocks()
+            if progress is not None:
+                progress(len(idxs))
+    return results  # type: ignore[return-value]
