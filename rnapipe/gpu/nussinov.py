@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import config
 from ..alphabet import encode
-from . import loader
+from . import loader, memory_budget  # noqa: F401  (memory_budget: engine interface)
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +90,6 @@ def bytes_needed(n: int, variant: str) -> int:
     dtype, packed, _ = _tiled_plan(n, variant)
     slots = max(1, math.ceil(n / TILE)) + 1024
     return _matrix_bytes(n, dtype, packed) + slots * TILE * TILE * 4 + 16 * n + (1 << 20)
-
-
-def memory_budget() -> int:
-    """Bytes one sequence may take on the current GPU: a fraction of its free memory now."""
-    import cupy
-    free, _total = cupy.cuda.runtime.memGetInfo()
-    return int((free + cupy.get_default_memory_pool().free_bytes()) * config.MEMORY_FRACTION)
 
 
 def _sm_count() -> int:

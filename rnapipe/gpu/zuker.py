@@ -33,10 +33,9 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from .. import config
 from .. import energy as E
 from ..model import Model
-from . import loader
+from . import loader, memory_budget  # noqa: F401  (memory_budget: engine interface)
 
 log = logging.getLogger(__name__)
 
@@ -152,13 +151,6 @@ def bytes_needed(n: int, variant: str = "default") -> int:
     bytes. 80 GB at MEMORY_FRACTION 0.8 holds n = 47,800."""
     N = n + 2
     return 28 * N * N + 8 * N + 12 * (3 * n + 8) + 2 * N + 64
-
-
-def memory_budget() -> int:
-    """Bytes a batch may take on the current GPU: a fraction of its free memory now."""
-    import cupy
-    free, _total = cupy.cuda.runtime.memGetInfo()
-    return int((free + cupy.get_default_memory_pool().free_bytes()) * config.MEMORY_FRACTION)
 
 
 def max_length(budget_bytes: int) -> int:
