@@ -6,7 +6,7 @@ import os
 
 import psutil
 
-DEFAULT_ALGORITHM = "nussinov"
+DEFAULT_ALGORITHM = "zuker"  # what RNAfold users expect: minimum free energy
 
 # Share of the memory available at start that one sequence's matrices may take.
 MEMORY_FRACTION = 0.8

@@ -85,7 +85,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, name):
     content, words, record, position = BAD_FILES[name]
     (tmp_path / name).write_bytes(content.encode() if isinstance(content, str) else content)
     (tmp_path / "good.fa").write_text(">g\nGGGAAACCC\n")
-    proc = rnapipe("fold", "good.fa", name, "-o", "out.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "good.fa", name, "-o", "out.fa", cwd=tmp_path)
     assert proc.returncode == 2
     line = one_error_line(proc)
     assert line.startswith(f"rnapipe: error: {name}")
@@ -101,7 +101,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, name):
 @pytest.mark.parametrize("target", ["missing.fa", "subdir"])
 def test_missing_file_or_directory(tmp_path, target):
     (tmp_path / "subdir").mkdir()
-    proc = rnapipe("fold", target, "-o", "out.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", target, "-o", "out.fa", cwd=tmp_path)
     assert proc.returncode == 2
     assert one_error_line(proc).startswith(f"rnapipe: error: {target}: ")
     assert not (tmp_path / "out.fa").exists()
@@ -111,7 +111,7 @@ def test_missing_file_or_directory(tmp_path, target):
 def test_failed_run_leaves_an_existing_output_alone(tmp_path):
     (tmp_path / "bad.fa").write_text(">a\nACGU\n>b\nAC-U\n")
     (tmp_path / "out.fa").write_text("earlier results\n")
-    proc = rnapipe("fold", "bad.fa", "-o", "out.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "bad.fa", "-o", "out.fa", cwd=tmp_path)
     assert proc.returncode == 2
     assert (tmp_path / "out.fa").read_text() == "earlier results\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.fa", "out.fa"]
@@ -121,7 +121,7 @@ def test_failed_run_leaves_an_existing_output_alone(tmp_path):
 def test_skip_folds_the_rest_and_reports(tmp_path):
     (tmp_path / "a.fa").write_text(">a1\nGGGAAACCC\n>a2\nAC-U\n>a3\nacgtacgtgggaaauccc\n>a1\nCCC\n>a4\n")
     (tmp_path / "b.fa.gz").write_bytes(gzip.compress(b">b1\nGGGGAAAACCCCUUUU\n>b2\nAC9\n"))
-    proc = rnapipe("fold", "a.fa", "missing.fa", "b.fa.gz", "-o", "out.fa", "--on-invalid", "skip", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "a.fa", "missing.fa", "b.fa.gz", "-o", "out.fa", "--on-invalid", "skip", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     folded = parse_db((tmp_path / "out.fa").read_text())
@@ -148,7 +148,7 @@ def test_skip_folds_the_rest_and_reports(tmp_path):
 
     # a clean run removes the stale rejected list, so it never describes another run
     (tmp_path / "c.fa").write_text(">c\nGGGAAACCC\n")
-    proc = rnapipe("fold", "c.fa", "-o", "out.fa", "--on-invalid", "skip", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "c.fa", "-o", "out.fa", "--on-invalid", "skip", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == ""
     assert not (tmp_path / "out.fa.rejected.tsv").exists()
 
@@ -156,7 +156,7 @@ def test_skip_folds_the_rest_and_reports(tmp_path):
 @needs_nussinov
 def test_skip_quiet_keeps_only_the_summary(tmp_path):
     (tmp_path / "a.fa").write_text(">a1\nGGGAAACCC\n>a2\nAC-U\n")
-    proc = rnapipe("fold", "a.fa", "-o", "-", "--on-invalid", "skip", "-q", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "a.fa", "-o", "-", "--on-invalid", "skip", "-q", cwd=tmp_path)
     assert proc.returncode == 0
     assert proc.stderr.splitlines() == ["rnapipe: skipped 1 record(s), folded 1"]
     assert parse_db(proc.stdout) == [("a1", "GGGAAACCC", "(((...)))", 3)]
@@ -166,7 +166,7 @@ def test_skip_quiet_keeps_only_the_summary(tmp_path):
 def test_messy_but_valid_input_is_normalised(tmp_path):
     (tmp_path / "win.fa").write_bytes(b">w1 Windows\r\nggg aaa\tccc\r\n\r\n>w2\r\nttgcaNNgcaa\r\n")
     (tmp_path / "packed.data").write_bytes(gzip.compress(b">z\nGGGGAAAACCCC\n"))  # gzip, no .gz suffix
-    proc = rnapipe("fold", "win.fa", "packed.data", "-o", "out.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "win.fa", "packed.data", "-o", "out.fa", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     folded = parse_db((tmp_path / "out.fa").read_text())
     assert [(i, s) for i, s, _, _ in folded] == [("w1", "GGGAAACCC"), ("w2", "UUGCANNGCAA"), ("z", "GGGGAAAACCCC")]
@@ -174,7 +174,7 @@ def test_messy_but_valid_input_is_normalised(tmp_path):
         assert score == nussinov_score(seq)  # N pairs with nothing, in the reference as in rnapipe
         check_nussinov_structure(seq, structure, score)
     # the same file twice: a duplicate id across files
-    proc = rnapipe("fold", "win.fa", "win.fa", "-o", "twice.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "win.fa", "win.fa", "-o", "twice.fa", cwd=tmp_path)
     assert proc.returncode == 2
     assert one_error_line(proc) == ("rnapipe: error: win.fa, record 'w1': duplicate id at line 1; first seen in "
                                     "win.fa line 1 (the same file given twice?)")
@@ -189,7 +189,7 @@ def test_messy_but_valid_input_is_normalised(tmp_path):
 @pytest.mark.parametrize("variant", ["naive", "transposed", "parallel"])
 def test_output_in_input_order_and_correct(tmp_path, variant):
     records = random_fasta(tmp_path / "in.fa", 40, 1, 70, seed=len(variant))
-    proc = rnapipe("fold", "in.fa", "-o", "out.tsv", "--variant", variant, "--threads", 2, cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "out.tsv", "--variant", variant, "--threads", 2, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("\t") for line in (tmp_path / "out.tsv").read_text().splitlines()]
     assert rows[0][:4] == ["id", "length", "score", "structure"]
@@ -203,7 +203,7 @@ def test_output_in_input_order_and_correct(tmp_path, variant):
 @needs_nussinov
 def test_min_loop_reaches_the_engine(tmp_path):
     records = random_fasta(tmp_path / "in.fa", 8, 10, 40, seed=3)
-    proc = rnapipe("fold", "in.fa", "-o", "-", "--min-loop", 3, cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "-", "--min-loop", 3, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for (rid, seq), (oid, oseq, structure, score) in zip(records, parse_db(proc.stdout), strict=True):
         assert (oid, oseq) == (rid, seq)
@@ -218,12 +218,12 @@ def test_formats_by_suffix_and_flag(tmp_path):
     (tmp_path / "in.fa").write_text(">x\nGGGAAACCC\n>y\nGGGGAAAACCCC\n")
     expected = [("x", "GGGAAACCC", "(((...)))"), ("y", "GGGGAAAACCCC", "((((....))))")]
     for name in ("o.ct", "o.bpseq", "o.txt", "o.tsv"):
-        assert rnapipe("fold", "in.fa", "-o", name, cwd=tmp_path).returncode == 0
+        assert rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", name, cwd=tmp_path).returncode == 0
     assert [(t.split()[-1], s, S.dot_bracket(p)) for t, s, p in S.read_ct(tmp_path / "o.ct")] == expected
     assert [(c[0], s, S.dot_bracket(p)) for c, s, p in S.read_bpseq(tmp_path / "o.bpseq")] == expected
     assert [(i, s, d) for i, s, d, _ in parse_db((tmp_path / "o.txt").read_text())] == expected
     assert (tmp_path / "o.tsv").read_text().startswith("id\tlength\tscore\tstructure")
-    proc = rnapipe("fold", "-", "-o", "-", "--format", "ct", cwd=tmp_path, stdin=">x\nGGGAAACCC\n")
+    proc = rnapipe("fold", "--algorithm", "nussinov", "-", "-o", "-", "--format", "ct", cwd=tmp_path, stdin=">x\nGGGAAACCC\n")
     assert proc.returncode == 0
     assert proc.stdout.startswith("    9  PAIRS = 3  x\n")
 
@@ -238,7 +238,7 @@ def test_unavailable_and_bad_usage(tmp_path):
 
     (tmp_path / "in.fa").write_text(">x\nGGGAAACCC\n")
     if ("nussinov", "hybrid") not in engines._MODULES:
-        proc = rnapipe("fold", "in.fa", "-o", "o.fa", "--device", "hybrid", cwd=tmp_path)
+        proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "o.fa", "--device", "hybrid", cwd=tmp_path)
         assert proc.returncode == 3
         assert "not available" in one_error_line(proc)
     if ("zuker", "cpu") not in engines._MODULES:
@@ -253,12 +253,12 @@ def test_unavailable_and_bad_usage(tmp_path):
         (["--format", "xml"], "invalid choice"),
     ]
     for extra, words in cases:
-        proc = rnapipe("fold", "in.fa", "-o", "o.fa", *extra, cwd=tmp_path)
+        proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "o.fa", *extra, cwd=tmp_path)
         assert proc.returncode == 2, extra
         assert words in one_error_line(proc)
-    proc = rnapipe("fold", "in.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", cwd=tmp_path)
     assert proc.returncode == 2 and "-o/--output" in one_error_line(proc)
-    proc = rnapipe("fold", "in.fa", "-o", "no/such/dir/o.fa", cwd=tmp_path)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "no/such/dir/o.fa", cwd=tmp_path)
     assert proc.returncode == 2 and "does not exist" in one_error_line(proc)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fa"]
 
@@ -348,7 +348,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path, quiet):
     else:
         assert b"/60" in seen
     # and never on a pipe
-    piped = rnapipe("fold", "in.fa", "-o", "out2.fa", cwd=tmp_path)
+    piped = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "out2.fa", cwd=tmp_path)
     assert piped.returncode == 0 and piped.stderr == ""
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from naive import check_nussinov_structure, nussinov_score
+from naive import pairs_of
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,17 +41,20 @@ def test_workflow_folds_example_subset(tmp_path):
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
-    tsv = (tmp_path / "out" / "few.nussinov.tsv").read_text().splitlines()
+    # the default configuration folds with Zuker: energies must be RNAfold's, to the integer dcal/mol
+    RNA = pytest.importorskip("RNA")
+    tsv = (tmp_path / "out" / "few.zuker.tsv").read_text().splitlines()
     assert tsv[0].split("\t")[:4] == ["id", "length", "score", "structure"]
     rows = [line.split("\t") for line in tsv[1:]]
     assert [r[0] for r in rows] == [name for name, _ in subset]  # input order
     for (name, seq), row in zip(subset, rows):
-        score = int(row[2])
         assert int(row[1]) == len(seq)
-        assert score == nussinov_score(seq)
-        check_nussinov_structure(seq, row[3], score)
+        mfe = round(RNA.fold(seq)[1] * 100)
+        assert round(float(row[2]) * 100) == mfe
+        pairs_of(row[3])  # balanced
+        assert round(RNA.fold_compound(seq).eval_structure(row[3]) * 100) == mfe
 
-    db = (tmp_path / "out" / "few.nussinov.db").read_text().splitlines()
+    db = (tmp_path / "out" / "few.zuker.db").read_text().splitlines()
     assert db[0::3] == [f">{name}" for name, _ in subset]
     assert db[1::3] == [seq for _, seq in subset]
     assert [line.split(" ")[0] for line in db[2::3]] == [r[3] for r in rows]
