@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import platform
 import random
 import sys
 import time
 from pathlib import Path
 
+from machine import cpu_name  # benchmarks/machine.py, beside this script
+
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run from a checkout
 FR_VARIANTS = ["two-vector", "fg", "memo-partial", "memo-full"]
-
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

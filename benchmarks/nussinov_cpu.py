@@ -25,26 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 import numba  # noqa: E402
 
+from machine import cpu_name, usable_cores  # noqa: E402  (benchmarks/machine.py)
+
 from rnapipe.cpu import nussinov  # noqa: E402
 
 COLUMNS = (("naive", "CPU1"), ("transposed", "CPU2"), ("parallel", "OMP2"))
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def time_fold(sequence: str, variant: str, threads: int, tile: int | None, repeats: int) -> tuple[float, int]:
@@ -104,12 +89,12 @@ def main(argv=None) -> int:
         print(line)
     if not args.no_append:
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        machine = (f"{cpu_model()}, {usable_cores()} usable cores ({os.cpu_count()} logical), "
+        machine = (f"{cpu_name()}, {usable_cores()} usable cores ({os.cpu_count()} logical), "
                    f"{platform.system()} {platform.machine()}; Python {platform.python_version()}, "
                    f"numpy {np.__version__}, numba {numba.__version__}")
         tile = args.tile or nussinov.DEFAULT_TILE
         command = " ".join(["python", "benchmarks/nussinov_cpu.py", *(sys.argv[1:] if argv is None else argv)])
-        text = [f"\n## Nussinov CPU: CPU1 / CPU2 / OMP2 ({now}, {cpu_model()}, {usable_cores()} cores)\n",
+        text = [f"\n## Nussinov CPU: CPU1 / CPU2 / OMP2 ({now}, {cpu_name()}, {usable_cores()} cores)\n",
                 f"`{command}`; machine: {machine}. Seconds per fold of one random sequence "
                 f"(fill + traceback), best of {args.repeats}; tile {tile}; OMP2 on {args.threads} threads; "
                 f"load average {load_before:.2f} before, {load_after:.2f} after (other work on the machine "

@@ -27,6 +27,8 @@ sys.path.insert(0, str(ROOT))
 from rnapipe import config  # noqa: E402
 from rnapipe.cpu import zuker  # noqa: E402
 
+from machine import cpu_name  # noqa: E402  (benchmarks/machine.py)
+
 DEFAULT_LENGTHS = (68, 120, 154, 221, 500, 1000, 3000)
 
 
@@ -44,16 +46,6 @@ def default_count(length: int) -> int:
     if length <= 1000:
         return 32
     return 4
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def _rna_fold(seq: str) -> tuple[int, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Callable
 
 from .errors import UnavailableError, UsageError
 
@@ -37,6 +38,17 @@ _VARIANT_MODULES: dict[tuple[str, str, str], str] = {
     ("nussinov", "cpu", "memo-partial"): "rnapipe.cpu.fourrussians",
     ("nussinov", "cpu", "memo-full"): "rnapipe.cpu.fourrussians",
 }
+
+
+def longest_fitting(bytes_needed: Callable[[int], int], budget_bytes: int) -> int:
+    """Longest n with ``bytes_needed(n) <= budget_bytes`` (``bytes_needed`` grows with n)."""
+    lo, hi = 0, 1
+    while bytes_needed(hi) <= budget_bytes:
+        hi *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bytes_needed(mid) <= budget_bytes else (lo, mid)
+    return lo
 
 
 def gpu_available() -> bool:

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
 
 import pytest
+
+from shared_data import shared_sequences
 
 from rnapipe.cpu import zuker
 
 RNA = pytest.importorskip("RNA")
 
 FULL = os.environ.get("RNAPIPE_FULL") == "1"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 THREADS = 2
 
 
@@ -105,29 +105,10 @@ def test_temperatures_and_dangles(temperature, dangles):
                   temperature, dangles)
 
 
-def _data_records(limit: int = 1000):
-    if not DATA.is_dir():
-        return []
-    seqs = []
-    for path in sorted((DATA / "transcripts").glob("*.fa")):
-        seq = []
-        for line in path.read_text().splitlines() + [">"]:
-            if line.startswith(">"):
-                if seq:
-                    seqs.append("".join(seq))
-                seq = []
-            else:
-                seq.append(line.strip().upper().replace("T", "U"))
-    for path in sorted((DATA / "known").glob("*.dbn")):
-        lines = path.read_text().splitlines()
-        seqs += [lines[k].strip().upper().replace("T", "U") for k in range(1, len(lines), 3)]
-    return [s for s in dict.fromkeys(seqs) if 0 < len(s) <= limit]
-
-
 def test_shared_data_up_to_1000_nt():
     """Real RNAs from ../shared/data (miRBase hairpins, tRNAs, RNAStralign): every record with RNAPIPE_FULL=1,
     every 25th one by default; IUPAC codes are kept (they never pair, in RNAfold as here)."""
-    seqs = _data_records()
+    seqs = shared_sequences()
     if not seqs:
         pytest.skip("../shared/data is not here")
     if not FULL:

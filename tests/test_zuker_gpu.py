@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
 
 import pytest
+
+from shared_data import shared_sequences
 
 from rnapipe.cpu import zuker as cpu
 
 pytestmark = pytest.mark.gpu
 
 FULL = os.environ.get("RNAPIPE_FULL") == "1"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 THREADS = os.cpu_count() or 1
 
 
@@ -93,27 +93,8 @@ def test_batch_boundaries_order_and_edge_cases(monkeypatch):
     assert ours[seqs.index("")] == (0, "")
 
 
-def _data_records(limit: int = 1000):
-    if not DATA.is_dir():
-        return []
-    seqs = []
-    for path in sorted((DATA / "transcripts").glob("*.fa")):
-        seq = []
-        for line in path.read_text().splitlines() + [">"]:
-            if line.startswith(">"):
-                if seq:
-                    seqs.append("".join(seq))
-                seq = []
-            else:
-                seq.append(line.strip().upper().replace("T", "U"))
-    for path in sorted((DATA / "known").glob("*.dbn")):
-        lines = path.read_text().splitlines()
-        seqs += [lines[k].strip().upper().replace("T", "U") for k in range(1, len(lines), 3)]
-    return [s for s in dict.fromkeys(seqs) if 0 < len(s) <= limit]
-
-
 def test_shared_data_identical_to_cpu():
-    seqs = _data_records(10_000 if FULL else 1_000)
+    seqs = shared_sequences(10_000 if FULL else 1_000)
     if not seqs:
         pytest.skip("../shared/data is not here")
     _assert_same(seqs if FULL else seqs[::10])

@@ -41,6 +41,7 @@ from numba import njit
 
 from .. import energy as E
 from ..alphabet import encode
+from ..engines import longest_fitting
 from ..model import Model
 from .batch import map_longest_first
 
@@ -67,13 +68,7 @@ def bytes_needed(n: int, variant: str = "default") -> int:
 
 def max_length(budget_bytes: int) -> int:
     """Longest sequence whose fold fits in ``budget_bytes``."""
-    lo, hi = 0, 1
-    while bytes_needed(hi) <= budget_bytes:
-        hi *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if bytes_needed(mid) <= budget_bytes else (lo, mid)
-    return lo
+    return longest_fitting(bytes_needed, budget_bytes)
 
 
 @njit(cache=True, nogil=True)

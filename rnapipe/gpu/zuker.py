@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from .. import energy as E
+from ..engines import longest_fitting
 from ..model import Model
 from . import loader, memory_budget  # noqa: F401  (memory_budget: engine interface)
 
@@ -154,13 +155,7 @@ def bytes_needed(n: int, variant: str = "default") -> int:
 
 
 def max_length(budget_bytes: int) -> int:
-    lo, hi = 0, 1
-    while bytes_needed(hi) <= budget_bytes:
-        hi *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if bytes_needed(mid) <= budget_bytes else (lo, mid)
-    return lo
+    return longest_fitting(bytes_needed, budget_bytes)
 
 
 def _kernels():
