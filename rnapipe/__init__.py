@@ -3,6 +3,17 @@
 __version__ = "0.1.0"
 
 from .api import Result, Results, fold  # noqa: E402
-def eval_structure(*args, **kwargs): from .energy import eval_structure as f; return f(*args, **kwargs)  # noqa: E302,E402,E704  (lazy: no Numba import until used)
 
-__all__ = ["__version__", "fold", "Result", "Results"]
+
+def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,
+                   params=None) -> int:
+    """Free energy (integer dcal/mol) of a dot-bracket structure under RNAfold's model, like RNAeval.
+
+    See :func:`rnapipe.energy.eval_structure`; imported on first use so that ``import rnapipe`` stays light.
+    """
+    from .energy import eval_structure as _eval
+
+    return _eval(sequence, structure, temperature=temperature, dangles=dangles, params=params)
+
+
+__all__ = ["__version__", "fold", "eval_structure", "Result", "Results"]
