@@ -37,6 +37,7 @@ from .. import energy as E
 from ..engines import longest_fitting
 from ..model import Model
 from . import loader, memory_budget  # noqa: F401  (memory_budget: engine interface)
+from . import zuker_short
 
 log = logging.getLogger(__name__)
 
@@ -284,8 +285,8 @@ def _plan(order: list[int], lens: list[int], budget: int, fill_override: str | N
     kind = None
     for idx in order:
         n = lens[idx]
-        k = fill_override or ("block" if n <= BLOCK_MAX_N else "diag")
-        need = bytes_needed(n)
+        k = fill_override or ("short" if n <= zuker_short.MAX_N else ("block" if n <= BLOCK_MAX_N else "diag"))
+        need = zuker_short.bytes_needed(n) if k == "short" else bytes_needed(n)
         if cur and (k != kind or used + need > budget or len(cur) >= MAX_BATCH):
             groups.append((kind, cur))
             cur, used = [], 0
@@ -300,7 +301,7 @@ def _plan(order: list[int], lens: list[int], budget: int, fill_override: str | N
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
     """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
-    and for tests ``gpu_fill`` ("block" or "diag": force one fill) and ``host_traceback`` (bool)."""
+    and for tests ``gpu_fill`` ("short", "block" or "diag": force one fill) and ``host_traceback`` (bool)."""
     import cupy
 
     if variant not in VARIANTS:
@@ -326,7 +327,10 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
             kind, idxs = pending.pop(0)
             host = force_host or lens[idxs[0]] > HOST_TRACEBACK_N
             try:
-                out = _fold_group([sequences[i] for i in idxs], model, kind, host)
+                if kind == "short":
+                    out = zuker_short.fold_group([sequences[i] for i in idxs], model)
+                else:
+                    out = _fold_group([sequences[i] for i in idxs], model, kind, host)
             except cupy.cuda.memory.OutOfMemoryError:
                 if len(idxs) == 1:
                     raise
