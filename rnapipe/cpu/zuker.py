@@ -106,22 +106,42 @@ def _reversed_rows(A):
 
 
 @njit(cache=True, nogil=True)
-def _fill(T, S, n):
-    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them and the pair types."""
+def workspace_sizes(n):
+    """int32 and int8 words the fill of an n-nt sequence takes from its workspace (see _fill)."""
     N = n + 2
-    ptype = np.zeros((N, N), dtype=np.int8)
+    return 3 * N * N + 3 * RING * N + N + 1, N * N
+
+
+@njit(cache=True, nogil=True)
+def _take(work, start, rows, cols, value):
+    """work[start : start + rows·cols] as a (rows, cols) matrix set to value."""
+    a = work[start:start + rows * cols].reshape((rows, cols))
+    a[:] = value
+    return a
+
+
+@njit(cache=True, nogil=True)
+def _fill(T, S, n, work32, work8):
+    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them and the pair types.
+
+    The matrices are views into ``work32`` and ``work8`` (at least ``workspace_sizes(n)`` words), which a
+    thread keeps from one sequence to the next: a fresh (n+2)² allocation per sequence costs page faults
+    and, on many threads, memory-map contention that kept 16 threads far from 16 times one."""
+    N = n + 2
+    ptype = _take(work8, 0, N, N, 0)
     for i in range(1, n + 1):
         for j in range(i + TURN + 1, n + 1):
             ptype[i, j] = E.PAIR_TYPE[S[i], S[j]]
-    V = np.full((N, N), INF, dtype=np.int32)
+    V = _take(work32, 0, N, N, INF)
+    WM = _take(work32, N * N, N, N, INF)
+    WM1T = _take(work32, 2 * N * N, N, N, INF)
     # VI, V1N, VAU: rows p = i+1 .. i+MAXLOOP+1 only are ever read, so they live in ring buffers of
     # RING rows (row p at p & (RING - 1)), cleared when row i takes over the slot of row i + RING.
-    VI = np.full((RING, N), INF, dtype=np.int32)
-    V1N = np.full((RING, N), INF, dtype=np.int32)
-    VAU = np.full((RING, N), INF, dtype=np.int32)
-    WM = np.full((N, N), INF, dtype=np.int32)
-    WM1T = np.full((N, N), INF, dtype=np.int32)
-    U = np.full(N + 1, INF, dtype=np.int32)
+    base = 3 * N * N
+    VI = _take(work32, base, RING, N, INF)
+    V1N = _take(work32, base + RING * N, RING, N, INF)
+    VAU = _take(work32, base + 2 * RING * N, RING, N, INF)
+    U = _take(work32, base + 3 * RING * N, 1, N + 1, INF)[0]
     G = _generic_table(T)
     BUL, L1N = _size_terms(T)
     GR = _reversed_rows(G)
@@ -422,12 +442,19 @@ def _dot_bracket(pt, n):
 
 
 @njit(cache=True, nogil=True)
-def fold_codes(T, S):
-    """MFE (dcal/mol) and dot-bracket bytes for padded codes S; the whole fold without the GIL."""
+def fold_codes_in(T, S, work32, work8):
+    """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
-    W, V, WM, WM1T, ptype = _fill(T, S, n)
+    W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
     pt = _traceback(T, S, n, W, V, WM, WM1T, ptype)
     return W[n], _dot_bracket(pt, n)
+
+
+@njit(cache=True, nogil=True)
+def fold_codes(T, S):
+    """MFE (dcal/mol) and dot-bracket bytes for padded codes S; the whole fold without the GIL."""
+    a, b = workspace_sizes(S.shape[0] - 2)
+    return fold_codes_in(T, S, np.empty(a, dtype=np.int32), np.empty(b, dtype=np.int8))
 
 
 _local = threading.local()
@@ -455,9 +482,10 @@ def _thread_tables(tables):
 
 
 @njit(cache=True, nogil=True)
-def fold_group(T, codes, starts):
+def fold_group(T, codes, starts, work32, work8):
     """Fold several sequences in one call. ``codes[starts[k]:starts[k+1]]`` is sequence k's padded codes;
-    returns the MFEs and the dot-brackets concatenated."""
+    the workspaces hold ``workspace_sizes`` of the longest. Returns the MFEs and the dot-brackets
+    concatenated."""
     m = starts.shape[0] - 1
     energies = np.zeros(m, dtype=np.int64)
     out = np.empty(codes.shape[0] - 2 * m, dtype=np.uint8)
@@ -466,7 +494,7 @@ def fold_group(T, codes, starts):
         S = codes[starts[k]:starts[k + 1]]
         n = S.shape[0] - 2
         if n > 0:
-            mfe, db = fold_codes(T, S)
+            mfe, db = fold_codes_in(T, S, work32, work8)
             energies[k] = mfe
             out[pos:pos + n] = db
             pos += n
@@ -505,13 +533,31 @@ def _groups(sequences: list[str], threads: int) -> list[_Group]:
     return groups
 
 
-def _fold_group(sequences: list[str], group: _Group, tables) -> list[tuple[int, str]]:
+class _Workspace:
+    """One thread's matrices, kept from one group to the next and grown to the longest sequence seen."""
+
+    __slots__ = ("work32", "work8")
+
+    def __init__(self):
+        self.work32 = np.empty(0, dtype=np.int32)
+        self.work8 = np.empty(0, dtype=np.int8)
+
+    def fit(self, n: int) -> None:
+        a, b = workspace_sizes(n)
+        if self.work32.size < a:
+            self.work32 = np.empty(a, dtype=np.int32)
+        if self.work8.size < b:
+            self.work8 = np.empty(b, dtype=np.int8)
+
+
+def _fold_group(sequences: list[str], group: _Group, tables, work: _Workspace) -> list[tuple[int, str]]:
     seqs = [sequences[k] for k in group.indices]
     # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end
     codes = encode("N" + "NN".join(seqs) + "N")
     starts = np.zeros(len(seqs) + 1, dtype=np.int64)
     np.cumsum([len(s) + 2 for s in seqs], out=starts[1:])
-    energies, out = fold_group(tables, codes, starts)
+    work.fit(max(len(s) for s in seqs))
+    energies, out = fold_group(tables, codes, starts, work.work32, work.work8)
     text = out.tobytes().decode("ascii")
     results, pos = [], 0
     for s, e in zip(seqs, energies.tolist()):
@@ -538,8 +584,14 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     lock = threading.Lock()
     done = [0, 0]                      # sequences folded, sequences reported
 
+    # one workspace per thread of this call (dropped with it, so a long sequence's matrices do not outlive it)
+    workspaces: dict[int, _Workspace] = {}
+
     def run(group):
-        res = _fold_group(sequences, group, _thread_tables(tables))
+        work = workspaces.get(threading.get_ident())
+        if work is None:
+            work = workspaces[threading.get_ident()] = _Workspace()
+        res = _fold_group(sequences, group, _thread_tables(tables), work)
         with lock:
             done[0] += len(group.indices)
         return res
