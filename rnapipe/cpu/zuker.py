@@ -459,9 +459,10 @@ def fold_codes(T, S):
 
 _local = threading.local()
 
-# Short sequences are folded in groups, one Numba call per group, so that the Python work around a call
-# (dispatch, boxing, the thread pool's futures: all under the GIL) is shared by many sequences. A group
-# closes when its sequences' n² reach GROUP_CELLS (about 40 sequences of 68 nt, one of 450 nt or more).
+# Sequences are folded in groups, one Numba call per group, so that the Python work around a call
+# (dispatch and the thread pool's futures, under the GIL) is shared by many short sequences. The batch is
+# encoded once before and decoded once after, so a group's call only names a range of it. A group closes
+# when its sequences' n² reach GROUP_CELLS (about 40 sequences of 68 nt, one of 450 nt or more).
 GROUP_CELLS = 200_000
 
 
@@ -482,61 +483,53 @@ def _thread_tables(tables):
 
 
 @njit(cache=True, nogil=True)
-def fold_group(T, codes, starts, work32, work8):
-    """Fold several sequences in one call. ``codes[starts[k]:starts[k+1]]`` is sequence k's padded codes;
-    the workspaces hold ``workspace_sizes`` of the longest. Returns the MFEs and the dot-brackets
-    concatenated."""
-    m = starts.shape[0] - 1
-    energies = np.zeros(m, dtype=np.int64)
-    out = np.empty(codes.shape[0] - 2 * m, dtype=np.uint8)
-    pos = 0
-    for k in range(m):
+def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
+    """Fold sequences lo .. hi-1 of an encoded batch: sequence k's padded codes are
+    ``codes[starts[k]:starts[k+1]]``; its MFE goes to ``energies[k]`` and its dot-bracket to the same
+    positions of ``out`` as its nucleotides in ``codes``. The workspaces hold ``workspace_sizes`` of the
+    longest. Groups of one batch write disjoint parts of ``energies`` and ``out``, from any thread."""
+    for k in range(lo, hi):
         S = codes[starts[k]:starts[k + 1]]
         n = S.shape[0] - 2
         if n > 0:
             mfe, db = fold_codes_in(T, S, work32, work8)
             energies[k] = mfe
-            out[pos:pos + n] = db
-            pos += n
-    return energies, out
+            out[starts[k] + 1:starts[k + 1] - 1] = db
 
 
 class _Group:
-    """Indices of sequences folded together; ``len()`` is their nucleotide count, so that
-    map_longest_first starts the biggest groups first."""
+    """Positions lo .. hi-1 of the longest-first order, folded together; ``len()`` is their nucleotide
+    count, so that map_longest_first starts the biggest groups first."""
 
-    __slots__ = ("indices", "size")
+    __slots__ = ("hi", "lo", "longest", "size")
 
-    def __init__(self, indices, size):
-        self.indices = indices
-        self.size = size
+    def __init__(self, lo, hi, longest, size):
+        self.lo, self.hi, self.longest, self.size = lo, hi, longest, size
 
     def __len__(self):
         return self.size
 
 
-def _groups(sequences: list[str], threads: int) -> list[_Group]:
-    order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
+def _groups(lengths: list[int], threads: int) -> list[_Group]:
+    """Groups over ``lengths`` (already longest first)."""
     # keep at least four groups per thread where there are enough sequences, for the balance at the end
-    most = max(1, -(-len(sequences) // (4 * max(1, threads))))
-    groups, current, cells, size = [], [], 0, 0
-    for k in order:
-        n = len(sequences[k])
-        current.append(k)
+    most = max(1, -(-len(lengths) // (4 * max(1, threads))))
+    groups, lo, cells, size = [], 0, 0, 0
+    for k, n in enumerate(lengths):
         cells += n * n
         size += n
-        if cells >= GROUP_CELLS or len(current) >= most:
-            groups.append(_Group(current, size))
-            current, cells, size = [], 0, 0
-    if current:
-        groups.append(_Group(current, size))
+        if cells >= GROUP_CELLS or k + 1 - lo >= most:
+            groups.append(_Group(lo, k + 1, lengths[lo], size))
+            lo, cells, size = k + 1, 0, 0
+    if lo < len(lengths):
+        groups.append(_Group(lo, len(lengths), lengths[lo], size))
     return groups
 
 
 class _Workspace:
     """One thread's matrices, kept from one group to the next and grown to the longest sequence seen."""
 
-    __slots__ = ("work32", "work8")
+    __slots__ = ("work8", "work32")
 
     def __init__(self):
         self.work32 = np.empty(0, dtype=np.int32)
@@ -548,22 +541,6 @@ class _Workspace:
             self.work32 = np.empty(a, dtype=np.int32)
         if self.work8.size < b:
             self.work8 = np.empty(b, dtype=np.int8)
-
-
-def _fold_group(sequences: list[str], group: _Group, tables, work: _Workspace) -> list[tuple[int, str]]:
-    seqs = [sequences[k] for k in group.indices]
-    # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end
-    codes = encode("N" + "NN".join(seqs) + "N")
-    starts = np.zeros(len(seqs) + 1, dtype=np.int64)
-    np.cumsum([len(s) + 2 for s in seqs], out=starts[1:])
-    work.fit(max(len(s) for s in seqs))
-    energies, out = fold_group(tables, codes, starts, work.work32, work.work8)
-    text = out.tobytes().decode("ascii")
-    results, pos = [], 0
-    for s, e in zip(seqs, energies.tolist()):
-        results.append((e, text[pos:pos + len(s)]))
-        pos += len(s)
-    return results
 
 
 def fold_one(sequence: str, tables) -> tuple[int, str]:
@@ -580,21 +557,29 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     tables = Model.from_options(options).tables()
-    groups = _groups(sequences, threads)
-    lock = threading.Lock()
-    done = [0, 0]                      # sequences folded, sequences reported
-
+    order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
+    ordered = [sequences[k] for k in order]
+    # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end
+    codes = encode("N" + "NN".join(ordered) + "N")
+    starts = np.zeros(len(ordered) + 1, dtype=np.int64)
+    np.cumsum([len(s) + 2 for s in ordered], out=starts[1:])
+    energies = np.zeros(len(ordered), dtype=np.int64)
+    out = np.full(codes.shape[0], 46, dtype=np.uint8)
+    groups = _groups([len(s) for s in ordered], threads)
     # one workspace per thread of this call (dropped with it, so a long sequence's matrices do not outlive it)
     workspaces: dict[int, _Workspace] = {}
+    lock = threading.Lock()
+    done = [0, 0]                      # sequences folded, sequences reported
 
     def run(group):
         work = workspaces.get(threading.get_ident())
         if work is None:
             work = workspaces[threading.get_ident()] = _Workspace()
-        res = _fold_group(sequences, group, _thread_tables(tables), work)
+        work.fit(group.longest)
+        fold_range(_thread_tables(tables), codes, starts, group.lo, group.hi, work.work32, work.work8,
+                   energies, out)
         with lock:
-            done[0] += len(group.indices)
-        return res
+            done[0] += group.hi - group.lo
 
     def report(_):
         # map_longest_first reports finished groups from the calling thread; pass on the sequence count
@@ -604,9 +589,10 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
         if delta and progress is not None:
             progress(delta)
 
-    folded = map_longest_first(run, groups, threads, report)
+    map_longest_first(run, groups, threads, report)
+    text = out.tobytes().decode("ascii")
+    st, en = starts.tolist(), energies.tolist()
     results: list = [None] * len(sequences)
-    for group, res in zip(groups, folded):
-        for k, r in zip(group.indices, res):
-            results[k] = r
+    for pos, k in enumerate(order):
+        results[k] = (en[pos], text[st[pos] + 1:st[pos + 1] - 1])
     return results
