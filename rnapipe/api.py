@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import psutil
 
 from . import config
-from .engines import get_engine
-from .errors import InputError, SequenceTooLongError
+from .engines import get_engine, resolve_device
+from .errors import InputError, SequenceTooLongError, UnavailableError, UsageError
 from .io import Record, Rejected, as_records
 
 
@@ -58,7 +58,8 @@ def check_memory(record: Record, need: int, budget: int) -> None:
 
 def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
          device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
-         progress: Callable[[int], None] | None = None, **options) -> Results:
+         progress: Callable[[int], None] | None = None, gpus: Sequence[int] | None = None,
+         **options) -> Results:
     """Fold sequences and return a :class:`Results` list in input order.
 
     ``sequences_or_records``: one sequence string, or an iterable of strings, ``(id, sequence)`` pairs,
@@ -66,11 +67,16 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     T→U) and validated; a bad one raises :class:`rnapipe.errors.InputError` naming it, or with
     ``on_invalid='skip'`` is left out and listed in ``results.rejected``.
 
+    ``gpus`` (with ``device='gpu'``): CUDA device numbers to spread the sequences over, one host thread
+    each (default: the current device only).
+
     ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params`` (Zuker).
     """
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
     engine, variant = get_engine(algorithm, device, variant)
+    if gpus is not None:
+        gpus = check_gpus(gpus, resolve_device(algorithm, device))
     threads = threads or config.default_threads()
     rejected: list[Rejected] = []
     records = list(as_records(sequences_or_records, on_invalid=on_invalid, rejected=rejected))
@@ -85,8 +91,69 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
             rejected.append(Rejected(record.index, record.id, record.file, err.reason))
             continue
         keep.append(record)
-    folded = engine.fold_batch([r.sequence for r in keep], variant, threads, options, progress)
+    sequences = [r.sequence for r in keep]
+    if gpus and len(gpus) > 1:
+        folded = fold_on_gpus(engine, sequences, variant, threads, options, progress, gpus)
+    elif gpus:
+        import cupy
+        with cupy.cuda.Device(gpus[0]):
+            folded = engine.fold_batch(sequences, variant, threads, options, progress)
+    else:
+        folded = engine.fold_batch(sequences, variant, threads, options, progress)
     results = [Result(r.id, r.sequence, structure, int(score), algorithm, r.index)
                for r, (score, structure) in zip(keep, folded)]
     rejected.sort(key=lambda r: r.index)
     return Results(results, rejected)
+
+
+def check_gpus(gpus: Sequence[int], device: str) -> list[int]:
+    """The GPU numbers of a ``gpus=`` request, checked against the devices CUDA sees."""
+    gpus = [int(g) for g in gpus]
+    if device != "gpu":
+        raise UsageError("--gpus (gpus=) needs --device gpu")
+    if not gpus:
+        raise UsageError("gpus= / --gpus needs at least one GPU number")
+    import cupy
+    count = cupy.cuda.runtime.getDeviceCount()
+    wrong = [g for g in gpus if not 0 <= g < count]
+    if wrong:
+        raise UnavailableError(f"GPU {wrong[0]} does not exist: CUDA sees {count} GPU(s), numbered 0 to {count - 1}")
+    return gpus
+
+
+def split_for_gpus(lengths: Sequence[int], parts: int) -> list[list[int]]:
+    """Indices of ``lengths`` dealt to ``parts`` workers, longest first in turn, so that each gets a like
+    share of every length (each part keeps input order)."""
+    order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
+    return [sorted(order[p::parts]) for p in range(parts)]
+
+
+def fold_on_gpus(engine, sequences: list[str], variant: str, threads: int, options: dict,
+                 progress: Callable[[int], None] | None, gpus: Sequence[int]) -> list:
+    """``engine.fold_batch`` over several GPUs, one host thread each; results in input order."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cupy
+
+    lock = threading.Lock()
+
+    def report(k: int) -> None:
+        if progress is not None:
+            with lock:
+                progress(k)
+
+    parts = split_for_gpus([len(s) for s in sequences], len(gpus))
+    per_gpu_threads = max(1, threads // len(gpus))
+
+    def run(gpu: int, part: list[int]) -> list:
+        with cupy.cuda.Device(gpu):
+            return engine.fold_batch([sequences[k] for k in part], variant, per_gpu_threads, options, report)
+
+    results: list = [None] * len(sequences)
+    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+        futures = [pool.submit(run, g, part) for g, part in zip(gpus, parts)]
+        for part, future in zip(parts, futures):
+            for k, r in zip(part, future.result()):
+                results[k] = r
+    return results

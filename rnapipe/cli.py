@@ -63,6 +63,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _gpu_list(text: str) -> list[int]:
+    try:
+        gpus = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected GPU numbers like 0,1, not '{text}'") from None
+    if not gpus or min(gpus) < 0 or len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"expected distinct GPU numbers like 0,1, not '{text}'")
+    return gpus
+
+
 def _nonnegative_int(text: str) -> int:
     value = _int(text)
     if value < 0:
@@ -143,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
     fold.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
     fold.add_argument("--device", choices=DEVICES, default="cpu", help="where to fold (default cpu)")
+    fold.add_argument("--gpus", type=_gpu_list, metavar="LIST",
+                      help="with --device gpu: GPUs to spread the batches over, e.g. 0,1 (default: GPU 0)")
     fold.add_argument("--threads", type=_positive_int, metavar="N",
                       help="CPU threads (default: the usable physical cores)")
     fold.add_argument("--format", choices=FORMATS, help="output format (default from the output's suffix)")
@@ -235,6 +247,10 @@ def _fold(args) -> int:
 
     options = _engine_options(args)
     get_engine(args.algorithm, args.device, args.variant)  # a wrong request fails before any reading
+    if args.gpus is not None:
+        from .api import check_gpus
+        from .engines import resolve_device
+        check_gpus(args.gpus, resolve_device(args.algorithm, args.device))
     to_stdout = args.output == "-"
     fmt = args.format or ("db" if to_stdout else format_from_suffix(args.output))
     if not to_stdout:
@@ -247,7 +263,8 @@ def _fold(args) -> int:
     _report_skipped(rejected, args.quiet)  # now, not after a long fold
     with _progress(records, args.quiet) as progress:
         results = fold(records, algorithm=args.algorithm, variant=args.variant, device=args.device,
-                       threads=args.threads, on_invalid=args.on_invalid, progress=progress, **options)
+                       threads=args.threads, on_invalid=args.on_invalid, progress=progress, gpus=args.gpus,
+                       **options)
     _report_skipped(results.rejected, args.quiet)
     rejected = sorted(rejected + results.rejected, key=lambda r: r.index)
 

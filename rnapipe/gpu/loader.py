@@ -32,28 +32,44 @@ def source(filename: str) -> str:
     return f'#line 1 "{path}"\n' + path.read_text()
 
 
-@functools.lru_cache(maxsize=None)
+def _device_id() -> int:
+    import cupy  # lazily: a CPU-only user never gets here
+    return cupy.cuda.Device().id
+
+
 def module(filename: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = ()):
-    """Compile ``kernels/<filename>`` (once) and return the ``cupy.RawModule``.
+    """Compile ``kernels/<filename>`` (once per GPU: a module is loaded into one device's context) and
+    return the ``cupy.RawModule`` for the current device.
 
     ``name_expressions`` lists template instantiations such as ``"outer_tiles<u16,false>"``; fetch
     them afterwards with ``get_function`` under the same spelling.
     """
-    import cupy  # lazily: a CPU-only user never gets here
+    return _module(_device_id(), filename, tuple(options), tuple(name_expressions))
+
+
+@functools.lru_cache(maxsize=None)
+def _module(device: int, filename: str, options: tuple[str, ...], name_expressions: tuple[str, ...]):
+    import cupy
 
     opts = BASE_OPTIONS + (f"-I{kernel_dir()}",) + tuple(options)
-    log.debug("compiling %s with %s", filename, opts)
+    log.debug("compiling %s with %s for device %d", filename, opts, device)
     mod = cupy.RawModule(code=source(filename), options=opts,
                          name_expressions=list(name_expressions) if name_expressions else None)
     mod.compile()
     return mod
 
 
-@functools.lru_cache(maxsize=None)
 def function(filename: str, name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = (),
              dynamic_shared: int = 0):
-    """One kernel of a cached module, its dynamic shared-memory limit raised to ``dynamic_shared`` bytes."""
-    kernel = module(filename, options, name_expressions).get_function(name)
+    """One kernel of a cached module on the current device, its dynamic shared-memory limit raised to
+    ``dynamic_shared`` bytes."""
+    return _function(_device_id(), filename, name, tuple(options), tuple(name_expressions), dynamic_shared)
+
+
+@functools.lru_cache(maxsize=None)
+def _function(device: int, filename: str, name: str, options: tuple[str, ...], name_expressions: tuple[str, ...],
+              dynamic_shared: int):
+    kernel = _module(device, filename, options, name_expressions).get_function(name)
     if dynamic_shared > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = dynamic_shared
     return kernel

@@ -1,0 +1,69 @@
+"""Spreading a fold over several GPUs (``gpus=`` / ``--gpus``): the split, the checks, and on a GPU the
+results of two workers (two host threads, here both on GPU 0 when only one exists) against the CPU engine."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from test_cli import one_error_line, rnapipe
+
+from rnapipe import fold
+from rnapipe.api import split_for_gpus
+from rnapipe.errors import EXIT_UNAVAILABLE
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+def test_split_deals_every_sequence_once_and_balances(parts):
+    rng = random.Random(parts)
+    lengths = [rng.randint(0, 3000) for _ in range(501)]
+    split = split_for_gpus(lengths, parts)
+    assert len(split) == parts
+    assert sorted(k for part in split for k in part) == list(range(len(lengths)))
+    for part in split:
+        assert part == sorted(part)                       # each worker keeps input order
+    # dealt longest first in turn: any two parts differ by at most one of each rank
+    loads = [sum(lengths[k] ** 2 for k in part) for part in split]
+    assert max(loads) - min(loads) <= max(lengths) ** 2
+
+
+def test_cli_gpus_needs_device_gpu(tmp_path):
+    fa = tmp_path / "x.fa"
+    fa.write_text(">a\nGGGAAACCC\n")
+    proc = rnapipe("fold", fa, "-o", tmp_path / "out.db", "--gpus", "0", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--device gpu" in one_error_line(proc)
+    assert not (tmp_path / "out.db").exists()
+
+
+@pytest.mark.parametrize("text", ["a,b", "0,0", "-1", ","])
+def test_cli_gpus_rejects_bad_lists(tmp_path, text):
+    fa = tmp_path / "x.fa"
+    fa.write_text(">a\nGGGAAACCC\n")
+    proc = rnapipe("fold", fa, "-o", tmp_path / "out.db", "--device", "gpu", f"--gpus={text}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.gpu
+def test_two_gpu_workers_equal_the_cpu_engine():
+    import cupy
+    count = cupy.cuda.runtime.getDeviceCount()
+    gpus = [0, 1] if count > 1 else [0, 0]
+    rng = random.Random(11)
+    seqs = ["".join(rng.choice("ACGUN") for _ in range(rng.randint(0, 700))) for _ in range(400)]
+    seen = []
+    ours = fold(seqs, device="gpu", gpus=gpus, progress=seen.append)
+    ref = fold(seqs, device="cpu")
+    assert [(r.score_int, r.structure) for r in ours] == [(r.score_int, r.structure) for r in ref]
+    assert sum(seen) == len(seqs)
+
+
+@pytest.mark.gpu
+def test_gpu_that_does_not_exist_is_one_clear_error(tmp_path):
+    fa = tmp_path / "x.fa"
+    fa.write_text(">a\nGGGAAACCC\n")
+    proc = rnapipe("fold", fa, "-o", tmp_path / "out.db", "--device", "gpu", "--gpus", "99", cwd=tmp_path)
+    assert proc.returncode == EXIT_UNAVAILABLE
+    assert "GPU 99" in one_error_line(proc)
