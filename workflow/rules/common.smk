@@ -37,4 +37,6 @@ def fold_options():
     opts = [f"--device {fold['device']}", f"--on-invalid {fold['on_invalid']}", "--quiet"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
+    if fold.get("gpus"):
+        opts.append("--gpus " + ",".join(str(g) for g in fold["gpus"]))
     return " ".join(opts)
