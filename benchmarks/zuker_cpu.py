@@ -59,6 +59,19 @@ def _pool_init():
     import RNA  # noqa: F401  (import before the clock starts)
 
 
+def _ours_chunk(seqs):
+    return zuker.fold_batch(seqs, "default", 1, {})
+
+
+def run_rnapipe_processes(seqs, processes, pool):
+    """rnapipe with one thread in each of ``processes`` processes (contiguous chunks, four per process):
+    the machine's own ceiling for a parallel fold, nothing shared between the workers."""
+    chunks = [seqs[k::4 * processes] for k in range(4 * processes)]
+    start = time.perf_counter()
+    pool.map(_ours_chunk, chunks, chunksize=1)
+    return time.perf_counter() - start
+
+
 def run_rnafold(seqs, threads, pool):
     start = time.perf_counter()
     if threads == 1:
@@ -115,7 +128,8 @@ def main(argv=None) -> int:
     header = ["L", "seqs"]
     for t in threads:
         header += [f"RNAfold {t}t seq/s", f"rnapipe {t}t seq/s", f"ratio {t}t"]
-    header += [f"rnapipe {t}t/{threads[0]}t" for t in threads[1:]] + ["mismatches"]
+    header += [f"rnapipe {t}t/{threads[0]}t" for t in threads[1:]]
+    header += [f"rnapipe {t} proc/{threads[0]}t" for t in threads[1:]] + ["mismatches"]
     rows = []
     print(" | ".join(header), flush=True)
     for length in lengths:
@@ -128,11 +142,14 @@ def main(argv=None) -> int:
         # rnapipe's runs alternate between the thread counts, round after round, so that a noisy machine
         # (a shared VM) weighs on every count alike; the median of each count's rounds is taken
         times: dict[int, list[float]] = {t: [] for t in threads}
+        proc_times: dict[int, list[float]] = {t: [] for t in threads[1:]}
         ours = None
         for _ in range(args.repeat):
             for t in threads:
                 ours, elapsed = run_rnapipe(seqs, t)
                 times[t].append(elapsed)
+                if t in proc_times:
+                    proc_times[t].append(run_rnapipe_processes(seqs, t, pools[t]))
         for t in threads:
             theirs, t_rna = run_rnafold(ref, t, pools.get(t))
             bad += check(ref, ours, theirs)
@@ -141,6 +158,7 @@ def main(argv=None) -> int:
             rna_rate = len(ref) / t_rna
             row += [f"{rna_rate:.2f}", f"{count / t_ours:.2f}", f"{ours_rate[t] / rna_rate:.2f}"]
         row += [f"{ours_rate[t] / ours_rate[threads[0]]:.2f}" for t in threads[1:]]
+        row += [f"{count / statistics.median(proc_times[t]) / ours_rate[threads[0]]:.2f}" for t in threads[1:]]
         row.append(str(bad))
         rows.append(row)
         print(" | ".join(row), flush=True)
@@ -159,7 +177,8 @@ def main(argv=None) -> int:
             f"(seed {args.seed}); wall-clock sequences per second "
             f"(rnapipe: median of {args.repeat} rounds that alternate the thread counts; RNAfold: one run, on the first "
             f"{args.rnafold_fraction:g} of the same sequences); RNAfold multi-core "
-            "= RNA.fold in a multiprocessing pool; mismatches = MFE differing from RNA.fold's or structure not "
+            "= RNA.fold in a multiprocessing pool; 'rnapipe P proc' = rnapipe with one thread in each of P processes "
+            "(the machine's ceiling for P-fold parallel work; same rounds); mismatches = MFE differing from RNA.fold's or structure not "
             "at the MFE by ViennaRNA's evaluation.",
             "",
             "| " + " | ".join(header) + " |",
