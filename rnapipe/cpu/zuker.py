@@ -22,10 +22,12 @@ always inside a multiloop, so no dangle state has to be carried; the auxiliaries
   loop's energy that belongs to the inner pair, so the O(30²) generic-loop sweep per (i, j) is a plain
   add-and-min over a row of VI and a table of loop-size + Ninio terms (``G[n1, n2]``). ``V1N`` (with the
   1xn mismatch) and ``VAU`` (with the inner pair's terminal AU/GU penalty, for bulges of 3 or more) do the
-  same for those loops. Only rows i+1 .. i+31 are read, so these three are 32-row ring buffers.
+  same for those loops. Only rows i+1 .. i+31 are read, so these three are ring buffers (of 64 rows: rows
+  are filled in blocks of 16).
 
 Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below
-i and earlier cells of row i. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7); the fill
+i and earlier cells of row i. Rows go in blocks of 16, j outermost inside a block (see ``_fill``), so the
+multiloop sweeps find their rows of WM1T in cache. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7); the fill
 writes the frequent ones out with local tables (hairpin size + mismatch, small interior loops, branch and
 exterior stems) for speed, and the traceback re-derives every step with rnapipe.energy's own functions, so
 a fill that disagreed with them could not be traced back (the tests evaluate every structure).
@@ -50,7 +52,9 @@ VARIANTS = ("default",)
 INF = np.int32(100_000_000)     # above any energy a sequence that fits in memory can reach; 3·INF fits int32
 HALF_INF = 50_000_000
 MAXLOOP = E.MAXLOOP
-RING = 32                       # power of two > MAXLOOP + 1: rows an interior loop can reach
+ROWS = 16                       # rows filled together (see _fill)
+RING = 64                       # power of two >= MAXLOOP + 1 + ROWS: rows an interior loop can reach, for
+                                # every row of a block (ring slots are cleared when a block starts)
 TURN = E.MIN_HAIRPIN
 
 _ML_BASE = E._ML_BASE
@@ -60,10 +64,11 @@ _MAX_NINIO = E._MAX_NINIO
 
 def bytes_needed(n: int, variant: str = "default") -> int:
     """Memory for one sequence of n nt: V, WM, WM1T (int32) and pair types (int8), each (n+2)², the
-    ring buffers VI, V1N, VAU (3 × 32 rows of int32), the traceback stack and small vectors.
+    ring buffers VI, V1N, VAU (3 × RING rows of int32), ROWS rows of U, the traceback stack and small
+    vectors.
     24 GiB holds n = 44,500 (``max_length(24 * 2**30)``)."""
     cells = (n + 2) ** 2
-    return 13 * cells + (3 * RING * 4 + 3 * 8 * 3 + 64) * (n + 2) + (1 << 16)
+    return 13 * cells + (3 * RING * 4 + ROWS * 4 + 3 * 8 * 3 + 64) * (n + 2) + (1 << 16)
 
 
 def max_length(budget_bytes: int) -> int:
@@ -109,7 +114,7 @@ def _reversed_rows(A):
 def workspace_sizes(n):
     """int32 and int8 words the fill of an n-nt sequence takes from its workspace (see _fill)."""
     N = n + 2
-    return 3 * N * N + 3 * RING * N + N + 1, N * N
+    return 3 * N * N + 3 * RING * N + ROWS * (N + 1), N * N
 
 
 @njit(cache=True, nogil=True)
@@ -136,12 +141,13 @@ def _fill(T, S, n, work32, work8):
     WM = _take(work32, N * N, N, N, INF)
     WM1T = _take(work32, 2 * N * N, N, N, INF)
     # VI, V1N, VAU: rows p = i+1 .. i+MAXLOOP+1 only are ever read, so they live in ring buffers of
-    # RING rows (row p at p & (RING - 1)), cleared when row i takes over the slot of row i + RING.
+    # RING rows (row p at p & (RING - 1)), cleared when row i takes over the slot of row i + RING
+    # (at the start of i's block: no row of the block reads beyond i + ROWS + MAXLOOP).
     base = 3 * N * N
     VI = _take(work32, base, RING, N, INF)
     V1N = _take(work32, base + RING * N, RING, N, INF)
     VAU = _take(work32, base + 2 * RING * N, RING, N, INF)
-    U = _take(work32, base + 3 * RING * N, 1, N + 1, INF)[0]
+    UB = _take(work32, base + 3 * RING * N, ROWS, N + 1, INF)   # U of each row of a block
     G = _generic_table(T)
     BUL, L1N = _size_terms(T)
     GR = _reversed_rows(G)
@@ -175,145 +181,156 @@ def _fill(T, S, n, work32, work8):
     ml_intern = T.scalars[E._ML_INTERN]
     ml_closing = T.scalars[E._ML_CLOSING]
 
-    for i in range(n - TURN - 1, 0, -1):
-        U[i] = 0
-        for k in range(i + 1, min(i + TURN + 2, N + 1)):
-            U[k] = min((k - i) * ml_base, INF)
-        si1 = S[i + 1]
-        ri = i & (RING - 1)
-        VI[ri, :] = INF
-        V1N[ri, :] = INF
-        VAU[ri, :] = INF
-        for j in range(i + TURN + 1, n + 1):
-            t = ptype[i, j]
-            if t:
-                size = j - i - 1
-                if size == 3 or size == 4 or size == 6:
-                    v = np.int64(E.hairpin_energy(T, S, i, j))
-                else:
-                    v = np.int64(HPL[size]) + mmH[t, si1, S[j - 1]]
-                sj1 = S[j - 1]
-                maxu = min(MAXLOOP, j - i - TURN - 3)
-                # VBI, small loops with their own tables (ptype check, one by one)
-                p = i + 1
-                q = j - 1
-                t2 = ptype[p, q]
-                if t2:                                            # stack
-                    v = min(v, np.int64(stack[t, RT[t2]]) + V[p, q])
-                for n2 in range(1, min(maxu, 2) + 1):
-                    q = j - 1 - n2
-                    t2 = ptype[i + 1, q]
-                    if t2:
-                        if n2 == 1:                               # bulge of 1: stacking across it
-                            e = np.int64(bulge1) + stack[t, RT[t2]]
-                        else:                                     # bulge of 2: terminal AU/GU both sides
-                            e = np.int64(BUL[2]) + AU[t] + AU[t2]
-                        v = min(v, e + V[i + 1, q])
-                for n1 in range(1, min(maxu, 2) + 1):
-                    p = i + 1 + n1
-                    t2 = ptype[p, j - 1]
-                    if t2:
-                        if n1 == 1:
-                            e = np.int64(bulge1) + stack[t, RT[t2]]
-                        else:
-                            e = np.int64(BUL[2]) + AU[t] + AU[t2]
-                        v = min(v, e + V[p, j - 1])
-                if maxu >= 2:
-                    p = i + 2
-                    q = j - 2
+    # Rows are filled in blocks of ROWS, j outermost within a block and i downwards within a j: the same
+    # dependencies as row by row (a cell needs rows below it, and earlier columns of its own and of the
+    # rows below), but each row j of WM1T, which the multiloop sweeps read, is read by ROWS rows in a row
+    # while it is in cache, instead of once per row from memory (the triangle of WM1T is megabytes long
+    # at 1,000 nt, and 16 threads streaming it each were far from 16 times one).
+    for i0 in range(n - TURN - 1, 0, -ROWS):
+        ilo = max(1, i0 - ROWS + 1)
+        for i in range(i0, ilo - 1, -1):
+            U = UB[i0 - i]
+            U[i] = 0
+            for k in range(i + 1, min(i + TURN + 2, N + 1)):
+                U[k] = min((k - i) * ml_base, INF)
+            ri = i & (RING - 1)
+            VI[ri, :] = INF
+            V1N[ri, :] = INF
+            VAU[ri, :] = INF
+        for j in range(ilo + TURN + 1, n + 1):
+            for i in range(min(i0, j - TURN - 1), ilo - 1, -1):
+                U = UB[i0 - i]
+                si1 = S[i + 1]
+                ri = i & (RING - 1)
+                t = ptype[i, j]
+                if t:
+                    size = j - i - 1
+                    if size == 3 or size == 4 or size == 6:
+                        v = np.int64(E.hairpin_energy(T, S, i, j))
+                    else:
+                        v = np.int64(HPL[size]) + mmH[t, si1, S[j - 1]]
+                    sj1 = S[j - 1]
+                    maxu = min(MAXLOOP, j - i - TURN - 3)
+                    # VBI, small loops with their own tables (ptype check, one by one)
+                    p = i + 1
+                    q = j - 1
                     t2 = ptype[p, q]
-                    if t2:                                        # 1x1
-                        v = min(v, np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q])
-                if maxu >= 3:
-                    p = i + 2                                     # 1x2: n1 = 1, n2 = 2
-                    q = j - 3
-                    t2 = ptype[p, q]
-                    if t2:
-                        v = min(v, np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q])
-                    p = i + 3                                     # 2x1: n1 = 2, n2 = 1
-                    q = j - 2
-                    t2 = ptype[p, q]
-                    if t2:
-                        v = min(v, np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q])
-                if maxu >= 4:
-                    p = i + 3                                     # 2x2
-                    q = j - 3
-                    t2 = ptype[p, q]
-                    if t2:
-                        v = min(v, np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q])
-                if maxu >= 5:
-                    m23 = np.int64(il5) + mm23[t, si1, sj1]
-                    p = i + 3                                     # 2x3
-                    q = j - 4
-                    t2 = ptype[p, q]
-                    if t2:
-                        v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
-                    p = i + 4                                     # 3x2
-                    q = j - 3
-                    t2 = ptype[p, q]
-                    if t2:
-                        v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
-                # VBI, bulges of 3 or more: VAU carries the inner pair's terminal AU/GU
-                # (The sweeps below read a row slice and a reversed size table from index 0 so that
-                # Numba emits no negative-index checks and LLVM vectorises them: q runs upwards.)
-                best = INF
-                if maxu >= 3:
-                    rv = VAU[(i + 1) & (RING - 1), j - 1 - maxu:j - 3]              # bulge on the 3' side, n2 = maxu..3
-                    rs = BULR[MAXLOOP - maxu:MAXLOOP - 2]
-                    for m in range(rv.shape[0]):
-                        best = min(best, rv[m] + rs[m])
-                    for m in range(3, maxu + 1):                     # on the 5' side (a column)
-                        best = min(best, VAU[(i + 1 + m) & (RING - 1), j - 1] + BUL[m])
-                if best < HALF_INF:
-                    v = min(v, best + AU[t])
-                # VBI, 1xn loops (n >= 3): V1N carries the inner pair's mismatch
-                best = INF
-                if maxu >= 4:
-                    rv = V1N[(i + 2) & (RING - 1), j - maxu:j - 3]                  # 1 x n2, n2 = maxu-1..3
-                    rs = L1NR[MAXLOOP - maxu + 1:MAXLOOP - 2]
-                    for m in range(rv.shape[0]):
-                        best = min(best, rv[m] + rs[m])
-                    for m in range(3, maxu):                         # n1 x 1 (a column)
-                        best = min(best, V1N[(i + 1 + m) & (RING - 1), j - 2] + L1N[m])
-                if best < HALF_INF:
-                    v = min(v, best + mm1n[t, si1, sj1])
-                # VBI, generic interior loops, n1, n2 >= 2: VI carries the inner pair's mismatch
-                best = INF
-                for n1 in range(2, maxu - 1):
-                    top = maxu - n1                                  # n2 = top..2, q = j-1-top..j-3
-                    rv = VI[(i + 1 + n1) & (RING - 1), j - 1 - top:j - 2]
-                    rs = GR[n1, MAXLOOP - top:MAXLOOP - 1]
-                    for m in range(rv.shape[0]):
-                        best = min(best, rv[m] + rs[m])
-                if best < HALF_INF:
-                    v = min(v, best + mmI[t, si1, sj1])
-                # VM: WM[i+1, k-1] + WM1[k, j-1] for k = i+TURN+3 .. j-TURN-2
-                best = INF
-                ra = WM[i + 1, i + TURN + 2:j - TURN - 2]
-                rb = WM1T[j - 1, i + TURN + 3:j - TURN - 1]
-                for m in range(ra.shape[0]):
-                    best = min(best, ra[m] + rb[m])
-                if best < HALF_INF:
+                    if t2:                                            # stack
+                        v = min(v, np.int64(stack[t, RT[t2]]) + V[p, q])
+                    for n2 in range(1, min(maxu, 2) + 1):
+                        q = j - 1 - n2
+                        t2 = ptype[i + 1, q]
+                        if t2:
+                            if n2 == 1:                               # bulge of 1: stacking across it
+                                e = np.int64(bulge1) + stack[t, RT[t2]]
+                            else:                                     # bulge of 2: terminal AU/GU both sides
+                                e = np.int64(BUL[2]) + AU[t] + AU[t2]
+                            v = min(v, e + V[i + 1, q])
+                    for n1 in range(1, min(maxu, 2) + 1):
+                        p = i + 1 + n1
+                        t2 = ptype[p, j - 1]
+                        if t2:
+                            if n1 == 1:
+                                e = np.int64(bulge1) + stack[t, RT[t2]]
+                            else:
+                                e = np.int64(BUL[2]) + AU[t] + AU[t2]
+                            v = min(v, e + V[p, j - 1])
+                    if maxu >= 2:
+                        p = i + 2
+                        q = j - 2
+                        t2 = ptype[p, q]
+                        if t2:                                        # 1x1
+                            v = min(v, np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q])
+                    if maxu >= 3:
+                        p = i + 2                                     # 1x2: n1 = 1, n2 = 2
+                        q = j - 3
+                        t2 = ptype[p, q]
+                        if t2:
+                            v = min(v, np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q])
+                        p = i + 3                                     # 2x1: n1 = 2, n2 = 1
+                        q = j - 2
+                        t2 = ptype[p, q]
+                        if t2:
+                            v = min(v, np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q])
+                    if maxu >= 4:
+                        p = i + 3                                     # 2x2
+                        q = j - 3
+                        t2 = ptype[p, q]
+                        if t2:
+                            v = min(v, np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q])
+                    if maxu >= 5:
+                        m23 = np.int64(il5) + mm23[t, si1, sj1]
+                        p = i + 3                                     # 2x3
+                        q = j - 4
+                        t2 = ptype[p, q]
+                        if t2:
+                            v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
+                        p = i + 4                                     # 3x2
+                        q = j - 3
+                        t2 = ptype[p, q]
+                        if t2:
+                            v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
+                    # VBI, bulges of 3 or more: VAU carries the inner pair's terminal AU/GU
+                    # (The sweeps below read a row slice and a reversed size table from index 0 so that
+                    # Numba emits no negative-index checks and LLVM vectorises them: q runs upwards.)
+                    best = INF
+                    if maxu >= 3:
+                        rv = VAU[(i + 1) & (RING - 1), j - 1 - maxu:j - 3]              # bulge on the 3' side, n2 = maxu..3
+                        rs = BULR[MAXLOOP - maxu:MAXLOOP - 2]
+                        for m in range(rv.shape[0]):
+                            best = min(best, rv[m] + rs[m])
+                        for m in range(3, maxu + 1):                     # on the 5' side (a column)
+                            best = min(best, VAU[(i + 1 + m) & (RING - 1), j - 1] + BUL[m])
+                    if best < HALF_INF:
+                        v = min(v, best + AU[t])
+                    # VBI, 1xn loops (n >= 3): V1N carries the inner pair's mismatch
+                    best = INF
+                    if maxu >= 4:
+                        rv = V1N[(i + 2) & (RING - 1), j - maxu:j - 3]                  # 1 x n2, n2 = maxu-1..3
+                        rs = L1NR[MAXLOOP - maxu + 1:MAXLOOP - 2]
+                        for m in range(rv.shape[0]):
+                            best = min(best, rv[m] + rs[m])
+                        for m in range(3, maxu):                         # n1 x 1 (a column)
+                            best = min(best, V1N[(i + 1 + m) & (RING - 1), j - 2] + L1N[m])
+                    if best < HALF_INF:
+                        v = min(v, best + mm1n[t, si1, sj1])
+                    # VBI, generic interior loops, n1, n2 >= 2: VI carries the inner pair's mismatch
+                    best = INF
+                    for n1 in range(2, maxu - 1):
+                        top = maxu - n1                                  # n2 = top..2, q = j-1-top..j-3
+                        rv = VI[(i + 1 + n1) & (RING - 1), j - 1 - top:j - 2]
+                        rs = GR[n1, MAXLOOP - top:MAXLOOP - 1]
+                        for m in range(rv.shape[0]):
+                            best = min(best, rv[m] + rs[m])
+                    if best < HALF_INF:
+                        v = min(v, best + mmI[t, si1, sj1])
+                    # VM: WM[i+1, k-1] + WM1[k, j-1] for k = i+TURN+3 .. j-TURN-2
+                    best = INF
+                    ra = WM[i + 1, i + TURN + 2:j - TURN - 2]
+                    rb = WM1T[j - 1, i + TURN + 3:j - TURN - 1]
+                    for m in range(ra.shape[0]):
+                        best = min(best, ra[m] + rb[m])
+                    if best < HALF_INF:
+                        rt = RT[t]
+                        v = min(v, best + ml_closing + ml_intern + mmM[rt, S[j - 1], si1] + AU[rt])
+                    V[i, j] = v
                     rt = RT[t]
-                    v = min(v, best + ml_closing + ml_intern + mmM[rt, S[j - 1], si1] + AU[rt])
-                V[i, j] = v
-                rt = RT[t]
-                VI[ri, j] = v + mmI[rt, S[j + 1], S[i - 1]]
-                V1N[ri, j] = v + mm1n[rt, S[j + 1], S[i - 1]]
-                VAU[ri, j] = v + AU[t]
-            # WM1 and WM
-            w1 = np.int64(WM1T[j - 1, i]) + ml_base
-            if V[i, j] < HALF_INF:
-                w1 = min(w1, np.int64(V[i, j]) + ml_intern + mmM[t, S[i - 1], S[j + 1]] + AU[t])
-            WM1T[j, i] = min(w1, INF)
-            best = INF
-            ru = U[i:j - TURN]
-            rw = WM1T[j, i:j - TURN]
-            for m in range(ru.shape[0]):
-                best = min(best, ru[m] + rw[m])
-            best = min(best, INF)
-            WM[i, j] = best
-            U[j + 1] = min((j + 1 - i) * ml_base, best)
+                    VI[ri, j] = v + mmI[rt, S[j + 1], S[i - 1]]
+                    V1N[ri, j] = v + mm1n[rt, S[j + 1], S[i - 1]]
+                    VAU[ri, j] = v + AU[t]
+                # WM1 and WM
+                w1 = np.int64(WM1T[j - 1, i]) + ml_base
+                if V[i, j] < HALF_INF:
+                    w1 = min(w1, np.int64(V[i, j]) + ml_intern + mmM[t, S[i - 1], S[j + 1]] + AU[t])
+                WM1T[j, i] = min(w1, INF)
+                best = INF
+                ru = U[i:j - TURN]
+                rw = WM1T[j, i:j - TURN]
+                for m in range(ru.shape[0]):
+                    best = min(best, ru[m] + rw[m])
+                best = min(best, INF)
+                WM[i, j] = best
+                U[j + 1] = min((j + 1 - i) * ml_base, best)
 
     # W, the exterior loop; stem terms as energy.exterior_stem_at (mismatch inside the sequence, a dangle
     # at either end, none with dangles=0), written out with local tables to keep Python objects out of
