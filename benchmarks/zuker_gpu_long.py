@@ -33,7 +33,7 @@ def rna(n, rng, n_rate=0.0):
     return "".join("N" if rng.random() < n_rate else rng.choice("ACGU") for _ in range(n))
 
 
-def configure(gpu, fill, tb, tile=32, fin="zk_fin_mlp", ext=True, warps=8):
+def configure(gpu, fill, tb, tile=32, fin="zk_fin_flat", ext=True, warps=8):
     gpu.FIN_WARPS = warps
     gpu.EXTERIOR_CHUNKED = ext
     gpu.LONG_FILL = fill
@@ -69,7 +69,7 @@ def main():
     ap.add_argument("--check-count", type=int, default=40)
     ap.add_argument("--lengths", default="")
     ap.add_argument("--no-old", action="store_true", help="time only the new path")
-    ap.add_argument("--configs", default="32:zk_fin_mlp,32:zk_fin_flat,32:zk_fin_mlp4,32:zk_fin_mlp:w4,64:zk_fin_mlp",
+    ap.add_argument("--configs", default="32:zk_fin_flat,32:zk_fin:noext,64:zk_fin_flat",
                     help="tile:fin-kernel[:wN][:noext] of the new path to time (the first is the reference; wN: N "
                          "warps per tile; noext: W by zk_exterior, not in chunks)")
     ap.add_argument("--json", default="")
@@ -96,7 +96,7 @@ def main():
     ref = cpu.fold_batch(seqs, "default", os.cpu_count() or 1, {})
     print(f"cpu reference: {len(seqs)} seqs in {time.perf_counter() - t0:.1f} s", flush=True)
     combos = ([("diag", "thread", 32, "zk_fin", True, 8)] + [("tiled", "block", t, f, e, w) for t, f, e, w in configs]
-              + [("tiled", "thread", 32, "zk_fin_mlp", False, 8), ("tiled", "block", 32, "zk_fin", True, 8)])
+              + [("tiled", "thread", 32, "zk_fin_flat", False, 8), ("tiled", "block", 32, "zk_fin", True, 8)])
     for fill, tb, tile, fin, ext, w in combos:
         configure(gpu, fill, tb, tile, fin, ext, w)
         out, dt, _ = run(gpu, seqs)

@@ -2,7 +2,8 @@
 against ViennaRNA), on random sequences, real RNAs, both fills, both tracebacks, batch boundaries, N bases.
 
 Default run (a couple of minutes with the CPU reference on the device's cores): 3,000 random sequences of
-1-600 nt, 40 of 600-2,500, every 10th record of ../shared/data up to 1,000 nt. RNAPIPE_FULL=1 runs the
+1-600 nt, 40 of 600-2,500, every 10th record of ../shared/data up to 1,000 nt; the tiled fill and the block
+traceback of long sequences also forced on short ones, and at a second tile size. RNAPIPE_FULL=1 runs the
 issue's counts: 100,000 of 1-600, 300 of 600-5,000 and every record of ../shared/data.
 """
 
@@ -59,6 +60,27 @@ def test_random_long_identical_to_cpu():
 @pytest.mark.parametrize("fill,host", [("diag", False), ("block", True), ("diag", True)])
 def test_both_fills_and_both_tracebacks(fill, host):
     _assert_same(_random_seqs(300, 1, 400, seed=7), {"gpu_fill": fill, "host_traceback": host})
+
+
+@pytest.mark.parametrize("fill,traceback", [("tiled", "block"), ("tiled", "thread"), ("diag", "block"),
+                                            ("block", "block")])
+def test_tiled_fill_and_block_traceback(fill, traceback):
+    """Every fill with every GPU traceback, forced on short sequences too (1-400 nt: partial edge tiles,
+    sequences shorter than one tile, all-N) and on long ones (tile diagonals with middle products)."""
+    seqs = _random_seqs(200, 1, 400, seed=11) + ["N" * 70, "GGGGAAAACCCC" * 40]
+    seqs += _random_seqs(12, 600, 2_000, seed=12)
+    _assert_same(seqs, {"gpu_fill": fill, "gpu_traceback": traceback})
+
+
+@pytest.mark.parametrize("tile,fin,warps", [(64, "zk_fin_flat", 8), (32, "zk_fin", 8), (32, "zk_fin_flat", 4),
+                                            (32, "zk_fin_flat", 16)])
+def test_tiled_fill_other_tiles_and_cell_kernels(monkeypatch, tile, fin, warps):
+    gpu = _gpu()
+    monkeypatch.setattr(gpu, "TILE", tile)
+    monkeypatch.setattr(gpu, "FIN_KERNEL", fin)
+    monkeypatch.setattr(gpu, "FIN_WARPS", warps)
+    _assert_same(_random_seqs(8, 600, 2_000, seed=13) + _random_seqs(40, 1, 200, seed=14),
+                 {"gpu_fill": "tiled", "gpu_traceback": "block"})
 
 
 @pytest.mark.parametrize("temperature,dangles", [(37.0, 0), (20.0, 2), (60.0, 0)])

@@ -6,18 +6,28 @@ multiloop split points and meet in a shuffle minimum. As on the CPU, auxiliary m
 (V plus the inner pair's share of a generic, 1xn or bulge loop) make every interior loop but the 11 with
 tables of their own one add-min against a size table. VM(i, j) (eq. 4) is summed by cell (i+1, j-1)
 while it sweeps the same two rows for its own WM (eq. 5), so each row is read once per cell (VMX).
-The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds two fills over anti-diagonals:
+The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds three fills:
 
 * ``zk_fill_block`` (sequences up to ``BLOCK_MAX_N``): one block per sequence, the cells of each
   anti-diagonal across its warps, a whole batch of sequences in one launch (Lei et al. §3.2's sequence-
   and cell-level parallelism);
-* ``zk_fill_diag`` (longer): one launch per anti-diagonal covering every sequence of the batch.
+* ``zk_mid`` + ``zk_fin`` (longer, ``LONG_FILL = "tiled"``, the default): the cells in TILE x TILE tiles,
+  one tile diagonal at a time over every sequence of the batch: ``zk_mid`` does the multiloop split points
+  whose operands lie in finished tiles as a register-blocked min-plus product (WM and VMX, the bulk of the
+  O(n³) work), ``zk_fin`` (one block per tile) walks the tile's cell diagonals with the rest (interior
+  loops, the split points near the two ends, WM1); see kernels/zuker.cu for the sets of split points,
+  which are the very sets of the per-cell sweep, so every value is the same minimum;
+* ``zk_fill_diag`` (the older path for long sequences, ``LONG_FILL = "diag"``): one launch per anti-diagonal
+  covering every sequence of the batch, each cell sweeping its full rows.
 
-Then W (eq. 1) one block per sequence, and the traceback: on the GPU, one thread per sequence, a port of
-``rnapipe.cpu.zuker._traceback`` with the same order of tests (so co-optimal structures come out the
-same); above ``HOST_TRACEBACK_N`` the matrices are copied back and the CPU engine's own traceback runs.
-Matrices are stored as the CPU engine stores them ((n+2)² int32, WM1 transposed), which is what lets
-it read them.
+Then W (eq. 1): in chunks (``zk_ext_cross`` + ``zk_ext_seq``) after the tiled fill, else one block per
+sequence (``zk_exterior``). Then the traceback, a port of ``rnapipe.cpu.zuker._traceback`` with the same
+order of tests (so co-optimal structures come out the same): after the fills of long sequences one block
+per sequence (``zk_traceback_block``: each scan for "the first candidate that re-derives the stored
+value" done by the whole block with a minimum-index reduction), else one thread per sequence
+(``zk_traceback``); above ``HOST_TRACEBACK_N`` the thread traceback gives way to the CPU engine's own
+traceback on matrices copied back. Matrices are stored as the CPU engine stores them ((n+2)² int32, WM1
+transposed), which is what lets it read them.
 
 The parameter tables are the CPU engine's (``Model.tables()``) flattened into one int32 array
 (:func:`flat_tables`), copied to the device once per model.
@@ -49,8 +59,21 @@ TURN = 3
 BLOCK_MAX_N = 600             # zk_fill_block up to here, zk_fill_diag beyond
 FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
 DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
-HOST_TRACEBACK_N = 8000       # one GPU thread walks O(n²) in the exterior loop: the CPU is faster there
-MAX_BATCH = 65_535            # gridDim.y of zk_fill_diag
+HOST_TRACEBACK_N = 8000       # thread traceback only: one GPU thread walks O(n²) in the exterior loop
+MAX_BATCH = 65_535            # gridDim.y of zk_fill_diag, zk_mid, zk_fin
+# Long sequences: the tiled fill (zk_mid + zk_fin, ZK_TILE x ZK_TILE tiles) and the block traceback.
+# LONG_FILL is the fill used beyond BLOCK_MAX_N ("tiled" or the older "diag"); BLOCK_TRACEBACK picks the
+# one-block-per-sequence traceback for the fills of that path (else one thread per sequence up to
+# HOST_TRACEBACK_N, the CPU engine's traceback on copied matrices beyond).
+LONG_FILL = "tiled"
+BLOCK_TRACEBACK = True
+TILE = 32                     # ZK_TILE
+FIN_WARPS = 8                 # warps per tile in zk_fin
+# zk_fin_flat (interior loops spread evenly over the lanes) or zk_fin (zk_v_partial's loops): same results
+FIN_KERNEL = "zk_fin_flat"
+MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
+EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
+WCHUNK = 64                   # ZK_WCHUNK
 
 # Set to a dict by a benchmark to get seconds per phase (the device is synchronised between phases).
 PHASE_SECONDS: dict | None = None
@@ -160,14 +183,36 @@ def max_length(budget_bytes: int) -> int:
 
 
 def _kernels():
-    names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback")
-    return {k: loader.function(KERNELS, k) for k in names}
+    names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
+             "zk_traceback_block", "zk_ext_cross", "zk_ext_seq")
+    opts = (f"-DZK_TILE={TILE}",)
+    return {k: loader.function(KERNELS, k, opts) for k in names}
+
+
+def _tiled_ok(model: Model, n: int) -> bool:
+    """The tiled fill's identity WM = min(X, min_k k·ML_base + WM1 - a·ML_base) needs k·ML_base far below
+    INF (true of every parameter file in use: ML_base is a few dcal/mol)."""
+    ml = int(model.tables().scalars[E._ML_BASE])
+    return 0 <= ml and ml * (n + 2) < 10_000_000
+
+
+def _fill_tiled(k, args, n_max: int, count: int) -> None:
+    T = TILE
+    nt = (n_max + T - 1) // T
+    mid_threads = (T // 4) ** 2
+    for D in range(nt):
+        tiles = nt - D
+        if D >= 2:
+            splits = max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
+            k["zk_mid"]((tiles * splits, count), (mid_threads,), args + (np.int32(0), np.int32(D), np.int32(splits)))
+        k[FIN_KERNEL]((tiles, count), (32 * FIN_WARPS,), args + (np.int32(0), np.int32(D)))
 
 
 @functools.lru_cache(maxsize=8)
-def _device_tables(model: Model, max_n: int):
+def _device_tables(model: Model, max_n: int, device: int):
     import cupy
-    return cupy.asarray(flat_tables(model.tables(), max_n))
+    with cupy.cuda.Device(device):
+        return cupy.asarray(flat_tables(model.tables(), max_n))
 
 
 def _table_for(model: Model, n: int):
@@ -175,7 +220,7 @@ def _table_for(model: Model, n: int):
     cap = 1024
     while cap < n + 2:
         cap *= 2
-    return _device_tables(model, cap)
+    return _device_tables(model, cap, loader._device_id())   # one copy per GPU (--gpus)
 
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:
@@ -185,7 +230,20 @@ def _offsets(sizes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool) -> list[tuple[int, str]]:
+def _exterior_chunked(k, args, W, d_woff, total: int, n_max: int, count: int) -> None:
+    """W in chunks of WCHUNK positions: zk_ext_cross (parallel, the i whose W[i-1] is known), then zk_ext_seq."""
+    import cupy
+    Wpart = cupy.full(total, INF, dtype=cupy.int32)
+    for c0 in range(1, n_max + 1, WCHUNK):
+        rows = max(8, -(-c0 // 4096))
+        warps = -(-c0 // rows)
+        k["zk_ext_cross"]((-(-warps // 8), count), (256,), args + (np.int32(0), W, d_woff, Wpart, np.int32(c0),
+                                                                     np.int32(rows)))
+        k["zk_ext_seq"]((count,), (32,), args + (np.int32(0), W, d_woff, Wpart, np.int32(c0)))
+
+
+def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
+                block_traceback: bool = False) -> list[tuple[int, str]]:
     """Fold sequences (non-empty, ordered longest first) in one batch on the current device."""
     import cupy
 
@@ -218,8 +276,12 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool) 
     VMX = cupy.full(total, INF, dtype=cupy.int32)
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
     t = _phase("setup", t)
+    if fill == "tiled" and not _tiled_ok(model, n_max):
+        fill = "diag"
     if fill == "block":
         k["zk_fill_block"]((count,), (FILL_THREADS,), args + (np.int32(0),))
+    elif fill == "tiled":
+        _fill_tiled(k, args, n_max, count)
     else:
         threads = 32 * DIAG_WARPS
         for d in range(TURN + 1, n_max):
@@ -228,8 +290,11 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool) 
     t = _phase("fill", t)
     W = cupy.zeros(int(N.sum()), dtype=cupy.int32)
     d_woff = cupy.asarray(woff)
-    ext_threads = 1024 if n_max > 2000 else (256 if n_max > 300 else 64)
-    k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
+    if fill == "tiled" and EXTERIOR_CHUNKED:
+        _exterior_chunked(k, args, W, d_woff, int(N.sum()), n_max, count)
+    else:
+        ext_threads = 1024 if n_max > 2000 else (256 if n_max > 300 else 64)
+        k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
     t = _phase("exterior", t)
     if host_traceback:
         out = _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W)
@@ -240,9 +305,11 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool) 
     out = cupy.zeros(int(N.sum()), dtype=cupy.uint8)
     mfe = cupy.zeros(count, dtype=cupy.int32)
     status = cupy.zeros(count, dtype=cupy.int32)
-    k["zk_traceback"](((count + 31) // 32,), (32,),
-                      args + (np.int32(0), np.int32(count), W, d_woff, stacks, cupy.asarray(stoff), pts, out,
-                              mfe, status))
+    tb_args = args + (np.int32(0), np.int32(count), W, d_woff, stacks, cupy.asarray(stoff), pts, out, mfe, status)
+    if block_traceback:
+        k["zk_traceback_block"]((count,), (1024 if n_max > 3000 else 256,), tb_args)
+    else:
+        k["zk_traceback"](((count + 31) // 32,), (32,), tb_args)
     out_h = out.get()
     mfe_h = mfe.get()
     bad = np.flatnonzero(status.get())
@@ -285,7 +352,7 @@ def _plan(order: list[int], lens: list[int], budget: int, fill_override: str | N
     kind = None
     for idx in order:
         n = lens[idx]
-        k = fill_override or ("short" if n <= zuker_short.MAX_N else ("block" if n <= BLOCK_MAX_N else "diag"))
+        k = fill_override or ("short" if n <= zuker_short.MAX_N else ("block" if n <= BLOCK_MAX_N else LONG_FILL))
         need = zuker_short.bytes_needed(n) if k == "short" else bytes_needed(n)
         if cur and (k != kind or used + need > budget or len(cur) >= MAX_BATCH):
             groups.append((kind, cur))
@@ -301,7 +368,8 @@ def _plan(order: list[int], lens: list[int], budget: int, fill_override: str | N
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
     """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
-    and for tests ``gpu_fill`` ("short", "block" or "diag": force one fill) and ``host_traceback`` (bool)."""
+    and for tests ``gpu_fill`` ("short", "block", "diag" or "tiled": force one fill), ``host_traceback`` (bool)
+    and ``gpu_traceback`` ("block" or "thread": force one GPU traceback)."""
     import cupy
 
     if variant not in VARIANTS:
@@ -310,6 +378,9 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     model = Model.from_options(options)
     fill_override = options.get("gpu_fill")
     force_host = bool(options.get("host_traceback", False))
+    tb_override = options.get("gpu_traceback")
+    if tb_override not in (None, "block", "thread"):
+        raise ValueError(f"unknown gpu_traceback {tb_override!r}")
     results: list[tuple[int, str] | None] = [None] * len(sequences)
     lens = [len(s) for s in sequences]
     for idx, n in enumerate(lens):
@@ -325,12 +396,13 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
         pending = _plan(order, lens, budget, fill_override)
         while pending:
             kind, idxs = pending.pop(0)
-            host = force_host or lens[idxs[0]] > HOST_TRACEBACK_N
+            block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
+            host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
             try:
                 if kind == "short":
                     out = zuker_short.fold_group([sequences[i] for i in idxs], model)
                 else:
-                    out = _fold_group([sequences[i] for i in idxs], model, kind, host)
+                    out = _fold_group([sequences[i] for i in idxs], model, kind, host, block_tb)
             except cupy.cuda.memory.OutOfMemoryError:
                 if len(idxs) == 1:
                     raise

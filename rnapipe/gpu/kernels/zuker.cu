@@ -5,7 +5,8 @@
 //   zk_fill_block  one block per sequence walks all its anti-diagonals (Lei et al. §3.2, sequence- and
 //                  cell-level parallelism): for batches of short sequences, one launch per batch.
 //   zk_fill_diag   one launch per anti-diagonal over every sequence of the batch: for long sequences,
-//                  where one diagonal holds enough cells to fill the whole GPU.
+//                  where one diagonal holds enough cells to fill the whole GPU (the older long path).
+// and, for long sequences, a tiled fill (zk_mid + zk_fin*, below), a chunked W and a block traceback.
 #include "zuker_core.cuh"
 
 struct ZkBatch {
@@ -124,4 +125,453 @@ extern "C" __global__ void zk_traceback(ZK_BATCH_ARGS, int s0, int count, const 
     for (int k = 1; k <= q.n; ++k) o[k - 1] = pt[k] == 0 ? '.' : (pt[k] > k ? '(' : ')');
     mfe[s] = W[q.n];
     status[s] = st;
+}
+
+// ======================================================================================================
+// Tiled fill for long sequences (Li, Ranka & Sahni's tiled Nussinov, applied to the multiloop min-plus
+// products). Cells (i, j), 1 <= i, j <= n, are grouped in ZK_TILE x ZK_TILE tiles: tile (I, J) holds
+// i in [1 + I*T, 1 + I*T + T), j in [1 + J*T, 1 + J*T + T). Tile diagonal D = J - I is filled in two launches:
+//
+//   zk_mid   (D >= 2) the split points k of the "middle" tiles K = I+1 .. J-1, k in [iEnd, jBeg - 1]
+//            (iEnd = first row after tile I, jBeg = first column of tile J), whose operands WM[a][k-1] and
+//            WM1[k][b] lie in tiles of diagonals < D (finished), as a register-blocked min-plus product:
+//              X(a, b)  = min_k WM[a][k-1] + WM1[k][b]           (VMX of cell (a-1, b+1))
+//              WM(a, b) = min_k U_a(k) + WM1[k][b],  U_a(k) = min((k-a)·ML_base, WM[a][k-1])
+//                       = min(X(a, b), min_k (k·ML_base + WM1[k][b]) - a·ML_base)
+//            (exact integer identities; the host makes sure k·ML_base stays far below INF). The partial
+//            minima go with atomicMin into the very slots the cell will finally hold (WM[a][b] and
+//            VMX[a-1][b+1], both INF until then), so the K tiles may be split over several blocks.
+//   zk_fin   one block per tile walks its 2T - 1 cell diagonals: V (zk_v_partial, unchanged), WM1, and WM /
+//            X over the split points outside the middle: k in [i+1, iEnd-1] and [jBeg, j-4] (for D = 0
+//            all of [i+1, j-4]), combined with the slots' middle minima. WM's set of k stays i .. j-4 and
+//            X's i+5 .. j-4 (terms outside them are INF-based: WM1[k][b] for b - k < 4 is masked to a value
+//            above every real sum), so every stored value is the minimum over the same set as before.
+// ======================================================================================================
+#ifndef ZK_TILE
+#define ZK_TILE 32
+#endif
+#define ZK_BIG 1000000000          // > any sum of real terms (3 * INF): marks an excluded operand
+
+__device__ __forceinline__ int zk_addmin(int a, int b, int c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return __viaddmin_s32(a, b, c);
+#else
+    return min(a + b, c);
+#endif
+}
+
+// Middle products of tile diagonal D >= 2; grid (tiles * splits, sequences). Block: (T/4)^2 threads, each
+// a 4 x 4 block of outputs.
+extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4))
+zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
+    constexpr int T = ZK_TILE;
+    constexpr int TS = T + 4;            // padded shared row (16-byte aligned rows for the vector reads)
+    constexpr int TX = T / 4;
+    constexpr int NT = TX * TX;
+    __shared__ __align__(16) int As[T * TS];   // As[kk][a] = WM[i0 + a][k0 + kk - 1]
+    __shared__ __align__(16) int Bs[T * TS];   // Bs[kk][b] = WM1[k0 + kk][j0 + b] (masked: b - k >= 4)
+    __shared__ int pcs[T];
+    ZK_BATCH;
+    const int s = s0 + blockIdx.y;
+    const int n = b.lens[s];
+    const int ntiles = (n + T - 1) / T;
+    const int tile = blockIdx.x / splits, part = blockIdx.x % splits;
+    const int I = tile, J = tile + D;
+    if (J >= ntiles) return;
+    const int kt = D - 1;                              // middle K tiles: I+1 .. J-1
+    const int kper = (kt + splits - 1) / splits;
+    const int Kb = I + 1 + part * kper;
+    const int Ke = min(J - 1, Kb + kper - 1);
+    if (Kb > Ke) return;
+    ZkSeq q = zk_seq(b, s);
+    const long long N = q.N;
+    const int i0 = 1 + I * T, j0 = 1 + J * T;
+    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    const int ml = zk_sc(b.P, ZK_ML_BASE);
+    int acc[4][4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[r][c] = ZK_BIG;
+    int pc = ZK_BIG;                                   // min_k k*ml + WM1[k][j0 + pcol], over this thread's k
+    const int pcol = tid % T, pk0 = tid / T;           // NT / T threads per column
+    if (tid < T) pcs[tid] = ZK_BIG;
+    for (int K = Kb; K <= Ke; ++K) {
+        const int k0 = 1 + K * T;
+        for (int v = tid; v < T * T; v += NT) {
+            const int kk = v % T, r = v / T;
+            const int a = i0 + r, bb = j0 + r, k = k0 + kk;
+            As[kk * TS + r] = a <= n ? q.WM[a * N + k - 1] : ZK_BIG;
+            Bs[kk * TS + r] = (bb <= n && bb - k >= ZK_TURN + 1) ? q.WM1T[bb * N + k] : ZK_BIG;
+        }
+        __syncthreads();
+        for (int kk = pk0; kk < T; kk += NT / T) pc = min(pc, (k0 + kk) * ml + Bs[kk * TS + pcol]);
+#pragma unroll 4
+        for (int kk = 0; kk < T; ++kk) {
+            const int4 av = *(const int4*)&As[kk * TS + ty * 4];
+            const int4 bv = *(const int4*)&Bs[kk * TS + tx * 4];
+            const int ar[4] = {av.x, av.y, av.z, av.w};
+            const int br[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) acc[r][c] = zk_addmin(ar[r], br[c], acc[r][c]);
+        }
+        __syncthreads();
+    }
+    atomicMin(&pcs[pcol], pc);
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int a = i0 + ty * 4 + r;
+        if (a > n) break;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const int bb = j0 + tx * 4 + c;
+            if (bb > n) break;
+            const int x = acc[r][c];
+            const int pw = pcs[tx * 4 + c];
+            int wm = x;
+            if (pw < ZK_BIG) wm = min(wm, pw - a * ml);
+            if (wm < ZK_BIG) atomicMin(&q.WM[a * N + bb], wm);
+            if (a > 1 && bb < n && x < ZK_BIG) atomicMin(&q.VMX[(a - 1) * N + bb + 1], x);
+        }
+    }
+}
+
+// WM and X of cell (i, j) over the split points outside the middle tiles, for one lane: k in [i+1, lo_end]
+// and [hi_beg, j-4]; the k = i term (w1) on lane 0.
+__device__ __forceinline__ int zk_wm_near(const int* P, const ZkSeq& q, int i, int j, int w1, int lane,
+                                          int lo_end, int hi_beg, int& vm) {
+    int best = lane == 0 ? w1 : ZK_INF;
+    int vmin = ZK_INF;
+    const int ml_base = zk_sc(P, ZK_ML_BASE);
+    const int* rw = q.WM1T + (long long)j * q.N;
+    const int* ru = q.WM + (long long)i * q.N - 1;
+    const int vbeg = i + ZK_TURN + 2;
+    const int kend = j - ZK_TURN - 1;
+    const int e1 = min(lo_end, kend);
+    for (int k = i + 1 + lane; k <= e1; k += 32) {
+        int wm = ru[k];
+        int w = rw[k];
+        int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
+        best = zk_min(best, u + w);
+        if (k >= vbeg) vmin = zk_min(vmin, wm + w);
+    }
+    for (int k = max(hi_beg, i + 1) + lane; k <= kend; k += 32) {
+        int wm = ru[k];
+        int w = rw[k];
+        int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
+        best = zk_min(best, u + w);
+        if (k >= vbeg) vmin = zk_min(vmin, wm + w);
+    }
+    vm = vmin;
+    return best;
+}
+
+// zk_v_partial with the interior loops n1 + n2 <= maxu (bulges >= 3, 1xn, generic: aux + SZ) spread evenly
+// over the lanes in row-major order (n1, then n2) instead of one row per iteration: the same candidates.
+__device__ __forceinline__ int zk_v_flat(const int* P, const ZkSeq& q, int i, int j, int lane) {
+    const signed char* S = q.S;
+    int t = zk_ptype(S[i], S[j]);
+    if (t == 0) return ZK_INF;
+    int best = ZK_INF;
+    if (lane == 0) best = zk_hairpin(P, S, i, j);
+    int maxu = j - i - ZK_TURN - 3;
+    if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+    int si1 = S[i + 1], sj1 = S[j - 1];
+    if (lane < ZK_NSPECIAL) {
+        int n1 = (ZK_SPECIAL_N1 >> (2 * lane)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * lane)) & 3;
+        if (n1 + n2 <= maxu) {
+            int p = i + 1 + n1, qq = j - 1 - n2;
+            int t2 = zk_ptype(S[p], S[qq]);
+            if (t2) best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
+                                        q.V[p * q.N + qq]);
+        }
+    }
+    const int o0 = zk_au(P, t), o1 = zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
+              o2 = zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1);
+    const int* SZ = P + zk_tab(P, ZK_H_SZ);
+    if (maxu >= 0) {
+        int n1 = 0, n2 = lane;
+        while (n1 <= maxu && n2 > maxu - n1) { n2 -= maxu - n1 + 1; ++n1; }
+        while (n1 <= maxu) {
+            const int kind = min(min(n1, n2), 2);
+            const int* A = kind == 0 ? q.VAU : (kind == 1 ? q.V1N : q.VI);
+            const int e = A[(long long)(i + 1 + n1) * q.N + j - 1 - n2] + ZK_LDG(SZ + n1 * 32 + n2) +
+                          (kind == 0 ? o0 : (kind == 1 ? o1 : o2));
+            best = zk_min(best, e);
+            n2 += 32;
+            while (n1 <= maxu && n2 > maxu - n1) { n2 -= maxu - n1 + 1; ++n1; }
+        }
+    }
+    if (lane == 0) {
+        int m = q.VMX[i * q.N + j];
+        if (m < ZK_HALF_INF) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
+    }
+    return best;
+}
+
+// Finish the tiles of tile diagonal D; grid (tiles, sequences), FIN_WARPS warps per block.
+template <bool FLAT>
+__device__ __forceinline__ void zk_fin_tiles(ZK_BATCH_ARGS, int s0, int D) {
+    constexpr int T = ZK_TILE;
+    ZK_BATCH;
+    const int s = s0 + blockIdx.y;
+    const int n = b.lens[s];
+    const int ntiles = (n + T - 1) / T;
+    const int I = blockIdx.x, J = I + D;
+    if (J >= ntiles) return;
+    ZkSeq q = zk_seq(b, s);
+    const long long N = q.N;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int i0 = 1 + I * T, j0 = 1 + J * T;
+    const int iend = i0 + T;
+    // local diagonals dl (cell (i0 + r, j0 + r + dl)); cells with j - i = D*T + dl <= TURN are never filled
+    for (int dl = max(1 - T, ZK_TURN + 1 - D * T); dl < T; ++dl) {
+        const int lb = dl < 0 ? -dl : 0, le = dl < 0 ? T : T - dl;   // local rows r: cell (i0+r, j0+r+dl)
+        for (int r = lb + warp; r < le; r += warps) {
+            const int i = i0 + r, j = j0 + r + dl;
+            if (j > n) break;                                         // j grows with r
+            int v = zk_warp_min(FLAT ? zk_v_flat(b.P, q, i, j, lane) : zk_v_partial(b.P, q, i, j, lane, 32));
+            int w1 = zk_wm1(b.P, q, i, j, v);
+            int vm;
+            int wm = zk_wm_near(b.P, q, i, j, w1, lane, D == 0 ? j : iend - 1, D == 0 ? j + 1 : j0, vm);
+            wm = zk_warp_min(wm);
+            vm = zk_warp_min(vm);
+            if (lane == 0) {
+                if (D >= 2) {
+                    wm = zk_min(wm, q.WM[i * N + j]);
+                    if (i > 1 && j < n) vm = zk_min(vm, q.VMX[(i - 1) * N + j + 1]);
+                }
+                zk_store(b.P, q, i, j, v, w1, wm, vm);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void zk_fin(ZK_BATCH_ARGS, int s0, int D) {
+    zk_fin_tiles<false>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall, s0, D);
+}
+
+extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
+    zk_fin_tiles<true>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall, s0, D);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// W (eq. 1) in chunks of ZK_WCHUNK positions j, for long sequences: zk_ext_cross takes, for every j of the
+// chunk [c0, c0 + C), the terms of the i whose W[i-1] is already known (i <= c0: W[0 .. c0-1] final), one
+// warp per row block, lanes over j, into Wpart[j] by atomicMin; zk_ext_seq (one warp per sequence) then walks
+// the chunk's j in order with the remaining i in (c0, j - TURN). Same terms as zk_w_partial (min is
+// order-free); Wpart must hold INF beforehand (W[j] for j <= TURN + 1 is 0).
+// ------------------------------------------------------------------------------------------------------
+#define ZK_WCHUNK 64
+
+extern "C" __global__ void zk_ext_cross(ZK_BATCH_ARGS, int s0, int* Wall, const long long* woff, int* Wpart, int c0,
+                                        int rows_per_warp) {
+    ZK_BATCH;
+    const int s = s0 + blockIdx.y;
+    ZkSeq q = zk_seq(b, s);
+    const int n = q.n;
+    if (c0 > n) return;
+    const int* W = Wall + woff[s];
+    int* Wp = Wpart + woff[s];
+    const int lane = threadIdx.x & 31;
+    const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int ib = 1 + gw * rows_per_warp;
+    if (ib > c0) return;
+    const int ie = min(c0, ib + rows_per_warp - 1);
+    int acc[ZK_WCHUNK / 32];
+#pragma unroll
+    for (int h = 0; h < ZK_WCHUNK / 32; ++h) acc[h] = ZK_INF;
+    for (int i = ib; i <= ie; ++i) {
+        const int wi = W[i - 1];
+#pragma unroll
+        for (int h = 0; h < ZK_WCHUNK / 32; ++h) {
+            const int j = c0 + h * 32 + lane;
+            if (j <= n && i < j - ZK_TURN) {
+                const int v = q.V[i * q.N + j];
+                if (v < ZK_HALF_INF) acc[h] = zk_min(acc[h], wi + v + zk_exterior_stem_at(P, q.S, n, i, j));
+            }
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < ZK_WCHUNK / 32; ++h) {
+        const int j = c0 + h * 32 + lane;
+        if (j <= n && acc[h] < ZK_INF) atomicMin(&Wp[j], acc[h]);
+    }
+}
+
+extern "C" __global__ void zk_ext_seq(ZK_BATCH_ARGS, int s0, int* Wall, const long long* woff, const int* Wpart, int c0) {
+    ZK_BATCH;
+    const int s = s0 + blockIdx.x;
+    ZkSeq q = zk_seq(b, s);
+    const int n = q.n;
+    int* W = Wall + woff[s];
+    const int* Wp = Wpart + woff[s];
+    const int lane = threadIdx.x & 31;
+    if (c0 == 1) {
+        for (int j = lane; j <= n && j <= ZK_TURN + 1; j += 32) W[j] = 0;
+        __syncwarp();
+    }
+    for (int j = max(c0, ZK_TURN + 2); j < c0 + ZK_WCHUNK && j <= n; ++j) {
+        int m = ZK_INF;
+        for (int i = max(c0 + 1, 1) + lane; i < j - ZK_TURN; i += 32) {
+            const int v = q.V[i * q.N + j];
+            if (v < ZK_HALF_INF) m = zk_min(m, W[i - 1] + v + zk_exterior_stem_at(P, q.S, n, i, j));
+        }
+        m = zk_warp_min(m);
+        if (lane == 0) W[j] = zk_min(zk_min(W[j - 1], Wp[j]), m);
+        __syncwarp();
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Traceback, one block per sequence: rnapipe.cpu.zuker._traceback's walk, each of its scans ("the first
+// i / (n1, n2) / k that re-derives the stored value") done by the whole block in chunks of blockDim.x
+// candidates with a minimum-index reduction, so the same co-optimal choice comes out. Every thread walks
+// the same stack (kept in global memory, written by thread 0) and takes the same branches.
+// ------------------------------------------------------------------------------------------------------
+#define ZK_NONE 0x7fffffff
+
+__device__ __forceinline__ int zk_block_min(int x, int* red, int& parity) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    x = __reduce_min_sync(0xffffffffu, x);
+    int* r = red + 32 * parity;
+    parity ^= 1;
+    if (lane == 0) r[warp] = x;
+    __syncthreads();
+    int m = ZK_NONE;
+    for (int w = 0; w < warps; ++w) m = min(m, r[w]);
+    return m;
+}
+
+extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, const int* Wall,
+                                              const long long* woff, int* stacks, const long long* stoff,
+                                              int* pts, unsigned char* out, int* mfe, int* status) {
+    __shared__ int red[64];
+    ZK_BATCH;
+    const int s = s0 + blockIdx.x;
+    if (blockIdx.x >= count) return;
+    ZkSeq q = zk_seq(b, s);
+    const signed char* S = q.S;
+    const int n = q.n;
+    const long long N = q.N;
+    const int* W = Wall + woff[s];
+    int* pt = pts + woff[s];
+    int* stack = stacks + stoff[s];
+    const int tid = threadIdx.x, nth = blockDim.x;
+    const int ml_base = zk_sc(P, ZK_ML_BASE);
+    int parity = 0;
+    int st = 0;
+    for (int k = tid; k < n + 2; k += nth) pt[k] = 0;
+    int top = 0;
+    int j = n;
+    while (j > ZK_TURN + 1) {
+        if (W[j] == W[j - 1]) { --j; continue; }
+        int f = ZK_NONE;
+        for (int base = 1; base < j - ZK_TURN && f == ZK_NONE; base += nth) {
+            int i = base + tid, mine = ZK_NONE;
+            if (i < j - ZK_TURN) {
+                int v = q.V[i * N + j];
+                if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) mine = i;
+            }
+            f = zk_block_min(mine, red, parity);
+        }
+        if (f != ZK_NONE) {
+            if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = f; stack[3 * top + 2] = j; }
+            ++top;
+            j = f - 1;
+        } else { st = 1; --j; }
+    }
+    __syncthreads();
+    while (top > 0) {
+        --top;
+        const int kind = stack[3 * top], i = stack[3 * top + 1];
+        j = stack[3 * top + 2];
+        __syncthreads();             // every thread has read the entry before thread 0 overwrites it
+        if (kind == 0) {
+            if (tid == 0) { pt[i] = j; pt[j] = i; }
+            const int target = q.V[i * N + j];
+            if (zk_hairpin(P, S, i, j) == target) continue;
+            int maxu = j - i - ZK_TURN - 3;
+            if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+            int f = ZK_NONE;
+            const int ncand = (ZK_MAXLOOP + 1) * (ZK_MAXLOOP + 1);
+            for (int base = 0; base < ncand && f == ZK_NONE && maxu >= 0; base += nth) {
+                int c = base + tid, mine = ZK_NONE;
+                if (c < ncand) {
+                    int n1 = c / (ZK_MAXLOOP + 1), n2 = c % (ZK_MAXLOOP + 1);
+                    if (n1 + n2 <= maxu) {
+                        int p = i + 1 + n1, qq = j - 1 - n2;
+                        if (zk_ptype(S[p], S[qq]) && zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target)
+                            mine = c;
+                    }
+                }
+                f = zk_block_min(mine, red, parity);
+            }
+            if (f != ZK_NONE) {
+                if (tid == 0) {
+                    stack[3 * top] = 0;
+                    stack[3 * top + 1] = i + 1 + f / (ZK_MAXLOOP + 1);
+                    stack[3 * top + 2] = j - 1 - f % (ZK_MAXLOOP + 1);
+                }
+                ++top;
+                __syncthreads();
+                continue;
+            }
+            const int closing = zk_multi_closing(P, S, i, j);
+            const int kb = i + ZK_TURN + 3, ke = j - ZK_TURN - 1;
+            for (int base = kb; base < ke && f == ZK_NONE; base += nth) {
+                int k = base + tid, mine = ZK_NONE;
+                if (k < ke && q.WM[(i + 1) * N + k - 1] + q.WM1T[(j - 1) * N + k] + closing == target) mine = k;
+                f = zk_block_min(mine, red, parity);
+            }
+            if (f != ZK_NONE) {
+                if (tid == 0) {
+                    stack[3 * top] = 1; stack[3 * top + 1] = i + 1; stack[3 * top + 2] = f - 1;
+                    stack[3 * top + 3] = 2; stack[3 * top + 4] = f; stack[3 * top + 5] = j - 1;
+                }
+                top += 2;
+            } else st = 1;
+        } else if (kind == 1) {
+            const int target = q.WM[i * N + j];
+            int f = ZK_NONE;
+            for (int base = i; base < j - ZK_TURN && f == ZK_NONE; base += nth) {
+                int k = base + tid, mine = ZK_NONE;
+                if (k < j - ZK_TURN) {
+                    int unpaired = (k - i) * ml_base;
+                    int u = k == i ? unpaired : zk_min(unpaired, q.WM[i * N + k - 1]);
+                    if (u + q.WM1T[j * N + k] == target) mine = k;
+                }
+                f = zk_block_min(mine, red, parity);
+            }
+            if (f != ZK_NONE) {
+                const int unpaired = (f - i) * ml_base;
+                const int u = f == i ? unpaired : zk_min(unpaired, q.WM[i * N + f - 1]);
+                if (tid == 0) { stack[3 * top] = 2; stack[3 * top + 1] = f; stack[3 * top + 2] = j; }
+                ++top;
+                if (f > i && u != unpaired) {
+                    if (tid == 0) { stack[3 * top] = 1; stack[3 * top + 1] = i; stack[3 * top + 2] = f - 1; }
+                    ++top;
+                }
+            } else st = 1;
+        } else {
+            const int target = q.WM1T[j * N + i];
+            const int v = q.V[i * N + j];
+            if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
+                if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; }
+                ++top;
+            } else if (j - 1 > i) {
+                if (tid == 0) { stack[3 * top] = 2; stack[3 * top + 1] = i; stack[3 * top + 2] = j - 1; }
+                ++top;
+            } else st = 1;
+        }
+        __syncthreads();             // thread 0's pushes are visible before the next pop
+    }
+    __syncthreads();
+    unsigned char* o = out + b.soff[s];
+    for (int k = 1 + tid; k <= n; k += nth) o[k - 1] = pt[k] == 0 ? '.' : (pt[k] > k ? '(' : ')');
+    if (tid == 0) { mfe[s] = W[n]; status[s] = st; }
 }
