@@ -7,19 +7,156 @@ Interface used by rnapipe.gpu.zuker.fold_batch:
 * ``bytes_needed(n)``: device memory one sequence of n nt takes in a batch;
 * ``fold_group(seqs, model)``: fold non-empty sequences (longest first, each <= MAX_N) on the current
   device and return [(mfe, dot-bracket)] in the same order, identical to rnapipe.cpu.zuker.
+
+One launch of ``kernels/zuker_short.cu``'s ``zs_fold`` per batch: one block per sequence fills V, WM1, WM
+one anti-diagonal at a time (only the cells that can pair do V's work, several threads per cell when a
+diagonal is short), then sweeps the exterior loop W and walks the traceback (the CPU engine's order of
+tests, one warp searching 32 candidates at a time), and writes the MFE and the dot-bracket bytes. The
+matrices are stored diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring threads read
+neighbouring words; the interior loops that go through the auxiliaries VAU, V1N, VI are a table of offsets
+and size terms (:func:`loop_table`), grouped by auxiliary and loop size so a cell's loops are a prefix of
+each group. The host side is vectorised: the sequences go over as one ASCII buffer (the kernel encodes
+them), the structures come back as one buffer, no per-base Python loop.
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 from ..model import Model
 
-MAX_N = 0
+MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
+KERNELS = "zuker_short.cu"
+LT_ENTRIES = 96               # ZS_LT_ENTRIES of zuker_short.cuh: the loop table's header
+LT_MAX = 496                  # ZS_LT_MAX: entries at most
+MAXLOOP = 30
+
+# Set by a benchmark or for debugging: "threads" forces the block size, "options" adds nvcc options,
+# "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
+# with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
+# last launch, and a traceback failure is then not raised.
+TUNING: dict = {}
+
+
+def pool_words(n):
+    """int32 words of device pool one sequence of n nt takes (zs_pool_words of zuker_short.cuh): V, WM,
+    WM1, XT and the auxiliaries VAU, V1N, VI ((n+2)² each), the traceback stack (3n + 8)."""
+    N = n + 2
+    return 7 * N * N + 3 * n + 8
 
 
 def bytes_needed(n: int) -> int:
-    N = n + 2
-    return 28 * N * N + 64
+    return 4 * pool_words(n) + 2 * n + 64
+
+
+def threads_for(n_max: int) -> int:
+    if "threads" in TUNING:
+        return int(TUNING["threads"])
+    if n_max <= 96:
+        return 64
+    if n_max <= 320:
+        return 128
+    return 256
+
+
+def _shared_bytes(max_n: int) -> int:
+    mn = max_n + 2
+    return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
+
+
+def loop_table(T) -> np.ndarray:
+    """The interior loops that read the auxiliaries (every (n1, n2), n1 + n2 <= 30, but the 11 with tables
+    of their own), in zuker_short.cuh's layout: grouped by kind (0: bulge, VAU; 1: 1xn, V1N; 2: generic, VI),
+    within a kind by s = n1 + n2; header: first entry of each kind, entries of kind k with s <= m; then
+    (s, n1, size term) per entry, the size term being rnapipe.gpu.zuker.size_terms's."""
+    from .zuker import SPECIAL_LOOPS, size_terms
+
+    sz = size_terms(T)
+    kinds: list[list[tuple[int, int, int]]] = [[], [], []]
+    for s in range(MAXLOOP + 1):
+        for n1 in range(s + 1):
+            n2 = s - n1
+            if (n1, n2) in SPECIAL_LOOPS:
+                continue
+            kinds[min(n1, n2, 2)].append((s, n1, int(sz[n1, n2])))
+    header = np.zeros(LT_ENTRIES, dtype=np.int64)
+    start = 0
+    for k, entries in enumerate(kinds):
+        header[k] = start
+        sizes = np.array([e[0] for e in entries])
+        for m in range(MAXLOOP + 1):
+            header[3 + 31 * k + m] = int((sizes <= m).sum())
+        start += len(entries)
+    assert start <= LT_MAX
+    flat = np.array([x for entries in kinds for e in entries for x in e], dtype=np.int64)
+    return np.concatenate([header, flat]).astype(np.int32)
+
+
+def _device_loop_table(model: Model):
+    from . import loader
+    return _loop_table_on(model, loader._device_id())      # one copy per GPU (--gpus)
+
+
+@functools.lru_cache(maxsize=8)
+def _loop_table_on(model: Model, device: int):
+    import cupy
+    with cupy.cuda.Device(device):
+        return cupy.asarray(loop_table(model.tables()))
+
+
+def _kernel(options: tuple[str, ...]):
+    from . import loader
+    return loader.function(KERNELS, "zs_fold", options)     # cached by the loader, per GPU
 
 
 def fold_group(seqs: list[str], model: Model) -> list[tuple[int, str]]:
-    raise NotImplementedError("the short-sequence GPU path is not built yet")
+    import cupy
+
+    from .zuker import _table_for
+
+    count = len(seqs)
+    if count == 0:
+        return []
+    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
+    n_max = int(lens.max())
+    if n_max > 2000:
+        raise ValueError("zuker_short folds sequences of up to 2,000 nt")
+    ends = np.cumsum(lens)
+    soff = ends - lens
+    words = pool_words(lens)
+    poff = np.cumsum(words) - words
+    raw = np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)
+    P = _table_for(model, n_max)
+    d_seqs = cupy.asarray(raw)
+    d_soff = cupy.asarray(soff)
+    d_lens = cupy.asarray(lens.astype(np.int32))
+    d_poff = cupy.asarray(poff)
+    pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
+    if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
+        pool.fill(TUNING["fill"])
+    out = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
+    mfe = cupy.empty(count, dtype=cupy.int32)
+    status = cupy.empty(count, dtype=cupy.int32)
+    kernel = _kernel(tuple(TUNING.get("options", ())))
+    args = (P, _device_loop_table(model), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status, np.int32(n_max))
+    events = TUNING.get("events")
+    if events is not None:
+        e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+        e0.record()
+    kernel((count,), (threads_for(n_max),), args, shared_mem=_shared_bytes(n_max))
+    if events is not None:
+        e1.record()
+        e1.synchronize()
+        events.append(cupy.cuda.get_elapsed_time(e0, e1))
+    text = out.get().tobytes().decode("ascii")
+    energies = mfe.get().tolist()
+    bad = int(cupy.count_nonzero(status))
+    if "keep" in TUNING:                  # debugging: the matrices and status, no error raised
+        TUNING["keep"] = {"pool": pool.get(), "poff": poff, "status": status.get(), "mfe": energies, "text": text}
+        bad = 0
+    del pool
+    if bad:
+        raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
+    return [(e, text[a:b]) for e, a, b in zip(energies, soff.tolist(), ends.tolist())]

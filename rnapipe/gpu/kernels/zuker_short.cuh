@@ -1,0 +1,302 @@
+// Zuker MFE for batches of short sequences (rnapipe/gpu/zuker_short.py): the per-cell recursions and the
+// traceback on diagonal-major storage, as host+device functions so that a plain C++ build of the same
+// code can be checked against the CPU engine without a GPU.
+//
+// Storage of one sequence (n nt, N = n + 2), all int32:
+//   V, WM, WM1      diagonal-major: cell (i, j) at (j - i) * N + i, so that the cells of one anti-diagonal
+//                   are contiguous and so are the words that neighbouring cells read (WM[i+1][k-1] and
+//                   WM1[k][j-1] for a fixed offset k - i, WM[i][k-1] and WM1[k][j]);
+//   XT              row-major by j: XT[j * N + i] = V[i][j] + exterior stem (i, j), INF where i.j cannot
+//                   pair, so that the exterior loop W reads contiguous words;
+//   VAU, V1N, VI    the CPU engine's auxiliaries (V plus the inner pair's share of a bulge, 1xn or generic
+//                   loop), diagonal-major like V, three consecutive planes of N * N words, so that every
+//                   interior loop is one offset from one base (the loop table below).
+// The recursions and every energy are zuker_core.cuh's (the same functions rnapipe/gpu/zuker.py uses).
+#pragma once
+
+#include "zuker_core.cuh"
+
+#define ZS_MAX_N 2000         // stack entries pack i and j in 11 bits each
+
+// min(a + b, c). Not Hopper's __viaddmin_s32: with it (CUDA 13 through CuPy, H100) cells whose
+// interior-loop sweep is empty (maxu < 0) came out with values that depended on what the pool held before
+// the launch, while this plain form is exact whatever it holds (cause not found).
+#define ZS_ADDMIN(a, b, c) zk_min((a) + (b), (c))
+
+struct ZsSeq {
+    const signed char* S;   // codes, S[0] = S[n+1] = 0
+    int n;
+    int N;                  // n + 2
+    int* V;
+    int* WM;
+    int* WM1;
+    int* XT;
+    int* VAU;
+    int* V1N;
+    int* VI;
+};
+
+// Words of pool one sequence of n nt takes (V, WM, WM1, XT, VAU, V1N, VI: N*N each; the traceback stack).
+ZK_HD long long zs_pool_words(int n) {
+    long long N = n + 2;
+    return 7 * N * N + 3LL * n + 8;
+}
+
+ZK_HD ZsSeq zs_seq(const signed char* S, int n, int* base) {
+    ZsSeq q;
+    q.S = S;
+    q.n = n;
+    q.N = n + 2;
+    long long NN = (long long)q.N * q.N;
+    q.V = base;
+    q.WM = base + NN;
+    q.WM1 = base + 2 * NN;
+    q.XT = base + 3 * NN;
+    q.VAU = base + 4 * NN;
+    q.V1N = base + 5 * NN;
+    q.VI = base + 6 * NN;
+    return q;
+}
+
+ZK_HD int* zs_stack(const ZsSeq& q) { return q.VI + (long long)q.N * q.N; }
+
+ZK_HD int zs_at(const int* A, int N, int i, int j) { return A[(j - i) * N + i]; }
+
+// The interior loops read from the auxiliaries, as a table built on the host (rnapipe/gpu/zuker_short.py,
+// loop_table): every (n1, n2) with n1 + n2 <= 30 but the 11 of zk_interior, grouped by auxiliary (kind 0:
+// bulges, VAU; 1: 1xn loops, V1N; 2: generic, VI) and within a kind by total size s = n1 + n2, so that the
+// loops of a cell with maxu are a prefix of each kind. Header: ZS_LT_START + k = first entry of kind k,
+// ZS_LT_COUNT + 31 k + m = entries of kind k with s <= m; then the entries as (s, n1, size term) triples.
+#define ZS_LT_START 0
+#define ZS_LT_COUNT 3
+#define ZS_LT_ENTRIES 96
+#define ZS_LT_MAX 496
+
+// Offset of entry (s, n1, kind) from aux plane 0's word of cell (i + 1, j - 1) ((d - 2) * N + i + 1).
+ZK_HD int zs_loop_offset(int s, int n1, int kind, int N) { return kind * N * N + n1 - s * N; }
+
+// Part of V[i][i+d] (i.d can pair) that lane r of a group of g evaluates: hairpin (lane 0), the 11 loops
+// with tables of their own (by index), the rest of the interior loops from the table (LOFF: offsets,
+// LSZ: size terms, LT: the table's header), the multiloop VM by split point.
+ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int* LT, const ZsSeq& q, int i, int d,
+                       int r, int g) {
+    const signed char* S = q.S;
+    const int N = q.N;
+    const int j = i + d;
+    const int t = zk_ptype(S[i], S[j]);
+    int best = r == 0 ? zk_hairpin(P, S, i, j) : ZK_INF;
+    int maxu = d - ZK_TURN - 3;
+    if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+    const int si1 = S[i + 1], sj1 = S[j - 1];
+    for (int c = r; c < ZK_NSPECIAL; c += g) {
+        int n1 = (ZK_SPECIAL_N1 >> (2 * c)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * c)) & 3;
+        if (n1 + n2 > maxu) continue;
+        int p = i + 1 + n1, qq = j - 1 - n2;
+        int t2 = zk_ptype(S[p], S[qq]);
+        if (t2) best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
+                                    q.V[(qq - p) * N + p]);
+    }
+    const int* A = q.VAU + (d - 2) * N + i + 1;
+    const int outer[3] = {zk_au(P, t), zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
+                          zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1)};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        const int c0 = LT[ZS_LT_START + k];
+        const int c1 = maxu < 0 ? c0 : c0 + LT[ZS_LT_COUNT + 31 * k + maxu];
+        int m = ZK_INF;
+        for (int c = c0 + r; c < c1; c += g) m = ZS_ADDMIN(A[LOFF[c]], LSZ[c], m);
+        best = zk_min(best, m + outer[k]);
+    }
+    // VM: WM[i+1][k-1] + WM1[k][j-1], k = i + x, x = TURN+3 .. d-TURN-2; the closing terms once.
+    int m = ZK_INF;
+    const int* wa = q.WM + i + 1 - 2 * N;        // WM[i+1][i+x-1] at (x - 2) * N + i + 1
+    const int* wb = q.WM1 + i + (d - 1) * N;     // WM1[i+x][j-1] at (d - 1 - x) * N + i + x
+    for (int x = ZK_TURN + 3 + r; x <= d - ZK_TURN - 2; x += g)
+        m = zk_min(m, wa[x * N] + wb[x * (1 - N)]);
+    if (m < ZK_HALF_INF) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
+    return best;
+}
+
+// V's dependants of a pairable cell: VI, V1N, VAU (ring slot of diagonal d) and XT.
+ZK_HD void zs_store_v(const int* P, const ZsSeq& q, int i, int d, int v) {
+    const signed char* S = q.S;
+    const int N = q.N, j = i + d;
+    q.V[d * N + i] = v;
+    const int t = zk_ptype(S[i], S[j]);
+    const int rt = zk_rtype(t);
+    const int a = S[j + 1], b = S[i - 1];
+    const int o = d * N + i;
+    q.VI[o] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b);
+    q.V1N[o] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b);
+    q.VAU[o] = v + zk_au(P, t);
+    q.XT[j * N + i] = v + zk_exterior_stem_at(P, S, q.n, i, j);
+}
+
+ZK_HD void zs_store_unpaired(const ZsSeq& q, int i, int d) {
+    const int N = q.N;
+    q.V[d * N + i] = ZK_INF;
+    const int o = d * N + i;
+    q.VI[o] = ZK_INF;
+    q.V1N[o] = ZK_INF;
+    q.VAU[o] = ZK_INF;
+    q.XT[(i + d) * N + i] = ZK_INF;
+}
+
+// WM1[i][i+d] from V[i][i+d] = v and WM1[i][j-1].
+ZK_HD int zs_wm1(const int* P, const ZsSeq& q, int i, int d, int v) {
+    int w1 = q.WM1[(d - 1) * q.N + i] + zk_sc(P, ZK_ML_BASE);
+    if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, q.S, i, i + d));
+    return zk_min(w1, ZK_INF);
+}
+
+// Part of WM[i][i+d] for lane r of g: min over k = i + x, x = 1 .. d-TURN-1, of
+// min(x * ML_base, WM[i][k-1]) + WM1[k][j]; the x = 0 term (w1, this cell's WM1) is lane 0's.
+ZK_HD int zs_wm_partial(const int* P, const ZsSeq& q, int i, int d, int w1, int r, int g) {
+    const int N = q.N;
+    const int ml_base = zk_sc(P, ZK_ML_BASE);
+    int best = r == 0 ? w1 : ZK_INF;
+    const int* wa = q.WM + i - N;            // WM[i][i+x-1] at (x - 1) * N + i
+    const int* wb = q.WM1 + d * N + i;       // WM1[i+x][j] at (d - x) * N + i + x
+    for (int x = 1 + r; x < d - ZK_TURN; x += g) {
+        int u = zk_min(zk_min(x * ml_base, ZK_INF), wa[x * N]);
+        best = zk_min(best, u + wb[x * (1 - N)]);
+    }
+    return best;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Traceback: rnapipe.cpu.zuker._traceback's tests in its order. Every search for "the first x with
+// pred(x)" is zs_first: on the device one warp tests 32 candidates at a time and takes the lowest lane
+// that holds (so the same x comes out as the CPU's sequential loop); on the host a plain loop.
+#ifdef __CUDA_ARCH__
+template <class Pred>
+__device__ __forceinline__ int zs_first(int count, int lane, Pred pred) {
+    for (int base = 0; base < count; base += 32) {
+        int x = base + lane;
+        unsigned b = __ballot_sync(0xffffffffu, x < count && pred(x));
+        if (b) return base + __ffs(b) - 1;
+    }
+    return -1;
+}
+#define ZS_SYNCWARP() __syncwarp()
+#else
+template <class Pred>
+inline int zs_first(int count, int lane, Pred pred) {
+    (void)lane;
+    for (int x = 0; x < count; ++x)
+        if (pred(x)) return x;
+    return -1;
+}
+#define ZS_SYNCWARP() ((void)0)
+#endif
+
+#define ZS_PACK(kind, i, j) (((kind) << 22) | ((i) << 11) | (j))
+
+// W: exterior loop values W[0..n] (computed beforehand); out: n bytes, already '.'; every lane of the warp
+// calls this with its lane number (lane 0 writes). Returns 0, or 1 if a value could not be re-derived.
+template <class Dummy = void>
+ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, unsigned char* out, int lane) {
+    const signed char* S = q.S;
+    const int n = q.n, N = q.N;
+    const int ml_base = zk_sc(P, ZK_ML_BASE);
+    int status = 0;
+    int top = 0;
+    int j = n;
+    while (j > ZK_TURN + 1) {
+        const int wj = W[j];
+        if (wj == W[j - 1]) { --j; continue; }
+        const int jj = j;
+        int x = zs_first(j - ZK_TURN - 1, lane, [&](int x) {
+            int e = q.XT[jj * N + 1 + x];
+            return e < ZK_HALF_INF && W[x] + e == wj;
+        });
+        if (x >= 0) {
+            if (lane == 0) stack[top] = ZS_PACK(0, x + 1, j);
+            ++top;
+            j = x;
+        } else {
+            status = 1;
+            --j;
+        }
+    }
+    while (top > 0) {
+        ZS_SYNCWARP();
+        --top;
+        const int e = stack[top];
+        const int kind = e >> 22, i = (e >> 11) & 2047;
+        j = e & 2047;
+        const int d = j - i;
+        if (kind == 0) {
+            if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
+            const int target = q.V[d * N + i];
+            if (zk_hairpin(P, S, i, j) == target) continue;
+            bool found = false;
+            int maxu = d - ZK_TURN - 3;
+            if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+            for (int n1 = 0; n1 <= maxu; ++n1) {
+                const int p = i + 1 + n1;
+                int n2 = zs_first(maxu - n1 + 1, lane, [&](int n2) {
+                    int qq = j - 1 - n2;
+                    return zk_ptype(S[p], S[qq]) != 0 &&
+                           zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] == target;
+                });
+                if (n2 >= 0) {
+                    if (lane == 0) stack[top] = ZS_PACK(0, p, j - 1 - n2);
+                    ++top;
+                    found = true;
+                    break;
+                }
+            }
+            if (found) continue;
+            const int closing = zk_multi_closing(P, S, i, j);
+            const int lo = i + ZK_TURN + 3;
+            int x = zs_first(j - ZK_TURN - 1 - lo, lane, [&](int x) {
+                int k = lo + x;
+                return q.WM[(k - 2 - i) * N + i + 1] + q.WM1[(j - 1 - k) * N + k] + closing == target;
+            });
+            if (x >= 0) {
+                int k = lo + x;
+                if (lane == 0) {
+                    stack[top] = ZS_PACK(1, i + 1, k - 1);
+                    stack[top + 1] = ZS_PACK(2, k, j - 1);
+                }
+                top += 2;
+            } else {
+                status = 1;
+            }
+        } else if (kind == 1) {
+            const int target = q.WM[d * N + i];
+            int x = zs_first(d - ZK_TURN, lane, [&](int x) {
+                int unpaired = x * ml_base;
+                int u = x == 0 ? unpaired : zk_min(unpaired, q.WM[(x - 1) * N + i]);
+                return u + q.WM1[(d - x) * N + i + x] == target;
+            });
+            if (x >= 0) {
+                int k = i + x;
+                int unpaired = x * ml_base;
+                int u = x == 0 ? unpaired : zk_min(unpaired, q.WM[(x - 1) * N + i]);
+                if (lane == 0) stack[top] = ZS_PACK(2, k, j);
+                ++top;
+                if (k > i && u != unpaired) {
+                    if (lane == 0) stack[top] = ZS_PACK(1, i, k - 1);
+                    ++top;
+                }
+            } else {
+                status = 1;
+            }
+        } else {
+            const int target = q.WM1[d * N + i];
+            const int v = q.V[d * N + i];
+            if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
+                if (lane == 0) stack[top] = ZS_PACK(0, i, j);
+                ++top;
+            } else if (j - 1 > i) {
+                if (lane == 0) stack[top] = ZS_PACK(2, i, j - 1);
+                ++top;
+            } else {
+                status = 1;
+            }
+        }
+    }
+    return status;
+}

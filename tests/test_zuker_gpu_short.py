@@ -1,0 +1,119 @@
+"""The short-sequence GPU path (rnapipe.gpu.zuker_short): MFE and structure identical to the CPU engine
+(rnapipe.cpu.zuker) on random sequences with N bases, lengths 1..600 (or MAX_N when it is on), both
+directly (one launch per group) and through rnapipe.gpu.zuker.fold_batch with the path switched on, batch
+boundaries, other temperatures and dangles 0, real RNAs.
+
+RNAPIPE_FULL=1 runs 100,000 random sequences instead of 3,000.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from shared_data import shared_sequences
+
+from rnapipe.cpu import zuker as cpu
+
+pytestmark = pytest.mark.gpu
+
+FULL = os.environ.get("RNAPIPE_FULL") == "1"
+THREADS = os.cpu_count() or 1
+LONGEST = 600
+
+
+def _short():
+    from rnapipe.gpu import zuker_short
+    return zuker_short
+
+
+def _top():
+    return _short().MAX_N or LONGEST
+
+
+def _random_seqs(count, lo, hi, seed, n_rate=0.02):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = rng.randint(lo, hi)
+        out.append("".join("N" if rng.random() < n_rate else rng.choice("ACGU") for _ in range(n)))
+    return out
+
+
+def _direct(seqs, options=None, chunk=5_000):
+    """fold_group on chunks of the longest-first order, results back in input order."""
+    from rnapipe.model import Model
+    model = Model.from_options(options or {})
+    order = sorted(range(len(seqs)), key=lambda k: -len(seqs[k]))
+    results = [None] * len(seqs)
+    for a in range(0, len(order), chunk):
+        part = order[a:a + chunk]
+        for k, r in zip(part, _short().fold_group([seqs[k] for k in part], model)):
+            results[k] = r
+    return results
+
+
+def _assert_same(seqs, options=None):
+    ours = _direct(seqs, options)
+    ref = cpu.fold_batch(seqs, "default", THREADS, options or {})
+    wrong = [(len(s), s, o, r) for s, o, r in zip(seqs, ours, ref) if o != r]
+    assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
+
+
+def test_random_identical_to_cpu():
+    _assert_same(_random_seqs(100_000 if FULL else 3_000, 1, _top(), seed=51))
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 6, 11, 12, 31, 32, 33, 36, 37, 38, 63, 64, 65, 68, 120, 154, 221])
+def test_every_block_shape(n):
+    """Lengths around the diagonal and ring sizes and the block-size thresholds."""
+    _assert_same(_random_seqs(40, n, n, seed=n, n_rate=0.0) + _random_seqs(10, n, n, seed=1000 + n))
+
+
+def test_longest_and_extreme_sequences():
+    top = _top()
+    seqs = ["GC" * (top // 2), "G" * (top // 2) + "C" * (top - top // 2), "A" * top, "N" * top,
+            "GGGGAAAACCCC", "A", "NNNGGGGAAAACCCCNNN"] + _random_seqs(20, top - 5, top, seed=52)
+    _assert_same(seqs)
+
+
+@pytest.mark.parametrize("temperature,dangles", [(37.0, 0), (20.0, 2), (60.0, 0)])
+def test_temperatures_and_dangles(temperature, dangles):
+    _assert_same(_random_seqs(300, 1, 300, seed=int(temperature) + dangles),
+                 {"temperature": temperature, "dangles": dangles})
+
+
+def test_through_fold_batch_with_batch_boundaries(monkeypatch):
+    """fold_batch with the path on and a small memory budget: many batches, mixed lengths, empty and
+    all-N sequences, input order kept, progress reported."""
+    from rnapipe.gpu import zuker as gpu
+    short = _short()
+    monkeypatch.setattr(short, "MAX_N", _top())
+    seqs = _random_seqs(300, 1, _top(), seed=53) + ["", "N" * 50, "A", "GGGGAAAACCCC"]
+    random.Random(54).shuffle(seqs)
+    budget = 7 * short.bytes_needed(_top())
+    monkeypatch.setattr(gpu, "memory_budget", lambda: budget)
+    seen = []
+    ours = gpu.fold_batch(seqs, "default", THREADS, {}, progress=seen.append)
+    assert sum(seen) == len(seqs) - 1
+    assert len(seen) > 5
+    assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
+    assert ours[seqs.index("GGGGAAAACCCC")] == (-540, "((((....))))")
+    assert ours[seqs.index("")] == (0, "")
+
+
+def test_shared_data_identical_to_cpu():
+    seqs = shared_sequences(_top())
+    if not seqs:
+        pytest.skip("../shared/data is not here")
+    _assert_same(seqs if FULL else seqs[::5])
+
+
+def test_bytes_needed_matches_the_kernel():
+    from rnapipe.gpu import loader
+    text = (loader.kernel_dir() / "zuker_short.cuh").read_text()
+    assert f"#define ZS_LT_ENTRIES {_short().LT_ENTRIES}\n" in text
+    assert f"#define ZS_LT_MAX {_short().LT_MAX}\n" in text
+    assert "return 7 * N * N + 3LL * n + 8;" in text
+    assert _short().pool_words(100) == 7 * 102 * 102 + 3 * 100 + 8
