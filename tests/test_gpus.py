@@ -52,7 +52,7 @@ def test_two_gpu_workers_equal_the_cpu_engine():
     count = cupy.cuda.runtime.getDeviceCount()
     gpus = [0, 1] if count > 1 else [0, 0]
     rng = random.Random(11)
-    seqs = ["".join(rng.choice("ACGUN") for _ in range(rng.randint(0, 700))) for _ in range(400)]
+    seqs = ["".join(rng.choice("ACGUN") for _ in range(rng.randint(1, 700))) for _ in range(400)]
     seen = []
     ours = fold(seqs, device="gpu", gpus=gpus, progress=seen.append)
     ref = fold(seqs, device="cpu")
