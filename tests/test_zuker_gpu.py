@@ -14,6 +14,7 @@ import random
 
 import pytest
 
+from seqgen import random_seqs as _random_seqs
 from shared_data import shared_sequences
 
 from rnapipe.cpu import zuker as cpu
@@ -29,13 +30,6 @@ def _gpu():
     return gpu
 
 
-def _random_seqs(count, lo, hi, seed, n_rate=0.02):
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        n = rng.randint(lo, hi)
-        out.append("".join("N" if rng.random() < n_rate else rng.choice("ACGU") for _ in range(n)))
-    return out
 
 
 def _assert_same(seqs, options=None, chunk=20_000):

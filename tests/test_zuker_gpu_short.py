@@ -12,6 +12,7 @@ import os
 import random
 
 import pytest
+from seqgen import random_seqs as _random_seqs
 from shared_data import shared_sequences
 
 from rnapipe.cpu import zuker as cpu
@@ -32,13 +33,6 @@ def _top():
     return _short().MAX_N or LONGEST
 
 
-def _random_seqs(count, lo, hi, seed, n_rate=0.02):
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        n = rng.randint(lo, hi)
-        out.append("".join("N" if rng.random() < n_rate else rng.choice("ACGU") for _ in range(n)))
-    return out
 
 
 def _direct(seqs, options=None, chunk=5_000):

@@ -1,0 +1,15 @@
+"""Random test sequences shared by the GPU test files."""
+
+from __future__ import annotations
+
+import random
+
+
+def random_seqs(count: int, lo: int, hi: int, seed: int, n_rate: float = 0.02) -> list[str]:
+    """``count`` sequences of uniform length lo..hi: ACGU, each position N with probability ``n_rate``."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = rng.randint(lo, hi)
+        out.append("".join("N" if rng.random() < n_rate else rng.choice("ACGU") for _ in range(n)))
+    return out
