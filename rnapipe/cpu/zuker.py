@@ -549,8 +549,7 @@ class _Workspace:
     __slots__ = ("work8", "work32")
 
     def __init__(self):
-        self.work32 = np.empty(0, dtype=np.int32)
-        self.work8 = np.empty(0, dtype=np.int8)
+        self.drop()
 
     def fit(self, n: int) -> None:
         a, b = workspace_sizes(n)
@@ -558,6 +557,55 @@ class _Workspace:
             self.work32 = np.empty(a, dtype=np.int32)
         if self.work8.size < b:
             self.work8 = np.empty(b, dtype=np.int8)
+
+    def drop(self) -> None:
+        self.work32 = np.empty(0, dtype=np.int32)
+        self.work8 = np.empty(0, dtype=np.int8)
+
+
+# Workspaces up to this size are kept by their thread from one group to the next and not counted against
+# the memory budget (at most threads × this much); larger ones are counted, and freed after their group.
+SMALL_WORKSPACE = 64 << 20
+
+
+def workspace_bytes(n: int) -> int:
+    a, b = workspace_sizes(n)
+    return 4 * a + b
+
+
+class _Memory:
+    """Host memory for the threads' large workspaces. A thread takes a workspace of a long sequence only
+    while all the large ones in use fit the budget together, and waits otherwise; a thread alone may always
+    go on (rnapipe.fold has checked that every single sequence fits). Large workspaces are given back after
+    their group, so every wait ends. Without this, 16 threads on 16 long transcripts would each take their
+    13·n² bytes at once, more than the machine has."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.held = 0
+        self.peak = 0
+        self.cv = threading.Condition()
+
+    def take(self, work: _Workspace, n: int) -> int:
+        need = workspace_bytes(n)
+        if need <= SMALL_WORKSPACE:
+            work.fit(n)
+            return 0
+        work.drop()                                   # a small workspace kept from before is not needed now
+        with self.cv:
+            while self.held and self.held + need > self.budget:
+                self.cv.wait()
+            self.held += need
+            self.peak = max(self.peak, self.held)
+        work.fit(n)
+        return need
+
+    def give_back(self, work: _Workspace, taken: int) -> None:
+        if taken:
+            work.drop()
+            with self.cv:
+                self.held -= taken
+                self.cv.notify_all()
 
 
 def fold_one(sequence: str, tables) -> tuple[int, str]:
@@ -568,9 +616,20 @@ def fold_one(sequence: str, tables) -> tuple[int, str]:
     return int(mfe), db.tobytes().decode("ascii")
 
 
+def _budget(options: dict | None, threads: int) -> int:
+    """Bytes the large workspaces of one fold_batch may take together: ``options['memory_budget']`` (tests),
+    else rnapipe's share of the host memory available now, less what the small workspaces may keep."""
+    if options and options.get("memory_budget") is not None:
+        return int(options["memory_budget"])
+    from ..api import memory_budget
+    return max(0, memory_budget() - threads * SMALL_WORKSPACE)
+
+
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
-    """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params."""
+    """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params
+    (and ``memory_budget``, bytes, for tests). Threads fold long sequences only as many at once as fit in
+    memory together."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     tables = Model.from_options(options).tables()
@@ -585,6 +644,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     groups = _groups([len(s) for s in ordered], threads)
     # one workspace per thread of this call (dropped with it, so a long sequence's matrices do not outlive it)
     workspaces: dict[int, _Workspace] = {}
+    memory = _Memory(_budget(options, threads))
     lock = threading.Lock()
     done = [0, 0]                      # sequences folded, sequences reported
 
@@ -592,9 +652,12 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
         work = workspaces.get(threading.get_ident())
         if work is None:
             work = workspaces[threading.get_ident()] = _Workspace()
-        work.fit(group.longest)
-        fold_range(_thread_tables(tables), codes, starts, group.lo, group.hi, work.work32, work.work8,
-                   energies, out)
+        taken = memory.take(work, group.longest)
+        try:
+            fold_range(_thread_tables(tables), codes, starts, group.lo, group.hi, work.work32, work.work8,
+                       energies, out)
+        finally:
+            memory.give_back(work, taken)
         with lock:
             done[0] += group.hi - group.lo
 
