@@ -182,5 +182,5 @@ def test_threads_take_long_workspaces_only_as_memory_allows(monkeypatch):
     one = zuker.workspace_bytes(600)
     for budget, most in ((1, one), (one, one), (2 * one, 2 * one), (10**15, 4 * one)):
         assert zuker.fold_batch(seqs, "default", 4, {"memory_budget": budget}) == ref
-        assert made[-1].held == 0
-        assert 0 < made[-1].peak <= most
+        assert made[-1].gate.held == 0
+        assert 0 < made[-1].gate.peak <= most

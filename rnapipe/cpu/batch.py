@@ -1,21 +1,71 @@
-"""Run a nogil per-sequence fold over many sequences on a pool of threads, longest first."""
+"""Run a nogil per-sequence fold over many sequences on a pool of threads, longest first, with no more
+sequences' matrices in memory at once than the memory holds."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 
 
+class MemoryGate:
+    """Bytes that threads take before they allocate a sequence's matrices and give back after. A thread
+    waits while what the others hold and what it needs would pass the budget; a thread alone always goes
+    on (the caller has checked that every single sequence fits). Every holder gives back when its
+    sequence is done, so every wait ends."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.held = 0
+        self.peak = 0
+        self._cv = threading.Condition()
+
+    def take(self, need: int) -> None:
+        with self._cv:
+            while self.held and self.held + need > self.budget:
+                self._cv.wait()
+            self.held += need
+            self.peak = max(self.peak, self.held)
+
+    def give_back(self, need: int) -> None:
+        with self._cv:
+            self.held -= need
+            self._cv.notify_all()
+
+
+def host_budget(options: dict | None = None) -> int:
+    """Bytes of host memory one batch's matrices may take together: ``options['memory_budget']`` (tests),
+    else rnapipe's share of the memory available now (rnapipe.api.memory_budget)."""
+    if options and options.get("memory_budget") is not None:
+        return int(options["memory_budget"])
+    from ..api import memory_budget
+    return memory_budget()
+
+
 def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], threads: int,
-                      progress: Callable[[int], None] | None = None) -> list[T]:
+                      progress: Callable[[int], None] | None = None,
+                      bytes_of: Callable[[int], int] | None = None, budget: int | None = None) -> list[T]:
     """Apply ``fold_one`` to every sequence and return the results in input order.
 
     ``fold_one`` should spend its time in ``njit(nogil=True)`` code so that threads run in parallel.
     Longest sequences start first so that the pool does not end waiting on one long straggler.
-    ``progress(k)`` is called with the number of sequences finished since the last call.
+    ``progress(k)`` is called with the number of sequences finished since the last call. With
+    ``bytes_of(len(sequence))`` and ``budget``, threads fold only as many sequences at once as fit in
+    ``budget`` bytes together (see MemoryGate).
     """
+    if bytes_of is not None and budget is not None and threads > 1:
+        gate = MemoryGate(budget)
+        inner = fold_one
+
+        def fold_one(sequence):
+            need = bytes_of(len(sequence))
+            gate.take(need)
+            try:
+                return inner(sequence)
+            finally:
+                gate.give_back(need)
     order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     results: list = [None] * len(sequences)
     if threads <= 1 or len(sequences) <= 1:

@@ -47,7 +47,7 @@ from numba import njit
 from .. import config
 from ..alphabet import CAN_PAIR, encode
 from ..errors import UsageError
-from .batch import map_longest_first
+from .batch import host_budget, map_longest_first
 
 VARIANTS = ("two-vector", "fg", "memo-partial", "memo-full")
 _OPTIONS = ("min_loop", "q")
@@ -313,4 +313,5 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict |
                          f"(choose from {', '.join(VARIANTS)})")
     for s in sequences[:1]:
         _parse_options(options, len(s))          # fail before any work on a bad option
-    return map_longest_first(lambda seq: fold_one(seq, variant, options), sequences, threads, progress)
+    return map_longest_first(lambda seq: fold_one(seq, variant, options), sequences, threads, progress,
+                             bytes_of=lambda n: bytes_needed(n, variant), budget=host_budget(options))

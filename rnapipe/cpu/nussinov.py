@@ -40,7 +40,7 @@ from numba.extending import overload
 from .. import config
 from ..alphabet import CAN_PAIR, encode
 from ..errors import UsageError
-from .batch import map_longest_first
+from .batch import host_budget, map_longest_first
 
 VARIANTS = ("transposed", "naive", "parallel")
 
@@ -364,4 +364,5 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict |
             if progress is not None:
                 progress(1)
         return results
-    return map_longest_first(lambda seq: _fold_one(seq, variant, min_loop, tile, 1), sequences, threads, progress)
+    return map_longest_first(lambda seq: _fold_one(seq, variant, min_loop, tile, 1), sequences, threads, progress,
+                             bytes_of=lambda n: bytes_needed(n, variant), budget=host_budget(options))

@@ -45,7 +45,7 @@ from .. import energy as E
 from ..alphabet import encode
 from ..engines import longest_fitting
 from ..model import Model
-from .batch import map_longest_first
+from .batch import MemoryGate, host_budget, map_longest_first
 
 VARIANTS = ("default",)
 
@@ -574,17 +574,12 @@ def workspace_bytes(n: int) -> int:
 
 
 class _Memory:
-    """Host memory for the threads' large workspaces. A thread takes a workspace of a long sequence only
-    while all the large ones in use fit the budget together, and waits otherwise; a thread alone may always
-    go on (rnapipe.fold has checked that every single sequence fits). Large workspaces are given back after
-    their group, so every wait ends. Without this, 16 threads on 16 long transcripts would each take their
-    13·n² bytes at once, more than the machine has."""
+    """The workspaces of long sequences through a MemoryGate: a thread takes one only while all the large
+    ones in use fit the budget together (see MemoryGate), and gives it back after its group, so that 16
+    threads on 16 long transcripts do not take 16 × 13·n² bytes at once."""
 
     def __init__(self, budget: int):
-        self.budget = budget
-        self.held = 0
-        self.peak = 0
-        self.cv = threading.Condition()
+        self.gate = MemoryGate(budget)
 
     def take(self, work: _Workspace, n: int) -> int:
         need = workspace_bytes(n)
@@ -592,20 +587,14 @@ class _Memory:
             work.fit(n)
             return 0
         work.drop()                                   # a small workspace kept from before is not needed now
-        with self.cv:
-            while self.held and self.held + need > self.budget:
-                self.cv.wait()
-            self.held += need
-            self.peak = max(self.peak, self.held)
+        self.gate.take(need)
         work.fit(n)
         return need
 
     def give_back(self, work: _Workspace, taken: int) -> None:
         if taken:
             work.drop()
-            with self.cv:
-                self.held -= taken
-                self.cv.notify_all()
+            self.gate.give_back(taken)
 
 
 def fold_one(sequence: str, tables) -> tuple[int, str]:
@@ -617,12 +606,11 @@ def fold_one(sequence: str, tables) -> tuple[int, str]:
 
 
 def _budget(options: dict | None, threads: int) -> int:
-    """Bytes the large workspaces of one fold_batch may take together: ``options['memory_budget']`` (tests),
-    else rnapipe's share of the host memory available now, less what the small workspaces may keep."""
+    """Bytes the large workspaces of one fold_batch may take together: the host budget less what the small
+    workspaces may keep."""
     if options and options.get("memory_budget") is not None:
         return int(options["memory_budget"])
-    from ..api import memory_budget
-    return max(0, memory_budget() - threads * SMALL_WORKSPACE)
+    return max(0, host_budget() - threads * SMALL_WORKSPACE)
 
 
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
