@@ -21,3 +21,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def memory_gates(monkeypatch):
+    """Every rnapipe.cpu.batch.MemoryGate made while the test runs, in order (to read held and peak)."""
+    from rnapipe.cpu import batch
+
+    made = []
+
+    class Recorded(batch.MemoryGate):
+        def __init__(self, budget):
+            super().__init__(budget)
+            made.append(self)
+
+    monkeypatch.setattr(batch, "MemoryGate", Recorded)
+    return made

@@ -248,26 +248,17 @@ def test_real_transcripts_match_reference():
 
 
 @pytest.mark.parametrize("module_name,variant", [("nussinov", "transposed"), ("fourrussians", "two-vector")])
-def test_threads_fold_only_as_many_as_memory_holds(monkeypatch, module_name, variant):
+def test_threads_fold_only_as_many_as_memory_holds(monkeypatch, memory_gates, module_name, variant):
     """With a budget below one sequence, three threads fold one sequence at a time (a thread alone always
     goes on: nothing waits forever), and the results are those of one thread."""
     import importlib
 
-    from rnapipe.cpu import batch
     module = importlib.import_module(f"rnapipe.cpu.{module_name}")
-    made = []
-
-    class Spy(batch.MemoryGate):
-        def __init__(self, budget):
-            super().__init__(budget)
-            made.append(self)
-
-    monkeypatch.setattr(batch, "MemoryGate", Spy)
     monkeypatch.setattr(module, "host_budget", lambda options=None: 1)
     rng = random.Random(5)
     seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(100, 300))) for _ in range(30)]
     ref = module.fold_batch(seqs, variant, 1, {})
     assert module.fold_batch(seqs, variant, 3, {}) == ref
-    gate = made[-1]
+    gate = memory_gates[-1]
     assert gate.held == 0
     assert 0 < gate.peak <= max(module.bytes_needed(len(s), variant) for s in seqs)

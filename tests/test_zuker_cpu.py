@@ -164,17 +164,9 @@ def test_params_option_loads_another_file(tmp_path):
         RNA.params_load_RNA_Turner2004()
 
 
-def test_threads_take_long_workspaces_only_as_memory_allows(monkeypatch):
+def test_threads_take_long_workspaces_only_as_memory_allows(monkeypatch, memory_gates):
     """With every workspace counted and a budget of one (or two) of them, four threads never hold more at
     once, nothing waits forever (a thread alone always goes on), and the results are those of one thread."""
-    made = []
-
-    class Spy(zuker._Memory):
-        def __init__(self, budget):
-            super().__init__(budget)
-            made.append(self)
-
-    monkeypatch.setattr(zuker, "_Memory", Spy)
     monkeypatch.setattr(zuker, "SMALL_WORKSPACE", 0)
     rng = random.Random(77)
     seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(450, 600))) for _ in range(24)]
@@ -182,5 +174,5 @@ def test_threads_take_long_workspaces_only_as_memory_allows(monkeypatch):
     one = zuker.workspace_bytes(600)
     for budget, most in ((1, one), (one, one), (2 * one, 2 * one), (10**15, 4 * one)):
         assert zuker.fold_batch(seqs, "default", 4, {"memory_budget": budget}) == ref
-        assert made[-1].gate.held == 0
-        assert 0 < made[-1].gate.peak <= most
+        assert memory_gates[-1].held == 0
+        assert 0 < memory_gates[-1].peak <= most

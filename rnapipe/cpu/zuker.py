@@ -45,7 +45,8 @@ from .. import energy as E
 from ..alphabet import encode
 from ..engines import longest_fitting
 from ..model import Model
-from .batch import MemoryGate, host_budget, map_longest_first
+from . import batch
+from .batch import host_budget, map_longest_first
 
 VARIANTS = ("default",)
 
@@ -579,7 +580,7 @@ class _Memory:
     threads on 16 long transcripts do not take 16 × 13·n² bytes at once."""
 
     def __init__(self, budget: int):
-        self.gate = MemoryGate(budget)
+        self.gate = batch.MemoryGate(budget)
 
     def take(self, work: _Workspace, n: int) -> int:
         need = workspace_bytes(n)
