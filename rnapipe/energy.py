@@ -136,12 +136,12 @@ def interior_energy(T, n1, n2, t, t2, si1, sj1, sp1, sq1):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def exterior_stem(T, t, n5d, n3d):
-    """A helix end of type ``t`` in the exterior loop with neighbours n5d (5') and n3d (3'), -1 for none
-    (``vrna_E_exterior_stem``): mismatch when both exist, else a dangle; terminal AU/GU."""
+def _stem(T, mismatch, t, n5d, n3d):
+    """A helix end of type ``t`` with neighbours n5d (5') and n3d (3'), -1 for none: ``mismatch`` when both
+    exist, else a dangle; terminal AU/GU."""
     e = np.int64(0)
     if n5d >= 0 and n3d >= 0:
-        e += T.mismatch_exterior[t, n5d, n3d]
+        e += mismatch[t, n5d, n3d]
     elif n5d >= 0:
         e += T.dangle5[t, n5d]
     elif n3d >= 0:
@@ -152,19 +152,16 @@ def exterior_stem(T, t, n5d, n3d):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def exterior_stem(T, t, n5d, n3d):
+    """A helix end of type ``t`` in the exterior loop (``vrna_E_exterior_stem``), see :func:`_stem`."""
+    return _stem(T, T.mismatch_exterior, t, n5d, n3d)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def multi_stem(T, t, n5d, n3d):
     """A branch of type ``t`` in a multiloop (``E_MLstem``): as :func:`exterior_stem` with the multiloop
     mismatches, plus the per-branch penalty."""
-    e = np.int64(T.scalars[_ML_INTERN])
-    if n5d >= 0 and n3d >= 0:
-        e += T.mismatch_multi[t, n5d, n3d]
-    elif n5d >= 0:
-        e += T.dangle5[t, n5d]
-    elif n3d >= 0:
-        e += T.dangle3[t, n3d]
-    if t > 2:
-        e += T.scalars[_TERM_AU]
-    return e
+    return np.int64(T.scalars[_ML_INTERN]) + _stem(T, T.mismatch_multi, t, n5d, n3d)
 
 
 @njit(cache=True, nogil=True, inline="always")
