@@ -61,15 +61,14 @@ def _module(device: int, filename: str, options: tuple[str, ...], name_expressio
 
 def function(filename: str, name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] = (),
              dynamic_shared: int = 0):
-    """One kernel of a cached module on the current device, its dynamic shared-memory limit raised to
-    ``dynamic_shared`` bytes."""
-    return _function(_device_id(), filename, name, tuple(options), tuple(name_expressions), dynamic_shared)
+    """One kernel of a cached module on the current device, its dynamic shared-memory limit raised to at
+    least ``dynamic_shared`` bytes (the limit belongs to the kernel, so it only ever goes up)."""
+    kernel = _function(_device_id(), filename, name, tuple(options), tuple(name_expressions))
+    if dynamic_shared > 48 * 1024 and dynamic_shared > kernel.max_dynamic_shared_size_bytes:
+        kernel.max_dynamic_shared_size_bytes = dynamic_shared
+    return kernel
 
 
 @functools.lru_cache(maxsize=None)
-def _function(device: int, filename: str, name: str, options: tuple[str, ...], name_expressions: tuple[str, ...],
-              dynamic_shared: int):
-    kernel = _module(device, filename, options, name_expressions).get_function(name)
-    if dynamic_shared > 48 * 1024:
-        kernel.max_dynamic_shared_size_bytes = dynamic_shared
-    return kernel
+def _function(device: int, filename: str, name: str, options: tuple[str, ...], name_expressions: tuple[str, ...]):
+    return _module(device, filename, options, name_expressions).get_function(name)

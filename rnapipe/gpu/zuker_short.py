@@ -28,6 +28,8 @@ import numpy as np
 from ..model import Model
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
+SMEM_MAX_N = 240               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
+                               # (z2_shared_bytes) lets two blocks share one H100/H200 multiprocessor
 KERNELS = "zuker_short.cu"
 LT_ENTRIES = 96               # ZS_LT_ENTRIES of zuker_short.cuh: the loop table's header
 LT_MAX = 496                  # ZS_LT_MAX: entries at most
@@ -47,8 +49,19 @@ def pool_words(n):
     return 7 * N * N + 3 * n + 8
 
 
+def smem_pool_words(n):
+    """The same for zs_fold_smem (z2_pool_words): V, WM, WM1, XT and the stack; its auxiliaries stay in
+    shared memory."""
+    N = n + 2
+    return 4 * N * N + 3 * n + 8
+
+
+def _words(n):
+    return smem_pool_words(n) if n <= SMEM_MAX_N else pool_words(n)
+
+
 def bytes_needed(n: int) -> int:
-    return 4 * pool_words(n) + 2 * n + 64
+    return 4 * _words(n) + 2 * n + 64
 
 
 def threads_for(n_max: int) -> int:
@@ -64,6 +77,12 @@ def threads_for(n_max: int) -> int:
 def _shared_bytes(max_n: int) -> int:
     mn = max_n + 2
     return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
+
+
+def _smem_shared_bytes(max_n: int) -> int:
+    """z2_shared_bytes of zuker_short.cu."""
+    mn = max_n + 2
+    return (4 * (485 + 3 + 8 + (3 * 32 + 11 + 3 + 2 + 2 + 1) * mn) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
 def loop_table(T) -> np.ndarray:
@@ -112,20 +131,47 @@ def _kernel(options: tuple[str, ...]):
 
 
 def fold_group(seqs: list[str], model: Model) -> list[tuple[int, str]]:
+    """Fold non-empty sequences given longest first: those longer than SMEM_MAX_N with zs_fold, the rest
+    with zs_fold_smem, one launch each."""
+    big = sum(1 for x in seqs if len(x) > SMEM_MAX_N)
+    out = _launch(seqs[:big], model, False) if big else []
+    if big < len(seqs):
+        out += _launch(seqs[big:], model, True)
+    return out
+
+
+def size_entries(T) -> np.ndarray:
+    """zs_fold_smem's size terms: SZ[n1][n2] of every (n1, n2) with n1 + n2 <= 30 but the 11 special ones
+    (rnapipe.gpu.zuker.size_terms), in the kernel's loop order (z2_entry: by n1 + n2, then n1)."""
+    from .zuker import INF, SPECIAL_LOOPS, size_terms
+
+    sz = size_terms(T)
+    out = [min(int(sz[n1, s - n1]), INF) for s in range(MAXLOOP + 1) for n1 in range(s + 1)
+           if (n1, s - n1) not in SPECIAL_LOOPS]
+    return np.array(out, dtype=np.int32)
+
+
+@functools.lru_cache(maxsize=8)
+def _size_entries_on(model: Model, device: int):
+    import cupy
+    with cupy.cuda.Device(device):
+        return cupy.asarray(size_entries(model.tables()))
+
+
+def _launch(seqs: list[str], model: Model, smem: bool) -> list[tuple[int, str]]:
     import cupy
 
+    from . import loader
     from .zuker import _table_for
 
     count = len(seqs)
-    if count == 0:
-        return []
     lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
     n_max = int(lens.max())
     if n_max > 2000:
         raise ValueError("zuker_short folds sequences of up to 2,000 nt")
     ends = np.cumsum(lens)
     soff = ends - lens
-    words = pool_words(lens)
+    words = smem_pool_words(lens) if smem else pool_words(lens)
     poff = np.cumsum(words) - words
     raw = np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)
     P = _table_for(model, n_max)
@@ -139,13 +185,23 @@ def fold_group(seqs: list[str], model: Model) -> list[tuple[int, str]]:
     out = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
     mfe = cupy.empty(count, dtype=cupy.int32)
     status = cupy.empty(count, dtype=cupy.int32)
-    kernel = _kernel(tuple(TUNING.get("options", ())))
-    args = (P, _device_loop_table(model), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status, np.int32(n_max))
+    options = tuple(TUNING.get("options", ()))
+    if smem:
+        shared = _smem_shared_bytes(n_max)
+        kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
+        threads = int(TUNING.get("smem_threads", 256))
+        args = (P, _size_entries_on(model, loader._device_id()), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status, np.int32(n_max))
+    else:
+        shared = _shared_bytes(n_max)
+        kernel = _kernel(options)
+        threads = threads_for(n_max)
+        args = (P, _device_loop_table(model), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status,
+                np.int32(n_max))
     events = TUNING.get("events")
     if events is not None:
         e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
         e0.record()
-    kernel((count,), (threads_for(n_max),), args, shared_mem=_shared_bytes(n_max))
+    kernel((count,), (threads,), args, shared_mem=shared)
     if events is not None:
         e1.record()
         e1.synchronize()

@@ -29,6 +29,39 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
     return c == 'A' ? 1 : (c == 'C' ? 2 : (c == 'G' ? 3 : (c == 'U' ? 4 : 0)));
 }
 
+// W[j] from W[0 .. j-1] and XT row j (one warp, every lane calls it; lanes over the closing position i).
+__device__ __forceinline__ void zs_w_step(const ZsSeq& q, int* sW, int j, int lane) {
+    const int* row = q.XT + (long long)j * q.N;
+    int m = ZK_INF;
+    for (int i = 1 + lane; i < j - ZK_TURN; i += 32) {
+        int x = row[i];
+        if (x < ZK_HALF_INF) m = min(m, sW[i - 1] + x);
+    }
+    m = zs_group_min(m, 32);
+    if (lane == 0) sW[j] = min(sW[j - 1], m);
+    __syncwarp();
+}
+
+// After the fill: '.' everywhere (all warps); W[w_from .. n] by warp 0 (W[0 .. w_from-1] are there already,
+// W[0 .. TURN+1] being 0); then warp 0 walks the traceback and writes the MFE and the status.
+__device__ void zs_finish(const int* P, const ZsSeq& q, int* sW, int w_from, int* stack, unsigned char* o,
+                          int* mfe, int* status) {
+    const int n = q.n;
+    const int tid = threadIdx.x, T = blockDim.x, lane = tid & 31;
+    for (int k = tid; k < n; k += T) o[k] = '.';
+    if (tid < 32) {
+        for (int j = w_from; j <= n; ++j) zs_w_step(q, sW, j, lane);
+    }
+    __syncthreads();
+    if (tid < 32) {
+        int st = zs_traceback(P, q, sW, stack, o, lane);
+        if (lane == 0) {
+            *mfe = sW[n];
+            *status = st;
+        }
+    }
+}
+
 // seqs: the sequences' ASCII bytes back to back, sequence s at soff[s] (length lens[s]); its dot-bracket
 // goes to out at the same offset. pool: zs_pool_words(n) int32 per sequence at poff[s]. max_n: the
 // longest sequence of the batch (sizes the dynamic shared memory). LTg: the loop table (zuker_short.cuh).
@@ -149,32 +182,336 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
         }
         __syncthreads();
     }
-    // '.' everywhere (all warps), W by warp 0.
-    unsigned char* o = out + soff[s];
-    for (int k = tid; k < n; k += T) o[k] = '.';
-    if (tid < 32) {
-        for (int k = lane; k <= n && k <= ZK_TURN + 1; k += 32) sW[k] = 0;
-        __syncwarp();
-        int prev = 0;
-        for (int j = ZK_TURN + 2; j <= n; ++j) {
-            const int* row = q.XT + (long long)j * N;
-            int m = ZK_INF;
-            for (int i = 1 + lane; i < j - ZK_TURN; i += 32) {
-                int x = row[i];
-                if (x < ZK_HALF_INF) m = min(m, sW[i - 1] + x);
-            }
-            m = zs_group_min(m, 32);
-            prev = min(prev, m);
-            if (lane == 0) sW[j] = prev;
-            __syncwarp();
+    for (int k = tid; k <= n && k <= ZK_TURN + 1; k += T) sW[k] = 0;
+    __syncthreads();
+    zs_finish(P, q, sW, ZK_TURN + 2, zs_stack(q), out + soff[s], mfe + s, status + s);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// zs_fold_smem: the same fold for sequences of up to ZS_SMEM_MAX_N nt (rnapipe/gpu/zuker_short.py,
+// SMEM_MAX_N), built so that the interior loops (most of the work below ~600 nt) never leave the SM:
+//
+// * The auxiliaries VAU, V1N, VI live only in shared memory, as a ring of the last Z2_RING diagonals
+//   (every interior loop of cell (i, i+d) reads diagonals d-2 .. d-32), three planes of Z2_RING rows.
+// * The interior loops are split into Z2_CHUNKS fixed chunks of the (n1, n2) list, one warp per chunk,
+//   lanes over the diagonal's pairable cells. Every lane of a warp evaluates the same loop at the same
+//   time, so each loop is one shared load at an offset known to the compiler plus the size term, read
+//   by every lane from the same shared word (the model's SZ in loop order, an argument copied to shared
+//   memory once): the chunks are unrolled by the templates below.
+// * The multiloop is one min-plus product per cell, PM[i][j] = min_k WM[i][k-1] + WM1[k][j] (k > i):
+//   WM[i][j] = min(WMB[i][j], PM[i][j]) with WMB[i][j] = min(WM1[i][j], WMB[i+1][j] + ML_base) (the
+//   unpaired-prefix candidates of the CPU engine's WM, one step each), and VM[i][j] is PM[i+1][j-1]
+//   plus the closing terms, from two diagonals earlier: no separate VM sweep.
+// Per diagonal d, phase A (between barriers): the chunks, then the hairpin, the 11 loops with tables of
+// their own and VM (16 lanes per cell), then PM of every cell; phase B: V of each cell from the partial
+// minima, its auxiliaries into the ring, XT, WM1, WMB, WM, and the next diagonal's pairable list. V, WM,
+// WM1 and XT go to global memory (diagonal-major as in zuker_short.cuh) for W and the traceback, which
+// are zs_finish's, as in zs_fold.
+#define Z2_RING 32
+#define Z2_CHUNKS 8
+#define Z2_NLOOPS 485            // (n1, n2) with n1 + n2 <= 30, less the 11 of zk_interior
+
+__host__ __device__ constexpr bool z2_special(int n1, int n2) {
+    return (n1 == 0 && n2 <= 2) || (n2 == 0 && n1 <= 2) || (n1 == 1 && n2 <= 2) || (n1 == 2 && n2 <= 3) ||
+           (n1 == 3 && n2 == 2);
+}
+
+// Loop e of the list (by size s = n1 + n2, then n1): its s (want_s) or its n1; -1 past the end.
+__host__ __device__ constexpr int z2_entry(int e, bool want_s) {
+    int k = 0;
+    for (int s = 0; s <= ZK_MAXLOOP; ++s)
+        for (int n1 = 0; n1 <= s; ++n1) {
+            if (z2_special(n1, s - n1)) continue;
+            if (k == e) return want_s ? s : n1;
+            ++k;
+        }
+    return -1;
+}
+static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS, true) == -1, "loop count");
+
+// Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
+// planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s).
+template <int E, int E0, int E1>
+__device__ __forceinline__ void z2_loops(const int* win, const int* sz, int N, int plane, int dm2, int maxu,
+                                         const int* rp, int& m0, int& m1, int& m2) {
+    if constexpr (E < E1) {
+        constexpr int s = z2_entry(E, true), n1 = z2_entry(E, false), n2 = s - n1;
+        constexpr int small = n1 < n2 ? n1 : n2;
+        constexpr int kind = small < 2 ? small : 2;
+        if constexpr (E == E0 || z2_entry(E - 1, true) != s) {
+            if (s > maxu) return;
+            rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
+        }
+        const int x = rp[kind * plane + n1] + sz[E];
+        if constexpr (kind == 0) m0 = min(m0, x);
+        else if constexpr (kind == 1) m1 = min(m1, x);
+        else m2 = min(m2, x);
+        z2_loops<E + 1, E0, E1>(win, sz, N, plane, dm2, maxu, rp, m0, m1, m2);
+    }
+}
+
+template <int C>
+__device__ __forceinline__ void z2_chunk(const int* win, const int* sz, int N, int plane, int dm2, int maxu, int& m0,
+                                         int& m1, int& m2) {
+    constexpr int E0 = C * Z2_NLOOPS / Z2_CHUNKS, E1 = (C + 1) * Z2_NLOOPS / Z2_CHUNKS;
+    z2_loops<E0, E0, E1>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2);
+}
+
+// Rows of MN = max_n + 2 words in zs_fold_smem's shared memory: the ring (3 planes of Z2_RING), V's partial
+// minima (Z2_CHUNKS + 3), PM (3), WMB (2), WM1 (2), W (1); then 4 counters, two short lists, the codes.
+#define Z2_PARTS (Z2_CHUNKS + 3)
+#define Z2_ROWS (3 * Z2_RING + Z2_PARTS + 3 + 2 + 2 + 1)
+#define Z2_FIXED (Z2_NLOOPS + 3 + 8)     // words before the rows: size terms, pad, 8 counters
+
+// Shared memory of zs_fold_smem in bytes for a longest sequence of max_n nt (zuker_short.py mirrors it).
+ZK_HD int z2_shared_bytes(int max_n) {
+    int mn = max_n + 2;
+    return ((4 * (Z2_FIXED + Z2_ROWS * mn) + 2 * 2 * mn + mn) + 7) / 8 * 8;
+}
+
+// The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), the stack.
+ZK_HD long long z2_pool_words(int n) {
+    long long N = n + 2;
+    return 4 * N * N + 3LL * n + 8;
+}
+
+#ifndef Z2_MAX_THREADS
+#define Z2_MAX_THREADS 256
+#endif
+#ifndef Z2_MIN_BLOCKS
+#define Z2_MIN_BLOCKS 2
+#endif
+
+// One of the 11 loops of zk_interior (c: its index in ZK_SPECIAL_N1/N2) for pairable cell (i, j).
+template <int C>
+__device__ __forceinline__ int z2_special_loop(const int* P, const signed char* S, const int* V, int N, int i, int j,
+                                               int t, int maxu) {
+    constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
+    if (n1 + n2 > maxu) return ZK_INF;
+    const int p = i + 1 + n1, qq = j - 1 - n2;
+    const int t2 = zk_ptype(S[p], S[qq]);
+    if (!t2) return ZK_INF;
+    return zk_interior(P, n1, n2, t, zk_rtype(t2), S[i + 1], S[j - 1], S[p - 1], S[qq + 1]) + V[(qq - p) * N + p];
+}
+
+extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_fold_smem(const int* P, const int* SZE, const unsigned char* seqs,
+                                                                const long long* soff, const int* lens,
+                                                                const long long* poff, int* pool,
+                                                                unsigned char* out, int* mfe, int* status,
+                                                                int max_n) {
+    extern __shared__ int smem[];
+    const int s = blockIdx.x;
+    const int n = lens[s];
+    const int N = n + 2;
+    const int MN = max_n + 2;
+    const int plane = Z2_RING * N;
+    int* sSZ = smem;                                   // Z2_NLOOPS: the size terms in loop order
+    int* sCnt = sSZ + Z2_NLOOPS + 3;                   // 2 list counts, 2 unit counters (4 spare)
+    int* sWin = sSZ + Z2_FIXED;                        // 3 planes (VAU, V1N, VI) x Z2_RING rows of N
+    int* sPart = sWin + 3 * Z2_RING * MN;              // Z2_PARTS rows: V's partial minima by cell i
+    int* sPM = sPart + Z2_PARTS * MN;                  // 3 rows: PM of diagonals d % 3
+    int* sWMB = sPM + 3 * MN;                          // 2 rows: WMB of diagonals d & 1
+    int* sWM1 = sWMB + 2 * MN;                         // 2 rows: WM1 of diagonals d & 1
+    int* sW = sWM1 + 2 * MN;                           // MN: W
+    short* sL = (short*)(sW + MN);                     // 2 lists of MN
+    signed char* sS = (signed char*)(sL + 2 * MN);     // MN
+    const int tid = threadIdx.x, T = blockDim.x;
+    const int lane = tid & 31;
+
+    const unsigned char* src = seqs + soff[s];
+    for (int k = tid; k < N; k += T) sS[k] = (k >= 1 && k <= n) ? (signed char)zs_code(src[k - 1]) : 0;
+    for (int k = tid; k < 3 * MN; k += T) sPM[k] = ZK_INF;
+    for (int k = tid; k < 2 * MN; k += T) {
+        sWMB[k] = ZK_INF;
+        sWM1[k] = ZK_INF;
+    }
+    for (int k = tid; k <= n && k <= ZK_TURN + 1; k += T) sW[k] = 0;
+    for (int k = tid; k < Z2_NLOOPS; k += T) sSZ[k] = SZE[k];
+    if (tid < 8) sCnt[tid] = 0;
+    int* base = pool + poff[s];
+    ZsSeq q = zs_seq(sS, n, base);                     // V, WM, WM1, XT (the aux planes are not used)
+    int* stack = base + 4LL * N * N;
+    for (int k = tid; k < (ZK_TURN + 1) * N; k += T) {
+        q.WM[k] = ZK_INF;
+        q.WM1[k] = ZK_INF;
+        q.V[k] = ZK_INF;
+    }
+    __syncthreads();
+    {
+        const int d = ZK_TURN + 1;
+        for (int b0 = 0; b0 < n - d; b0 += T) {
+            int i = 1 + b0 + tid;
+            bool ok = i + d <= n && zk_ptype(sS[i], sS[i + d]) != 0;
+            unsigned b = __ballot_sync(0xffffffffu, ok);
+            int at = 0;
+            if (lane == 0 && b) at = atomicAdd(&sCnt[d & 1], __popc(b));
+            at = __shfl_sync(0xffffffffu, at, 0);
+            if (ok) sL[(d & 1) * MN + at + __popc(b & ((1u << lane) - 1))] = (short)i;
         }
     }
     __syncthreads();
-    if (tid < 32) {
-        int st = zs_traceback(P, q, sW, zs_stack(q), o, lane);
-        if (lane == 0) {
-            mfe[s] = sW[n];
-            status[s] = st;
+    const int ml_base = zk_sc(P, ZK_ML_BASE);
+    for (int d = ZK_TURN + 1; d < n; ++d) {
+        const int pc = sCnt[d & 1];
+        const short* L = sL + (d & 1) * MN;
+        if (tid == 0) sCnt[(d + 1) & 1] = 0;
+        int maxu = d - ZK_TURN - 3;
+        if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+        // Phase A.1: units taken in turn by whichever warp is free (a shared counter): unit 0 is W[d] (its
+        // terms lie on diagonals < d); then per 32 pairable cells three units for the rest of V, lanes
+        // over the cells (the same loop in every lane): 0: hairpin and VM, 1: loops 0-5 of zk_interior's
+        // 11, 2: loops 6-10; then Z2_CHUNKS units of the interior loops through the auxiliaries.
+        {
+            const int nb = (pc + 31) >> 5;
+            const int total = 1 + (3 + Z2_CHUNKS) * nb;
+            if (tid == 0) sCnt[2 + ((d + 1) & 1)] = 0;
+            for (;;) {
+                int u = 0;
+                if (lane == 0) u = atomicAdd(&sCnt[2 + (d & 1)], 1);
+                u = __shfl_sync(0xffffffffu, u, 0);
+                if (u >= total) break;
+                if (u == 0) {
+                    if (d >= ZK_TURN + 2) zs_w_step(q, sW, d, lane);
+                    continue;
+                }
+                u -= 1;
+                if (u < 3 * nb) {
+                    const int grp = u % 3, idx = (u / 3) * 32 + lane;
+                    const bool active = idx < pc;
+                    const int i = L[active ? idx : 0], j = i + d;
+                    const int t = zk_ptype(sS[i], sS[j]);
+                    int v;
+                    if (grp == 0) {
+                        v = zk_hairpin(P, sS, i, j);
+                        const int pm = sPM[((d - 2) % 3) * MN + i + 1];
+                        if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, i, j));
+                    } else if (grp == 1) {
+                        v = z2_special_loop<0>(P, sS, q.V, N, i, j, t, maxu);
+                        v = zk_min(v, z2_special_loop<1>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<2>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<3>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<4>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<5>(P, sS, q.V, N, i, j, t, maxu));
+                    } else {
+                        v = z2_special_loop<6>(P, sS, q.V, N, i, j, t, maxu);
+                        v = zk_min(v, z2_special_loop<7>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<8>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<9>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_min(v, z2_special_loop<10>(P, sS, q.V, N, i, j, t, maxu));
+                    }
+                    if (active) sPart[(Z2_CHUNKS + grp) * MN + i] = v;
+                    continue;
+                }
+                u -= 3 * nb;
+                const int c = u % Z2_CHUNKS, b0 = (u / Z2_CHUNKS) * 32;
+                const bool active = b0 + lane < pc;
+                const int i = L[active ? b0 + lane : 0];
+                const int* win = sWin + i + 1;
+                int m0 = ZK_INF, m1 = ZK_INF, m2 = ZK_INF;
+                switch (c) {
+                    case 0: z2_chunk<0>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 1: z2_chunk<1>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 2: z2_chunk<2>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 3: z2_chunk<3>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 4: z2_chunk<4>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 5: z2_chunk<5>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 6: z2_chunk<6>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    default: z2_chunk<7>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                }
+                if (active) {
+                    const int j = i + d;
+                    const int t = zk_ptype(sS[i], sS[j]);
+                    const int si1 = sS[i + 1], sj1 = sS[j - 1];
+                    int best = m0 + zk_au(P, t);
+                    best = zk_min(best, m1 + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
+                    best = zk_min(best, m2 + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                    sPart[c * MN + i] = best;
+                }
+            }
         }
+        // Phase A.3: PM of every cell of the diagonal (split points x = TURN+2 .. d-TURN-1): consecutive
+        // threads take consecutive cells, so that their loads are neighbours; when there are fewer cells
+        // than threads, the threads of one cell split the x (the row was set to INF; shared atomicMin).
+        {
+            const int cells = n - d;
+            const int x_lo = ZK_TURN + 2, x_hi = d - ZK_TURN - 1;
+            int* pm_row = sPM + (d % 3) * MN;
+            if (x_hi >= x_lo) {
+                const int parts = cells >= T ? 1 : T / cells;
+                const int stepA = parts * N, stepB = parts * (1 - N);
+                for (int t0 = tid; t0 < (cells >= T ? cells : parts * cells); t0 += T) {
+                    const int part = cells >= T ? 0 : t0 / cells;
+                    const int i = 1 + (cells >= T ? t0 : t0 - part * cells);
+                    const int x0 = x_lo + part;
+                    const int* wa = q.WM + (x0 - 1) * N + i;          // WM[i][i+x-1]
+                    const int* wb = q.WM1 + (d - x0) * N + i + x0;    // WM1[i+x][i+d]
+                    int m = ZK_INF;
+                    for (int x = x0; x <= x_hi; x += parts) {
+                        m = min(m, *wa + *wb);
+                        wa += stepA;
+                        wb += stepB;
+                    }
+                    if (parts == 1) pm_row[i] = m;
+                    else atomicMin(&pm_row[i], m);
+                }
+            }
+        }
+        __syncthreads();
+        // Phase B: V, its auxiliaries and XT, WM1, WMB, WM of every cell; the PM row of diagonal d+1 to INF;
+        // the next diagonal's list.
+        {
+            const int* wmb_prev = sWMB + ((d - 1) & 1) * MN;
+            int* wmb_row = sWMB + (d & 1) * MN;
+            const int* wm1_prev = sWM1 + ((d - 1) & 1) * MN;
+            int* wm1_row = sWM1 + (d & 1) * MN;
+            const int* pm_row = sPM + (d % 3) * MN;
+            for (int i = 1 + tid; i <= n - d; i += T) {
+                const int j = i + d;
+                const int t = zk_ptype(sS[i], sS[j]);
+                const int slot = (d & (Z2_RING - 1)) * N + i;
+                int v = ZK_INF;
+                int w1 = wm1_prev[i] + ml_base;
+                if (t) {
+                    v = sPart[Z2_CHUNKS * MN + i];
+#pragma unroll
+                    for (int c = 0; c < Z2_PARTS; ++c) v = zk_min(v, sPart[c * MN + i]);
+                    const int rt = zk_rtype(t);
+                    const int a = sS[j + 1], b = sS[i - 1];
+                    sWin[slot] = v + zk_au(P, t);
+                    sWin[plane + slot] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b);
+                    sWin[2 * plane + slot] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b);
+                    q.XT[j * N + i] = v + zk_exterior_stem_at(P, sS, n, i, j);
+                    if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, sS, i, j));
+                } else {
+                    sWin[slot] = ZK_INF;
+                    sWin[plane + slot] = ZK_INF;
+                    sWin[2 * plane + slot] = ZK_INF;
+                    q.XT[j * N + i] = ZK_INF;
+                }
+                w1 = zk_min(w1, ZK_INF);
+                const int o = d * N + i;
+                q.V[o] = v;
+                const int wmb = zk_min(zk_min(w1, wmb_prev[i + 1] + ml_base), ZK_INF);
+                wmb_row[i] = wmb;
+                wm1_row[i] = w1;
+                q.WM1[o] = w1;
+                const int pm = pm_row[i];
+                q.WM[o] = pm < ZK_HALF_INF ? zk_min(wmb, pm) : wmb;
+            }
+            int* pm_next = sPM + ((d + 1) % 3) * MN;
+            for (int k = tid; k < MN; k += T) pm_next[k] = ZK_INF;
+            const int d1 = d + 1;
+            for (int b0 = 0; b0 < n - d1; b0 += T) {
+                int i = 1 + b0 + tid;
+                bool ok = i + d1 <= n && zk_ptype(sS[i], sS[i + d1]) != 0;
+                unsigned b = __ballot_sync(0xffffffffu, ok);
+                int at = 0;
+                if (lane == 0 && b) at = atomicAdd(&sCnt[d1 & 1], __popc(b));
+                at = __shfl_sync(0xffffffffu, at, 0);
+                if (ok) sL[(d1 & 1) * MN + at + __popc(b & ((1u << lane) - 1))] = (short)i;
+            }
+        }
+        __syncthreads();
     }
+    zs_finish(P, q, sW, n > ZK_TURN + 2 ? n : ZK_TURN + 2, stack, out + soff[s], mfe + s, status + s);
 }
