@@ -57,7 +57,9 @@ def smem_pool_words(n):
 
 
 def _words(n):
-    return smem_pool_words(n) if n <= SMEM_MAX_N else pool_words(n)
+    """Pool words of one sequence of n nt (an int or an array of them) in the kernel that folds it."""
+    w = np.where(np.asarray(n) <= SMEM_MAX_N, smem_pool_words(n), pool_words(n))
+    return int(w) if w.ndim == 0 else w
 
 
 def bytes_needed(n: int) -> int:
