@@ -28,7 +28,7 @@ import numpy as np
 from ..model import Model
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
-SMEM_MAX_N = 240               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
+SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
                                # (z2_shared_bytes) lets two blocks share one H100/H200 multiprocessor
 KERNELS = "zuker_short.cu"
 LT_ENTRIES = 96               # ZS_LT_ENTRIES of zuker_short.cuh: the loop table's header
@@ -84,7 +84,7 @@ def _shared_bytes(max_n: int) -> int:
 def _smem_shared_bytes(max_n: int) -> int:
     """z2_shared_bytes of zuker_short.cu."""
     mn = max_n + 2
-    return (4 * (485 + 3 + 8 + (3 * 32 + 11 + 3 + 2 + 2 + 1) * mn) + 2 * 2 * mn + mn + 7) // 8 * 8
+    return (4 * (485 + 3 + 8 + (3 * 32 + 11 + 4 + 2 + 2 + 1) * mn) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
 def loop_table(T) -> np.ndarray:

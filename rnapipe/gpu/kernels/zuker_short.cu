@@ -260,7 +260,10 @@ __device__ __forceinline__ void z2_chunk(const int* win, const int* sz, int N, i
 // Rows of MN = max_n + 2 words in zs_fold_smem's shared memory: the ring (3 planes of Z2_RING), V's partial
 // minima (Z2_CHUNKS + 3), PM (3), WMB (2), WM1 (2), W (1); then 4 counters, two short lists, the codes.
 #define Z2_PARTS (Z2_CHUNKS + 3)
-#define Z2_ROWS (3 * Z2_RING + Z2_PARTS + 3 + 2 + 2 + 1)
+#define Z2_ROWS (3 * Z2_RING + Z2_PARTS + 4 + 2 + 2 + 1)
+#ifndef Z2_XCHUNK
+#define Z2_XCHUNK 8             // split points per PM unit
+#endif
 #define Z2_FIXED (Z2_NLOOPS + 3 + 8)     // words before the rows: size terms, pad, 8 counters
 
 // Shared memory of zs_fold_smem in bytes for a longest sequence of max_n nt (zuker_short.py mirrors it).
@@ -309,8 +312,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     int* sCnt = sSZ + Z2_NLOOPS + 3;                   // 2 list counts, 2 unit counters (4 spare)
     int* sWin = sSZ + Z2_FIXED;                        // 3 planes (VAU, V1N, VI) x Z2_RING rows of N
     int* sPart = sWin + 3 * Z2_RING * MN;              // Z2_PARTS rows: V's partial minima by cell i
-    int* sPM = sPart + Z2_PARTS * MN;                  // 3 rows: PM of diagonals d % 3
-    int* sWMB = sPM + 3 * MN;                          // 2 rows: WMB of diagonals d & 1
+    int* sPM = sPart + Z2_PARTS * MN;                  // 4 rows: PM of diagonals d & 3
+    int* sWMB = sPM + 4 * MN;                          // 2 rows: WMB of diagonals d & 1
     int* sWM1 = sWMB + 2 * MN;                         // 2 rows: WM1 of diagonals d & 1
     int* sW = sWM1 + 2 * MN;                           // MN: W
     short* sL = (short*)(sW + MN);                     // 2 lists of MN
@@ -320,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 
     const unsigned char* src = seqs + soff[s];
     for (int k = tid; k < N; k += T) sS[k] = (k >= 1 && k <= n) ? (signed char)zs_code(src[k - 1]) : 0;
-    for (int k = tid; k < 3 * MN; k += T) sPM[k] = ZK_INF;
+    for (int k = tid; k < 4 * MN; k += T) sPM[k] = ZK_INF;
     for (int k = tid; k < 2 * MN; k += T) {
         sWMB[k] = ZK_INF;
         sWM1[k] = ZK_INF;
@@ -357,19 +360,43 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         if (tid == 0) sCnt[(d + 1) & 1] = 0;
         int maxu = d - ZK_TURN - 3;
         if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
-        // Phase A.1: units taken in turn by whichever warp is free (a shared counter): unit 0 is W[d] (its
-        // terms lie on diagonals < d); then per 32 pairable cells three units for the rest of V, lanes
-        // over the cells (the same loop in every lane): 0: hairpin and VM, 1: loops 0-5 of zk_interior's
-        // 11, 2: loops 6-10; then Z2_CHUNKS units of the interior loops through the auxiliaries.
+        // Phase A.1: units taken in turn by whichever warp is free (a shared counter). First PM of diagonal
+        // d+1 (it reads diagonals <= d-3 only; its loads take longest, so they start first): per 32
+        // consecutive cells (neighbouring loads) and Z2_XCHUNK split points, shared atomicMin into a row
+        // that is INF before. Then W[d] (its terms lie on diagonals < d); then per 32 pairable cells three
+        // units for the rest of V, lanes over the cells (the same loop in every lane): 0: hairpin and VM,
+        // 1: loops 0-5 of zk_interior's 11, 2: loops 6-10; then Z2_CHUNKS units of the interior loops
+        // through the auxiliaries.
         {
             const int nb = (pc + 31) >> 5;
-            const int total = 1 + (3 + Z2_CHUNKS) * nb;
+            const int dn = d + 1;
+            const int x_lo = ZK_TURN + 2, x_hi = dn - ZK_TURN - 1;
+            const int nxp = dn < n && x_hi >= x_lo ? (x_hi - x_lo + Z2_XCHUNK) / Z2_XCHUNK : 0;
+            const int pm_units = nxp * ((n - dn + 31) >> 5);
+            const int total = pm_units + 1 + (3 + Z2_CHUNKS) * nb;
             if (tid == 0) sCnt[2 + ((d + 1) & 1)] = 0;
             for (;;) {
                 int u = 0;
                 if (lane == 0) u = atomicAdd(&sCnt[2 + (d & 1)], 1);
                 u = __shfl_sync(0xffffffffu, u, 0);
                 if (u >= total) break;
+                if (u < pm_units) {
+                    const int xp = u % nxp;
+                    const int i0 = 1 + (u / nxp) * 32 + lane;
+                    const bool active = i0 <= n - dn;
+                    const int i = active ? i0 : 1;
+                    const int xa = x_lo + xp * Z2_XCHUNK;
+                    const int xb = min(xa + Z2_XCHUNK - 1, x_hi);
+                    const int* wa = q.WM + (xa - 1) * N + i;          // WM[i][i+x-1]
+                    const int* wb = q.WM1 + (dn - xa) * N + i + xa;   // WM1[i+x][i+dn]
+                    int m = ZK_INF;
+#pragma unroll
+                    for (int k = 0; k < Z2_XCHUNK; ++k)
+                        if (xa + k <= xb) m = min(m, wa[k * N] + wb[k * (1 - N)]);
+                    if (active) atomicMin(&sPM[(dn & 3) * MN + i], m);
+                    continue;
+                }
+                u -= pm_units;
                 if (u == 0) {
                     if (d >= ZK_TURN + 2) zs_w_step(q, sW, d, lane);
                     continue;
@@ -383,7 +410,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     int v;
                     if (grp == 0) {
                         v = zk_hairpin(P, sS, i, j);
-                        const int pm = sPM[((d - 2) % 3) * MN + i + 1];
+                        const int pm = sPM[((d - 2) & 3) * MN + i + 1];
                         if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, i, j));
                     } else if (grp == 1) {
                         v = z2_special_loop<0>(P, sS, q.V, N, i, j, t, maxu);
@@ -429,42 +456,15 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 }
             }
         }
-        // Phase A.3: PM of every cell of the diagonal (split points x = TURN+2 .. d-TURN-1): consecutive
-        // threads take consecutive cells, so that their loads are neighbours; when there are fewer cells
-        // than threads, the threads of one cell split the x (the row was set to INF; shared atomicMin).
-        {
-            const int cells = n - d;
-            const int x_lo = ZK_TURN + 2, x_hi = d - ZK_TURN - 1;
-            int* pm_row = sPM + (d % 3) * MN;
-            if (x_hi >= x_lo) {
-                const int parts = cells >= T ? 1 : T / cells;
-                const int stepA = parts * N, stepB = parts * (1 - N);
-                for (int t0 = tid; t0 < (cells >= T ? cells : parts * cells); t0 += T) {
-                    const int part = cells >= T ? 0 : t0 / cells;
-                    const int i = 1 + (cells >= T ? t0 : t0 - part * cells);
-                    const int x0 = x_lo + part;
-                    const int* wa = q.WM + (x0 - 1) * N + i;          // WM[i][i+x-1]
-                    const int* wb = q.WM1 + (d - x0) * N + i + x0;    // WM1[i+x][i+d]
-                    int m = ZK_INF;
-                    for (int x = x0; x <= x_hi; x += parts) {
-                        m = min(m, *wa + *wb);
-                        wa += stepA;
-                        wb += stepB;
-                    }
-                    if (parts == 1) pm_row[i] = m;
-                    else atomicMin(&pm_row[i], m);
-                }
-            }
-        }
         __syncthreads();
-        // Phase B: V, its auxiliaries and XT, WM1, WMB, WM of every cell; the PM row of diagonal d+1 to INF;
+        // Phase B: V, its auxiliaries and XT, WM1, WMB, WM of every cell; the PM row of diagonal d+2 to INF;
         // the next diagonal's list.
         {
             const int* wmb_prev = sWMB + ((d - 1) & 1) * MN;
             int* wmb_row = sWMB + (d & 1) * MN;
             const int* wm1_prev = sWM1 + ((d - 1) & 1) * MN;
             int* wm1_row = sWM1 + (d & 1) * MN;
-            const int* pm_row = sPM + (d % 3) * MN;
+            const int* pm_row = sPM + (d & 3) * MN;
             for (int i = 1 + tid; i <= n - d; i += T) {
                 const int j = i + d;
                 const int t = zk_ptype(sS[i], sS[j]);
@@ -498,7 +498,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int pm = pm_row[i];
                 q.WM[o] = pm < ZK_HALF_INF ? zk_min(wmb, pm) : wmb;
             }
-            int* pm_next = sPM + ((d + 1) % 3) * MN;
+            int* pm_next = sPM + ((d + 2) & 3) * MN;     // PM of d-2, read above: d+2's next
             for (int k = tid; k < MN; k += T) pm_next[k] = ZK_INF;
             const int d1 = d + 1;
             for (int b0 = 0; b0 < n - d1; b0 += T) {
