@@ -404,26 +404,28 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
             raise SequenceTooLongError(f"a {lens[order[0]]}-nt sequence needs {bytes_needed(lens[order[0]]) / 2**30:.1f} "
                                 f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
         pending = _plan(order, lens, budget, fill_override)
-        while pending:
-            kind, idxs = pending.pop(0)
-            block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
-            host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
-            try:
-                if kind == "short":
-                    out = zuker_short.fold_group([sequences[i] for i in idxs], model)
-                else:
-                    out = _fold_group([sequences[i] for i in idxs], model, kind, host, block_tb)
-            except cupy.cuda.memory.OutOfMemoryError:
-                if len(idxs) == 1:
-                    raise
-                log.warning("GPU out of memory on a batch of %d; splitting it", len(idxs))
-                cupy.get_default_memory_pool().free_all_blocks()
-                half = len(idxs) // 2
-                pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
-                continue
-            for i, r in zip(idxs, out):
-                results[i] = r
+        try:                                               # the pool is kept between groups, given back at the end
+            while pending:
+                kind, idxs = pending.pop(0)
+                block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
+                host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
+                try:
+                    if kind == "short":
+                        out = zuker_short.fold_group([sequences[i] for i in idxs], model)
+                    else:
+                        out = _fold_group([sequences[i] for i in idxs], model, kind, host, block_tb)
+                except cupy.cuda.memory.OutOfMemoryError:
+                    if len(idxs) == 1:
+                        raise
+                    log.warning("GPU out of memory on a batch of %d; splitting it", len(idxs))
+                    cupy.get_default_memory_pool().free_all_blocks()
+                    half = len(idxs) // 2
+                    pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
+                    continue
+                for i, r in zip(idxs, out):
+                    results[i] = r
+                if progress is not None:
+                    progress(len(idxs))
+        finally:
             cupy.get_default_memory_pool().free_all_blocks()
-            if progress is not None:
-                progress(len(idxs))
     return results  # type: ignore[return-value]

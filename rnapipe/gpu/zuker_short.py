@@ -81,6 +81,17 @@ def _shared_bytes(max_n: int) -> int:
     return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
+# zs_fold_smem's block size by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md):
+# short sequences have few cells per diagonal, so more, smaller blocks share a multiprocessor.
+SMEM_SMALL_N = 80
+
+
+def _smem_launch(max_n: int) -> tuple[int, tuple[str, ...]]:
+    if max_n <= SMEM_SMALL_N:
+        return 128, ("-DZ2_MAX_THREADS=128", "-DZ2_MIN_BLOCKS=4")
+    return 256, ()
+
+
 def _smem_shared_bytes(max_n: int) -> int:
     """z2_shared_bytes of zuker_short.cu."""
     mn = max_n + 2
@@ -190,8 +201,12 @@ def _launch(seqs: list[str], model: Model, smem: bool) -> list[tuple[int, str]]:
     options = tuple(TUNING.get("options", ()))
     if smem:
         shared = _smem_shared_bytes(n_max)
+        if "smem_threads" in TUNING:
+            threads = int(TUNING["smem_threads"])
+        else:
+            threads, extra = _smem_launch(n_max)
+            options = options + extra
         kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
-        threads = int(TUNING.get("smem_threads", 256))
         args = (P, _size_entries_on(model, loader._device_id()), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status, np.int32(n_max))
     else:
         shared = _shared_bytes(n_max)

@@ -72,25 +72,20 @@ ZK_HD int zk_tab(const int* P, int off) { return ZK_LDG(P + off); }
 
 ZK_HD int zk_sc(const int* P, int k) { return ZK_LDG(P + ZK_OFF_SCALARS + k); }
 
-// PAIR_TYPE[5][5] and RTYPE of rnapipe.params, as arithmetic so no table is needed on either side.
+// PAIR_TYPE[5][5] and RTYPE of rnapipe.params, as arithmetic so no table is needed on either side and no
+// branch on the device: the type of code a*5+b (0..24) is a 4-bit field of one of two 64-bit words.
 ZK_HD int zk_ptype(int a, int b) {
     // 0 none, 1 CG, 2 GC, 3 GU, 4 UG, 5 AU, 6 UA (codes A=1, C=2, G=3, U=4)
-    int code = a * 5 + b;
-    switch (code) {
-        case 2 * 5 + 3: return 1;
-        case 3 * 5 + 2: return 2;
-        case 3 * 5 + 4: return 3;
-        case 4 * 5 + 3: return 4;
-        case 1 * 5 + 4: return 5;
-        case 4 * 5 + 1: return 6;
-        default: return 0;
-    }
+    const unsigned code = (unsigned)(a * 5 + b);
+    const unsigned long long lo = (5ull << (4 * 9)) | (1ull << (4 * 13));                    // AU, CG
+    const unsigned long long hi = (2ull << (4 * 1)) | (3ull << (4 * 3)) | (6ull << (4 * 5)) |  // GC, GU, UA
+                                  (4ull << (4 * 7));                                           // UG
+    return (int)(((code < 16 ? lo : hi) >> (4 * (code & 15))) & 15);
 }
 
 ZK_HD int zk_rtype(int t) {
     // 0->0, 1<->2, 3<->4, 5<->6, 7->7
-    if (t == 0 || t == 7) return t;
-    return (t & 1) ? t + 1 : t - 1;
+    return (t == 0 || t == 7) ? t : t + 1 - 2 * ((t + 1) & 1);
 }
 
 ZK_HD int zk_au(const int* P, int t) { return t > 2 ? zk_sc(P, ZK_TERM_AU) : 0; }
