@@ -111,3 +111,34 @@ def test_bytes_needed_matches_the_kernel():
     assert f"#define ZS_LT_MAX {_short().LT_MAX}\n" in text
     assert "return 7 * N * N + 3LL * n + 8;" in text
     assert _short().pool_words(100) == 7 * 102 * 102 + 3 * 100 + 8
+
+
+@pytest.mark.parametrize("kernel", ["zs_fold_smem", "zs_fold"])
+def test_each_kernel_identical_to_cpu(monkeypatch, kernel):
+    """Both kernels on the lengths the shared-memory one takes (zs_fold: with SMEM_MAX_N = 0)."""
+    short = _short()
+    top = short.SMEM_MAX_N or 232
+    if kernel == "zs_fold":
+        monkeypatch.setattr(short, "SMEM_MAX_N", 0)
+    seqs = _random_seqs(1_500, 1, top, seed=55) + ["GC" * (top // 2), "A" * top, "N" * top]
+    _assert_same(seqs)
+
+
+def test_chunks_on_two_streams(monkeypatch):
+    """A group split into many chunks (both kernels, two streams, one chunk's host work overlapping the
+    next one's kernel): results identical to the CPU engine and in order."""
+    short = _short()
+    monkeypatch.setattr(short, "CHUNK", 37)
+    seqs = sorted(_random_seqs(500, 1, 400, seed=56), key=len, reverse=True)
+    from rnapipe.model import Model
+    ours = short.fold_group(seqs, Model())
+    assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
+def test_smem_pool_words_match_the_kernel():
+    from rnapipe.gpu import loader
+    text = (loader.kernel_dir() / "zuker_short.cu").read_text()
+    assert "return 4 * N * N + 3LL * n + 8;" in text
+    assert _short().smem_pool_words(100) == 4 * 102 * 102 + 3 * 100 + 8
+    assert "#define Z2_ROWS (3 * Z2_RING + Z2_PARTS + 4 + 2 + 2 + 1)" in text
+    assert "#define Z2_PARTS (Z2_CHUNKS + 3)" in text and "#define Z2_CHUNKS 8" in text

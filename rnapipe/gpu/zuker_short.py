@@ -8,15 +8,22 @@ Interface used by rnapipe.gpu.zuker.fold_batch:
 * ``fold_group(seqs, model)``: fold non-empty sequences (longest first, each <= MAX_N) on the current
   device and return [(mfe, dot-bracket)] in the same order, identical to rnapipe.cpu.zuker.
 
-One launch of ``kernels/zuker_short.cu``'s ``zs_fold`` per batch: one block per sequence fills V, WM1, WM
-one anti-diagonal at a time (only the cells that can pair do V's work, several threads per cell when a
-diagonal is short), then sweeps the exterior loop W and walks the traceback (the CPU engine's order of
-tests, one warp searching 32 candidates at a time), and writes the MFE and the dot-bracket bytes. The
-matrices are stored diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring threads read
-neighbouring words; the interior loops that go through the auxiliaries VAU, V1N, VI are a table of offsets
-and size terms (:func:`loop_table`), grouped by auxiliary and loop size so a cell's loops are a prefix of
-each group. The host side is vectorised: the sequences go over as one ASCII buffer (the kernel encodes
-them), the structures come back as one buffer, no per-base Python loop.
+Two kernels of ``kernels/zuker_short.cu``, one block per sequence, each doing the fill one anti-diagonal at
+a time, the exterior loop W and the traceback (the CPU engine's order of tests, one warp searching 32
+candidates at a time), and writing the MFE and the dot-bracket bytes:
+
+* ``zs_fold_smem`` (sequences up to SMEM_MAX_N nt): the interior-loop auxiliaries VAU, V1N, VI live only in
+  shared memory, as a ring of the last 32 diagonals; the interior loops are 8 fixed chunks of the (n1, n2)
+  list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one min-plus product per
+  cell (VM read from it two diagonals later); the work of a diagonal goes round the warps as units.
+* ``zs_fold`` (longer sequences): the same recursions with every matrix in global memory, several
+  threads per cell when a diagonal is short, the interior loops from a table of offsets
+  (:func:`loop_table`).
+
+Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
+threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
+(the kernel encodes them), the structures come back as one buffer, no per-base Python loop; a large
+group goes in chunks on two streams so that one chunk's host work overlaps the next one's kernel.
 """
 
 from __future__ import annotations
@@ -145,12 +152,40 @@ def _kernel(options: tuple[str, ...]):
 
 def fold_group(seqs: list[str], model: Model) -> list[tuple[int, str]]:
     """Fold non-empty sequences given longest first: those longer than SMEM_MAX_N with zs_fold, the rest
-    with zs_fold_smem, one launch each."""
-    big = sum(1 for x in seqs if len(x) > SMEM_MAX_N)
-    out = _launch(seqs[:big], model, False) if big else []
-    if big < len(seqs):
-        out += _launch(seqs[big:], model, True)
+    with zs_fold_smem. Large groups go in chunks of CHUNK or more on two streams, so that the host's
+    work on one chunk (sequences in, structures out) overlaps the next chunk's kernel."""
+    count = len(seqs)
+    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
+    big = int(np.count_nonzero(lens > SMEM_MAX_N))
+    parts = []
+    for lo, hi, smem in ((0, big, False), (big, count, True)):
+        step = max(CHUNK, -(-(hi - lo) // 4))
+        parts += [(a, min(a + step, hi), smem) for a in range(lo, hi, step)]
+    streams = _streams() if len(parts) > 1 else [None]
+    out: list[tuple[int, str]] = []
+    inflight = []
+    for k, (a, b, smem) in enumerate(parts):
+        inflight.append(_start(seqs[a:b], lens[a:b], model, smem, streams[k % len(streams)]))
+        if len(inflight) == 2:
+            out += _finish(inflight.pop(0))
+    while inflight:
+        out += _finish(inflight.pop(0))
     return out
+
+
+CHUNK = 8192                  # sequences per launch at least, when a group is split for overlap
+
+
+def _streams():
+    from . import loader
+    return _streams_on(loader._device_id())
+
+
+@functools.lru_cache(maxsize=8)
+def _streams_on(device: int):
+    import cupy
+    with cupy.cuda.Device(device):
+        return [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
 
 
 def size_entries(T) -> np.ndarray:
@@ -171,14 +206,26 @@ def _size_entries_on(model: Model, device: int):
         return cupy.asarray(size_entries(model.tables()))
 
 
-def _launch(seqs: list[str], model: Model, smem: bool) -> list[tuple[int, str]]:
+def _pinned(array: np.ndarray) -> np.ndarray:
+    """A copy of array in page-locked host memory (so that copies to the device are asynchronous)."""
+    import cupy
+    mem = cupy.cuda.alloc_pinned_memory(max(array.nbytes, 1))
+    out = np.frombuffer(mem, dtype=array.dtype, count=array.size)
+    out[...] = array
+    return out
+
+
+def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream) -> dict:
+    """Copy one chunk to the device and launch its kernel on stream (None: the current one); the result
+    is collected by _finish."""
+    import contextlib
+
     import cupy
 
     from . import loader
     from .zuker import _table_for
 
     count = len(seqs)
-    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
     n_max = int(lens.max())
     if n_max > 2000:
         raise ValueError("zuker_short folds sequences of up to 2,000 nt")
@@ -186,50 +233,73 @@ def _launch(seqs: list[str], model: Model, smem: bool) -> list[tuple[int, str]]:
     soff = ends - lens
     words = smem_pool_words(lens) if smem else pool_words(lens)
     poff = np.cumsum(words) - words
-    raw = np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)
     P = _table_for(model, n_max)
-    d_seqs = cupy.asarray(raw)
-    d_soff = cupy.asarray(soff)
-    d_lens = cupy.asarray(lens.astype(np.int32))
-    d_poff = cupy.asarray(poff)
-    pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
-    if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
-        pool.fill(TUNING["fill"])
-    out = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
-    mfe = cupy.empty(count, dtype=cupy.int32)
-    status = cupy.empty(count, dtype=cupy.int32)
-    options = tuple(TUNING.get("options", ()))
-    if smem:
-        shared = _smem_shared_bytes(n_max)
-        if "smem_threads" in TUNING:
-            threads = int(TUNING["smem_threads"])
+    extra_table = _size_entries_on(model, loader._device_id()) if smem else _device_loop_table(model)
+    if stream is not None:                # tables just made on the default stream must be there first
+        cupy.cuda.Stream.null.synchronize()
+    job = {"count": count, "soff": soff, "ends": ends, "poff": poff, "stream": stream}
+    with stream if stream is not None else contextlib.nullcontext():
+        host_in = [_pinned(np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)), _pinned(soff),
+                   _pinned(lens.astype(np.int32)), _pinned(poff)]
+        dev_in = [cupy.empty(x.shape, dtype=x.dtype) for x in host_in]
+        for d, h in zip(dev_in, host_in):
+            d.set(h, stream=stream)
+        pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
+        if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
+            pool.fill(TUNING["fill"])
+        out = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
+        mfe = cupy.empty(count, dtype=cupy.int32)
+        status = cupy.empty(count, dtype=cupy.int32)
+        options = tuple(TUNING.get("options", ()))
+        if smem:
+            shared = _smem_shared_bytes(n_max)
+            if "smem_threads" in TUNING:
+                threads = int(TUNING["smem_threads"])
+            else:
+                threads, more = _smem_launch(n_max)
+                options = options + more
+            kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
         else:
-            threads, extra = _smem_launch(n_max)
-            options = options + extra
-        kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
-        args = (P, _size_entries_on(model, loader._device_id()), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status, np.int32(n_max))
+            shared = _shared_bytes(n_max)
+            kernel = _kernel(options)
+            threads = threads_for(n_max)
+        args = (P, extra_table, *dev_in, pool, out, mfe, status, np.int32(n_max))
+        events = TUNING.get("events")
+        if events is not None:
+            job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
+            job["events"][0].record()
+        kernel((count,), (threads,), args, shared_mem=shared)
+        if events is not None:
+            job["events"][1].record()
+        job["host_out"] = [np.empty(int(ends[-1]), dtype=np.uint8), np.empty(count, dtype=np.int32),
+                           np.empty(count, dtype=np.int32)]
+        job["host_out"] = [_pinned(x) for x in job["host_out"]]
+        for d, h in zip((out, mfe, status), job["host_out"]):
+            d.get(stream=stream, out=h)
+        job["keep"] = (host_in, dev_in, pool, out, mfe, status)       # alive until the copies are done
+    return job
+
+
+def _finish(job: dict) -> list[tuple[int, str]]:
+    """Wait for a chunk started by _start and return its (MFE, dot-bracket) in order."""
+    import cupy
+
+    stream = job["stream"]
+    if stream is not None:
+        stream.synchronize()
     else:
-        shared = _shared_bytes(n_max)
-        kernel = _kernel(options)
-        threads = threads_for(n_max)
-        args = (P, _device_loop_table(model), d_seqs, d_soff, d_lens, d_poff, pool, out, mfe, status,
-                np.int32(n_max))
-    events = TUNING.get("events")
-    if events is not None:
-        e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
-        e0.record()
-    kernel((count,), (threads,), args, shared_mem=shared)
-    if events is not None:
-        e1.record()
-        e1.synchronize()
-        events.append(cupy.cuda.get_elapsed_time(e0, e1))
-    text = out.get().tobytes().decode("ascii")
-    energies = mfe.get().tolist()
-    bad = int(cupy.count_nonzero(status))
+        cupy.cuda.get_current_stream().synchronize()
+    if "events" in job:
+        TUNING.setdefault("events", []).append(cupy.cuda.get_elapsed_time(*job["events"]))
+    text_b, mfe, status = job["host_out"]
+    text = text_b.tobytes().decode("ascii")
+    energies = mfe.tolist()
+    bad = int(np.count_nonzero(status))
     if "keep" in TUNING:                  # debugging: the matrices and status, no error raised
-        TUNING["keep"] = {"pool": pool.get(), "poff": poff, "status": status.get(), "mfe": energies, "text": text}
+        TUNING["keep"] = {"pool": job["keep"][2].get(), "poff": job["poff"], "status": status.copy(),
+                          "mfe": energies, "text": text}
         bad = 0
-    del pool
+    del job["keep"]
     if bad:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
-    return [(e, text[a:b]) for e, a, b in zip(energies, soff.tolist(), ends.tolist())]
+    return [(e, text[a:b]) for e, a, b in zip(energies, job["soff"].tolist(), job["ends"].tolist())]
