@@ -275,7 +275,10 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream) 
                            np.empty(count, dtype=np.int32)]
         job["host_out"] = [_pinned(x) for x in job["host_out"]]
         for d, h in zip((out, mfe, status), job["host_out"]):
-            d.get(stream=stream, out=h)
+            try:
+                d.get(stream=stream, out=h, blocking=False)     # _finish waits for the stream
+            except TypeError:                                   # a CuPy without `blocking`
+                d.get(stream=stream, out=h)
         job["keep"] = (host_in, dev_in, pool, out, mfe, status)       # alive until the copies are done
     return job
 
