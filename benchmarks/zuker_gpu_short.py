@@ -6,7 +6,7 @@
 
 Per length L (random uniform ACGU, seed 2026): sequences/s end to end through rnapipe.gpu.zuker.fold_batch
 (Python strings in, (MFE, dot-bracket) tuples out) with the short path off (before: zk_fill_block, W and
-traceback launches) and on (after: one zs_fold launch per batch), best of --repeat; the kernel's own time
+traceback launches) and on (after: zs_fold_smem up to 232 nt, zs_fold beyond, in chunks on two streams), best of --repeat; the kernel's own time
 (CUDA events around the launch); whether the two agree on every sequence (the block fill is the path
 verified against the CPU engine); and the floor: inner-loop add-min evaluations per sequence
 (benchmarks/zuker_gpu.py's inner_evaluations) over --rate, with the fraction of it reached end to end
@@ -126,7 +126,7 @@ def main() -> None:
     short.MAX_N = saved
 
     lines = [f"Device: {dev}. Random uniform ACGU, seed 2026; end to end = rnapipe.gpu.zuker.fold_batch (strings in, "
-             f"tuples out), best of {args.repeat}; kernel = zs_fold's CUDA-event time; floor = {args.rate:.2g} add-min/s "
+             f"tuples out), best of {args.repeat}; kernel = the launches' CUDA-event time, summed; floor = {args.rate:.2g} add-min/s "
              "over inner_evaluations (benchmarks/zuker_gpu.py).", "",
              "| L | seqs | before seq/s | after seq/s (end to end) | after seq/s (one fold_group) | after seq/s (kernel) "
              "| speed-up | identical to before | evals/seq | floor seq/s | fraction (e2e / kernel) |",
