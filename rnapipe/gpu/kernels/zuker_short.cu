@@ -29,6 +29,21 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
     return c == 'A' ? 1 : (c == 'C' ? 2 : (c == 'G' ? 3 : (c == 'U' ? 4 : 0)));
 }
 
+// Appends the cells of diagonal dd that can pair (their i) to list, count holding its length (0 before):
+// every thread of the block calls it (ballots, one atomicAdd per warp).
+__device__ __forceinline__ void zs_list(const signed char* S, int n, int dd, short* list, int* count) {
+    const int lane = threadIdx.x & 31;
+    for (int b0 = 0; b0 < n - dd; b0 += blockDim.x) {
+        const int i = 1 + b0 + threadIdx.x;
+        const bool ok = i + dd <= n && zk_ptype(S[i], S[i + dd]) != 0;
+        const unsigned b = __ballot_sync(0xffffffffu, ok);
+        int at = 0;
+        if (lane == 0 && b) at = atomicAdd(count, __popc(b));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (ok) list[at + __popc(b & ((1u << lane) - 1))] = (short)i;
+    }
+}
+
 // W[j] from W[0 .. j-1] and XT row j (one warp, every lane calls it; lanes over the closing position i).
 __device__ __forceinline__ void zs_w_step(const ZsSeq& q, int* sW, int j, int lane) {
     const int* row = q.XT + (long long)j * q.N;
@@ -89,7 +104,6 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
     int* sCnt = (int*)(sL + 2 * MN);                   // 2 (+ 2 spare)
     signed char* sS = (signed char*)(sCnt + 4);        // MN
     const int tid = threadIdx.x, T = blockDim.x;
-    const int lane = tid & 31;
 
     const unsigned char* src = seqs + soff[s];
     for (int k = tid; k < N; k += T) sS[k] = (k >= 1 && k <= n) ? (signed char)zs_code(src[k - 1]) : 0;
@@ -113,18 +127,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
     }
     __syncthreads();
     // List of the cells of diagonal TURN + 1 that can pair.
-    {
-        const int d = ZK_TURN + 1;
-        for (int base = 0; base < n - d; base += T) {
-            int i = 1 + base + tid;
-            bool ok = i + d <= n && zk_ptype(sS[i], sS[i + d]) != 0;
-            unsigned b = __ballot_sync(0xffffffffu, ok);
-            int at = 0;
-            if (lane == 0 && b) at = atomicAdd(&sCnt[d & 1], __popc(b));
-            at = __shfl_sync(0xffffffffu, at, 0);
-            if (ok) sL[(d & 1) * MN + at + __popc(b & ((1u << lane) - 1))] = (short)i;
-        }
-    }
+    zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
     for (int d = ZK_TURN + 1; d < n; ++d) {
         // Phase A: V of the pairable cells.
@@ -169,16 +172,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
                     q.WM[d * N + i] = zk_min(wm, ZK_INF);
                 }
             }
-            const int d1 = d + 1;
-            for (int base = 0; base < n - d1; base += T) {
-                int i = 1 + base + tid;
-                bool ok = i + d1 <= n && zk_ptype(sS[i], sS[i + d1]) != 0;
-                unsigned b = __ballot_sync(0xffffffffu, ok);
-                int at = 0;
-                if (lane == 0 && b) at = atomicAdd(&sCnt[d1 & 1], __popc(b));
-                at = __shfl_sync(0xffffffffu, at, 0);
-                if (ok) sL[(d1 & 1) * MN + at + __popc(b & ((1u << lane) - 1))] = (short)i;
-            }
+            zs_list(sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1]);
         }
         __syncthreads();
     }
@@ -340,18 +334,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         q.V[k] = ZK_INF;
     }
     __syncthreads();
-    {
-        const int d = ZK_TURN + 1;
-        for (int b0 = 0; b0 < n - d; b0 += T) {
-            int i = 1 + b0 + tid;
-            bool ok = i + d <= n && zk_ptype(sS[i], sS[i + d]) != 0;
-            unsigned b = __ballot_sync(0xffffffffu, ok);
-            int at = 0;
-            if (lane == 0 && b) at = atomicAdd(&sCnt[d & 1], __popc(b));
-            at = __shfl_sync(0xffffffffu, at, 0);
-            if (ok) sL[(d & 1) * MN + at + __popc(b & ((1u << lane) - 1))] = (short)i;
-        }
-    }
+    zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
     const int ml_base = zk_sc(P, ZK_ML_BASE);
     for (int d = ZK_TURN + 1; d < n; ++d) {
@@ -500,16 +483,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
             }
             int* pm_next = sPM + ((d + 2) & 3) * MN;     // PM of d-2, read above: d+2's next
             for (int k = tid; k < MN; k += T) pm_next[k] = ZK_INF;
-            const int d1 = d + 1;
-            for (int b0 = 0; b0 < n - d1; b0 += T) {
-                int i = 1 + b0 + tid;
-                bool ok = i + d1 <= n && zk_ptype(sS[i], sS[i + d1]) != 0;
-                unsigned b = __ballot_sync(0xffffffffu, ok);
-                int at = 0;
-                if (lane == 0 && b) at = atomicAdd(&sCnt[d1 & 1], __popc(b));
-                at = __shfl_sync(0xffffffffu, at, 0);
-                if (ok) sL[(d1 & 1) * MN + at + __popc(b & ((1u << lane) - 1))] = (short)i;
-            }
+            zs_list(sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1]);
         }
         __syncthreads();
     }
