@@ -196,11 +196,11 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 //   WM[i][j] = min(WMB[i][j], PM[i][j]) with WMB[i][j] = min(WM1[i][j], WMB[i+1][j] + ML_base) (the
 //   unpaired-prefix candidates of the CPU engine's WM, one step each), and VM[i][j] is PM[i+1][j-1]
 //   plus the closing terms, from two diagonals earlier: no separate VM sweep.
-// Per diagonal d, phase A (between barriers): the chunks, then the hairpin, the 11 loops with tables of
-// their own and VM (16 lanes per cell), then PM of every cell; phase B: V of each cell from the partial
-// minima, its auxiliaries into the ring, XT, WM1, WMB, WM, and the next diagonal's pairable list. V, WM,
-// WM1 and XT go to global memory (diagonal-major as in zuker_short.cuh) for W and the traceback, which
-// are zs_finish's, as in zs_fold.
+// Per diagonal d, phase A (between barriers): work units taken by whichever warp is free (PM of diagonal
+// d+1, W[d], the hairpin and VM, the 11 loops with tables of their own, the chunks; see the loop below);
+// phase B: V of each cell from the partial minima, its auxiliaries into the ring, XT, WM1, WMB, WM, and
+// the next diagonal's pairable list. V, WM, WM1 and XT go to global memory (diagonal-major as in
+// zuker_short.cuh) for the traceback, which is zs_finish's, as in zs_fold.
 #define Z2_RING 32
 #define Z2_CHUNKS 8
 #define Z2_NLOOPS 485            // (n1, n2) with n1 + n2 <= 30, less the 11 of zk_interior
