@@ -113,26 +113,81 @@ def test_bytes_needed_matches_the_kernel():
     assert _short().pool_words(100) == 7 * 102 * 102 + 3 * 100 + 8
 
 
-@pytest.mark.parametrize("kernel", ["zs_fold_smem", "zs_fold"])
+@pytest.mark.parametrize("kernel", ["zs_fold_smem", "zs_fold_smem int32 ring", "zs_fold"])
 def test_each_kernel_identical_to_cpu(monkeypatch, kernel):
-    """Both kernels on the lengths the shared-memory one takes (zs_fold: with SMEM_MAX_N = 0)."""
+    """Both kernels on the lengths the shared-memory one takes (zs_fold: with SMEM_MAX_N = 0), the
+    shared-memory one with its int16 ring (the default) and its int32 ring. "G"*116 + "C"*116 has
+    values beyond the int16 ring's range: it is folded again with the int32 one."""
     short = _short()
     top = short.SMEM_MAX_N or 232
     if kernel == "zs_fold":
         monkeypatch.setattr(short, "SMEM_MAX_N", 0)
-    seqs = _random_seqs(1_500, 1, top, seed=55) + ["GC" * (top // 2), "A" * top, "N" * top]
+    if kernel == "zs_fold_smem int32 ring":
+        monkeypatch.setattr(short, "RING16", False)
+    seqs = _random_seqs(1_500, 1, top, seed=55) + ["GC" * (top // 2), "A" * top, "N" * top,
+                                                  "G" * (top // 2) + "C" * (top - top // 2)]
     _assert_same(seqs)
 
 
-def test_chunks_on_two_streams(monkeypatch):
-    """A group split into many chunks (both kernels, two streams, one chunk's host work overlapping the
-    next one's kernel): results identical to the CPU engine and in order."""
+def test_int16_ring_overflow_refolds(monkeypatch):
+    """With the int16 ring's range cut to +-50 dcal/mol nearly every sequence overflows it: each is folded
+    again with the int32 ring, and every result is still the CPU engine's, in order."""
+    short = _short()
+    monkeypatch.setitem(short.TUNING, "options", ("-DZ2_RING_LIM=50",))
+    seqs = _random_seqs(400, 1, short.SMEM_MAX_N or 232, seed=59)
+    ours = _direct(seqs)
+    assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
+def test_int16_ring_is_used_only_where_exact(monkeypatch):
+    short = _short()
+    from rnapipe.model import Model
+    assert short._ring16_ok(Model())
+    monkeypatch.setattr(short, "RING16", False)
+    assert not short._ring16_ok(Model())
+
+
+@pytest.mark.parametrize("pool_bytes", [None, 2_000_000])
+def test_chunks_on_two_streams(monkeypatch, pool_bytes):
+    """A group split into many chunks (both kernels, two streams sharing one device pool per stream, one
+    chunk's host work overlapping the next ones' kernels; chunks cut by CHUNK or by the pool's size):
+    results identical to the CPU engine and in order."""
     short = _short()
     monkeypatch.setattr(short, "CHUNK", 37)
+    if pool_bytes:
+        monkeypatch.setattr(short, "STREAM_POOL_BYTES", pool_bytes)
     seqs = sorted(_random_seqs(500, 1, 400, seed=56), key=len, reverse=True)
     from rnapipe.model import Model
     ours = short.fold_group(seqs, Model())
     assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
+def test_fold_batch_order_and_out_of_memory(monkeypatch):
+    """rnapipe.gpu.zuker.fold_batch on input already longest first (groups are slices), on shuffled input
+    with empty sequences (gathered, then placed back), and when a group runs out of device memory (split
+    in halves and retried): every result in input order and identical to the CPU engine."""
+    import cupy
+
+    from rnapipe.gpu import zuker as gpu
+    short = _short()
+    seqs = _random_seqs(600, 1, 300, seed=57)
+    ref = dict(zip(seqs, cpu.fold_batch(seqs, "default", THREADS, {})))
+    ordered = sorted(seqs, key=len, reverse=True)
+    assert gpu.fold_batch(ordered, "default", 1, {}) == [ref[s] for s in ordered]
+
+    real, sizes = short.fold_group, []
+
+    def short_of_memory(group, model, lens=None):
+        sizes.append(len(group))
+        if len(group) > 150:
+            raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 1 << 40)
+        return real(group, model, lens)
+
+    monkeypatch.setattr(short, "fold_group", short_of_memory)
+    mixed = seqs[:200] + [""] + seqs[200:] + ["", ""]
+    random.Random(58).shuffle(mixed)
+    assert gpu.fold_batch(mixed, "default", 1, {}) == [ref[s] if s else (0, "") for s in mixed]
+    assert sizes == [600, 300, 150, 150, 300, 150, 150]      # halves of halves, in order
 
 
 def test_smem_pool_words_match_the_kernel():
@@ -140,5 +195,8 @@ def test_smem_pool_words_match_the_kernel():
     text = (loader.kernel_dir() / "zuker_short.cu").read_text()
     assert "return 4 * N * N + 3LL * n + 8;" in text
     assert _short().smem_pool_words(100) == 4 * 102 * 102 + 3 * 100 + 8
-    assert "#define Z2_ROWS (3 * Z2_RING + Z2_PARTS + 4 + 2 + 2 + 1)" in text
+    assert "#define Z2_ROWS (Z2_PARTS + 4 + 2 + 2 + 1)" in text and "#define Z2_RING 32" in text
+    assert ("return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn)"
+            " + 7) / 8 * 8;") in text
+    assert "#define Z2_FIXED (Z2_NLOOPS + 3 + 8)" in text and "#define Z2_NLOOPS 485" in text
     assert "#define Z2_PARTS (Z2_CHUNKS + 3)" in text and "#define Z2_CHUNKS 8" in text

@@ -346,8 +346,8 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
 
 def _plan(order, lens, budget: int, fill_override: str | None):
     """Consecutive groups of the longest-first order: same fill kind, within budget and grid limits, each
-    group as many as fit (at least one). Vectorised: a batch of a million short sequences plans in
-    milliseconds, not a Python step per sequence."""
+    group as many as fit (at least one), as (fill kind, array of indices). Vectorised: a batch of a
+    million short sequences plans in milliseconds, not a Python step per sequence."""
     order = np.asarray(order, dtype=np.int64)
     if order.size == 0:
         return []
@@ -369,7 +369,7 @@ def _plan(order, lens, budget: int, fill_override: str | None):
         while pos < b:
             fit = int(np.searchsorted(total, used + budget, side="right")) - (pos - a)
             m = max(1, min(fit, MAX_BATCH, b - pos))
-            groups.append((names[int(kinds[pos])], order[pos:pos + m].tolist()))
+            groups.append((names[int(kinds[pos])], order[pos:pos + m]))
             used = int(total[pos - a + m - 1])
             pos += m
     return groups
@@ -391,29 +391,37 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     tb_override = options.get("gpu_traceback")
     if tb_override not in (None, "block", "thread"):
         raise ValueError(f"unknown gpu_traceback {tb_override!r}")
-    results: list[tuple[int, str] | None] = [None] * len(sequences)
-    lens = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-    for idx in np.flatnonzero(lens == 0).tolist():
-        results[idx] = (0, "")
-    order = np.argsort(-lens, kind="stable")                # longest first, ties in input order
-    order = order[lens[order] > 0].tolist()
-    if order:
+    count = len(sequences)
+    lens = np.fromiter(map(len, sequences), dtype=np.int64, count=count)
+    in_order = count > 0 and lens[-1] > 0 and bool(np.all(lens[:-1] >= lens[1:]))
+    if in_order:                                           # already longest first (one length, say): the
+        order = np.arange(count)                           # groups are slices, no gathering or placing
+    else:
+        order = np.argsort(-lens, kind="stable")           # longest first, ties in input order
+        order = order[lens[order] > 0]
+    done: list[tuple[int, str]] = []                       # results in the order of `order`
+    if order.size:
         budget = memory_budget()
-        if bytes_needed(lens[order[0]]) > budget:
+        longest = int(lens[order[0]])
+        if bytes_needed(longest) > budget:
             from ..errors import SequenceTooLongError
-            raise SequenceTooLongError(f"a {lens[order[0]]}-nt sequence needs {bytes_needed(lens[order[0]]) / 2**30:.1f} "
-                                f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
+            raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} "
+                                       f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
         pending = _plan(order, lens, budget, fill_override)
         try:                                               # the pool is kept between groups, given back at the end
             while pending:
                 kind, idxs = pending.pop(0)
                 block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
                 host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
+                if in_order:
+                    seqs, group_lens = sequences[idxs[0]:idxs[-1] + 1], lens[idxs[0]:idxs[-1] + 1]
+                else:
+                    seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
                 try:
                     if kind == "short":
-                        out = zuker_short.fold_group([sequences[i] for i in idxs], model)
+                        out = zuker_short.fold_group(seqs, model, group_lens)
                     else:
-                        out = _fold_group([sequences[i] for i in idxs], model, kind, host, block_tb)
+                        out = _fold_group(seqs, model, kind, host, block_tb)
                 except cupy.cuda.memory.OutOfMemoryError:
                     if len(idxs) == 1:
                         raise
@@ -422,10 +430,16 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                     half = len(idxs) // 2
                     pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
                     continue
-                for i, r in zip(idxs, out):
-                    results[i] = r
+                done += out
                 if progress is not None:
                     progress(len(idxs))
         finally:
             cupy.get_default_memory_pool().free_all_blocks()
-    return results  # type: ignore[return-value]
+    if len(done) != order.size:
+        raise RuntimeError(f"GPU Zuker returned {len(done)} results for {order.size} sequences")
+    if in_order:
+        return done
+    at = np.full(count, -1, dtype=np.int64)                # position of each input in `done`; -1: empty
+    at[order] = np.arange(order.size)
+    done.append((0, ""))
+    return list(map(done.__getitem__, at.tolist()))

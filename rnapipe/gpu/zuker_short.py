@@ -43,6 +43,7 @@ LT_MAX = 496                  # ZS_LT_MAX: entries at most
 MAXLOOP = 30
 
 # Set by a benchmark or for debugging: "threads" forces the block size, "options" adds nvcc options,
+# "smem_launch" = (threads, min blocks per SM, ring16) forces zs_fold_smem's launch and ring,
 # "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
 # with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
 # last launch, and a traceback failure is then not raised.
@@ -88,21 +89,45 @@ def _shared_bytes(max_n: int) -> int:
     return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
-# zs_fold_smem's block size by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md):
-# short sequences have few cells per diagonal, so more, smaller blocks share a multiprocessor.
-SMEM_SMALL_N = 80
+# zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md):
+# (longest n, threads, minimum blocks per SM), with the int16 ring and with the int32 one. Short sequences
+# have few cells per diagonal, so more, smaller blocks share a multiprocessor; the int16 ring halves the
+# largest part of the shared memory, so more blocks fit.
+SMEM_LAUNCH16 = ((80, 128, 8), (10**9, 256, 4))
+SMEM_LAUNCH32 = ((80, 128, 4), (10**9, 256, 2))
+RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 
 
-def _smem_launch(max_n: int) -> tuple[int, tuple[str, ...]]:
-    if max_n <= SMEM_SMALL_N:
-        return 128, ("-DZ2_MAX_THREADS=128", "-DZ2_MIN_BLOCKS=4")
-    return 256, ()
+def _smem_launch(max_n: int, ring16: bool) -> tuple[int, tuple[str, ...]]:
+    """Threads per block and nvcc options of zs_fold_smem for a batch whose longest sequence is max_n."""
+    if "smem_launch" in TUNING:
+        threads, blocks, _ = TUNING["smem_launch"]
+    else:
+        threads, blocks = next((t, b) for top, t, b in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32) if max_n <= top)
+    return threads, (f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}") + (("-DZ2_RING16",) if ring16 else ())
 
 
-def _smem_shared_bytes(max_n: int) -> int:
-    """z2_shared_bytes of zuker_short.cu."""
+def _smem_shared_bytes(max_n: int, ring16: bool) -> int:
+    """z2_shared_bytes of zuker_short.cu: the size terms and counters, the ring (3 planes of 32 rows of
+    int16 or int32), 20 int32 rows, two int16 lists and the codes, rows of max_n + 2."""
     mn = max_n + 2
-    return (4 * (485 + 3 + 8 + (3 * 32 + 11 + 4 + 2 + 2 + 1) * mn) + 2 * 2 * mn + mn + 7) // 8 * 8
+    return (4 * (485 + 3 + 8) + 3 * 32 * mn * (2 if ring16 else 4) + 4 * 20 * mn + 2 * 2 * mn + mn + 7) // 8 * 8
+
+
+def _ring16_ok(model: Model) -> bool:
+    """Whether zs_fold_smem's int16 ring is exact for this model: every finite size term within
+    (-4000, 4000) (zuker_short.cu, z2_store); a value too large for the ring is caught in the kernel."""
+    if "smem_launch" in TUNING:
+        return bool(TUNING["smem_launch"][2])
+    return RING16 and _sizes_within(model, 4000)
+
+
+@functools.lru_cache(maxsize=16)
+def _sizes_within(model: Model, bound: int) -> bool:
+    from .zuker import INF
+    sz = size_entries(model.tables())
+    finite = sz[sz < INF // 2]
+    return bool(finite.size == 0 or (np.abs(finite) < bound).all())
 
 
 def loop_table(T) -> np.ndarray:
@@ -150,30 +175,73 @@ def _kernel(options: tuple[str, ...]):
     return loader.function(KERNELS, "zs_fold", options)     # cached by the loader, per GPU
 
 
-def fold_group(seqs: list[str], model: Model) -> list[tuple[int, str]]:
-    """Fold non-empty sequences given longest first: those longer than SMEM_MAX_N with zs_fold, the rest
-    with zs_fold_smem. Large groups go in chunks of CHUNK or more on two streams, so that the host's
-    work on one chunk (sequences in, structures out) overlaps the next chunk's kernel."""
+def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) -> list[tuple[int, str]]:
+    """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them): those
+    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
+    (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
+    work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
+    one stream share one device pool (the stream orders them)."""
+    import cupy
+
     count = len(seqs)
-    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
+    if lens is None:
+        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
     big = int(np.count_nonzero(lens > SMEM_MAX_N))
     parts = []
     for lo, hi, smem in ((0, big, False), (big, count, True)):
-        step = max(CHUNK, -(-(hi - lo) // 4))
-        parts += [(a, min(a + step, hi), smem) for a in range(lo, hi, step)]
+        per_seq = 4 * (smem_pool_words if smem else pool_words)(int(lens[lo])) if hi > lo else 1
+        for size in chunk_sizes(hi - lo, max(1, STREAM_POOL_BYTES // per_seq)):
+            parts.append((lo, lo + size, smem))
+            lo += size
     streams = _streams() if len(parts) > 1 else [None]
+    if streams[0] is not None:            # tables made on the default stream must be there first
+        from . import loader
+        _table_for_group(model, int(lens[0]))
+        if big:
+            _device_loop_table(model)
+        if big < count:
+            _size_entries_on(model, loader._device_id())
+        cupy.cuda.Stream.null.synchronize()
+    pools: dict | None = None if "keep" in TUNING else {}   # stream index: its device pool (words first),
+    for k, (a, b, smem) in enumerate(parts):                  # as large as its largest chunk's
+        words = int((smem_pool_words(lens[a:b]) if smem else pool_words(lens[a:b])).sum())
+        if pools is not None:
+            pools[k % len(streams)] = max(pools.get(k % len(streams), 0), words)
+    jobs = [_start(seqs[a:b], lens[a:b], model, smem, streams[k % len(streams)], pools, k % len(streams))
+            for k, (a, b, smem) in enumerate(parts)]
     out: list[tuple[int, str]] = []
-    inflight = []
-    for k, (a, b, smem) in enumerate(parts):
-        inflight.append(_start(seqs[a:b], lens[a:b], model, smem, streams[k % len(streams)]))
-        if len(inflight) == 2:
-            out += _finish(inflight.pop(0))
-    while inflight:
-        out += _finish(inflight.pop(0))
+    for job in jobs:
+        out += _finish(job)
     return out
 
 
-CHUNK = 8192                  # sequences per launch at least, when a group is split for overlap
+CHUNK = 8192                  # sequences per chunk in the middle of a large group, at most
+STREAM_POOL_BYTES = 512 << 20  # device pool of one stream's chunks, at most (fewer sequences per chunk
+                               # when they are long): what fold_batch gives back at the end costs ~0.7 ms/GB
+
+
+def chunk_sizes(count: int, most: int | None = None) -> list[int]:
+    """Chunk sizes of a group of count sequences, with c = min(CHUNK, most): c/8, c/4 first (the GPU
+    starts after a small chunk's host work), about c each in the middle, c/4, c/8 last (the host's work
+    after the last kernel is small); one chunk when the group is small."""
+    c = min(CHUNK, most) if most else CHUNK
+    head: list[int] = []
+    tail: list[int] = []
+    rest = count
+    for size in (max(1, c // 8), max(1, c // 4)):
+        if rest < 4 * size:
+            break
+        head.append(size)
+        tail.insert(0, size)
+        rest -= 2 * size
+    pieces = max(1, -(-rest // c))
+    middle = [rest // pieces + (1 if k < rest % pieces else 0) for k in range(pieces)] if rest else []
+    return head + middle + tail
+
+
+def _table_for_group(model: Model, n_max: int):
+    from .zuker import _table_for
+    return _table_for(model, n_max)
 
 
 def _streams():
@@ -206,64 +274,79 @@ def _size_entries_on(model: Model, device: int):
         return cupy.asarray(size_entries(model.tables()))
 
 
-def _pinned(array: np.ndarray) -> np.ndarray:
-    """A copy of array in page-locked host memory (so that copies to the device are asynchronous)."""
+def _pinned(nbytes: int) -> np.ndarray:
+    """An uninitialised byte array in page-locked host memory (copies to and from the device are then
+    asynchronous)."""
     import cupy
-    mem = cupy.cuda.alloc_pinned_memory(max(array.nbytes, 1))
-    out = np.frombuffer(mem, dtype=array.dtype, count=array.size)
-    out[...] = array
-    return out
+    mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
+    return np.frombuffer(mem, dtype=np.uint8, count=nbytes)
 
 
-def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream) -> dict:
-    """Copy one chunk to the device and launch its kernel on stream (None: the current one); the result
-    is collected by _finish."""
+def _layout(count: int, text_bytes: int) -> tuple[int, int, int, int]:
+    """Byte offsets of a chunk's input buffer: soff (int64), poff (int64), lens (int32), the sequences'
+    ASCII; and its total size (8-byte aligned parts)."""
+    a = 16 * count
+    b = a + (4 * count + 7) // 8 * 8
+    return 8 * count, a, b, b + text_bytes
+
+
+def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pools: dict | None = None,
+           slot: int = 0, ring16: bool | None = None) -> dict:
+    """Copy one chunk to the device and launch its kernel on stream (None: the current one), its matrices
+    in pools[slot] (words; replaced by the device array once made, shared by the chunks of one stream);
+    zs_fold_smem with the int16 ring if ring16 (None: where the model allows); the result is collected by
+    _finish."""
     import contextlib
 
     import cupy
 
     from . import loader
-    from .zuker import _table_for
 
     count = len(seqs)
     n_max = int(lens.max())
     if n_max > 2000:
         raise ValueError("zuker_short folds sequences of up to 2,000 nt")
     ends = np.cumsum(lens)
-    soff = ends - lens
+    total = int(ends[-1])
     words = smem_pool_words(lens) if smem else pool_words(lens)
-    poff = np.cumsum(words) - words
-    P = _table_for(model, n_max)
+    P = _table_for_group(model, n_max)
     extra_table = _size_entries_on(model, loader._device_id()) if smem else _device_loop_table(model)
-    if stream is not None:                # tables just made on the default stream must be there first
-        cupy.cuda.Stream.null.synchronize()
-    job = {"count": count, "soff": soff, "ends": ends, "poff": poff, "stream": stream}
+    if ring16 is None:
+        ring16 = smem and _ring16_ok(model)
+    job = {"count": count, "ends": ends, "stream": stream, "seqs": seqs, "lens": lens, "model": model,
+           "ring16": ring16}
     with stream if stream is not None else contextlib.nullcontext():
-        host_in = [_pinned(np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)), _pinned(soff),
-                   _pinned(lens.astype(np.int32)), _pinned(poff)]
-        dev_in = [cupy.empty(x.shape, dtype=x.dtype) for x in host_in]
-        for d, h in zip(dev_in, host_in):
-            d.set(h, stream=stream)
-        pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
+        o_poff, o_lens, o_text, size = _layout(count, total)
+        host_in = _pinned(size)                 # one pinned buffer, one copy, one device buffer
+        host_in[:o_poff].view(np.int64)[:] = ends - lens
+        host_in[o_poff:o_lens].view(np.int64)[:] = np.cumsum(words) - words
+        host_in[o_lens:o_lens + 4 * count].view(np.int32)[:] = lens
+        host_in[o_text:] = np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)
+        dev_in = cupy.empty(size, dtype=cupy.uint8)
+        dev_in.set(host_in, stream=stream)
+        if pools is None:
+            pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
+        else:
+            if not isinstance(pools[slot], cupy.ndarray):
+                pools[slot] = cupy.empty(pools[slot], dtype=cupy.int32)
+            pool = pools[slot]
         if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
             pool.fill(TUNING["fill"])
-        out = cupy.empty(int(ends[-1]), dtype=cupy.uint8)
-        mfe = cupy.empty(count, dtype=cupy.int32)
-        status = cupy.empty(count, dtype=cupy.int32)
+        dev_out = cupy.empty(8 * count + total, dtype=cupy.uint8)       # mfe, status (int32), structures
+        mfe, status, out = dev_out[:4 * count], dev_out[4 * count:8 * count], dev_out[8 * count:]
         options = tuple(TUNING.get("options", ()))
         if smem:
-            shared = _smem_shared_bytes(n_max)
-            if "smem_threads" in TUNING:
-                threads = int(TUNING["smem_threads"])
-            else:
-                threads, more = _smem_launch(n_max)
-                options = options + more
+            shared = _smem_shared_bytes(n_max, ring16)
+            threads, more = _smem_launch(n_max, ring16)
+            options = options + more
             kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
         else:
             shared = _shared_bytes(n_max)
             kernel = _kernel(options)
             threads = threads_for(n_max)
-        args = (P, extra_table, *dev_in, pool, out, mfe, status, np.int32(n_max))
+        args = (P, extra_table, dev_in[o_text:], dev_in[:o_poff].view(cupy.int64),
+                dev_in[o_lens:o_lens + 4 * count].view(cupy.int32), dev_in[o_poff:o_lens].view(cupy.int64),
+                pool, out, mfe.view(cupy.int32), status.view(cupy.int32), np.int32(n_max))
         events = TUNING.get("events")
         if events is not None:
             job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
@@ -271,15 +354,16 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream) 
         kernel((count,), (threads,), args, shared_mem=shared)
         if events is not None:
             job["events"][1].record()
-        job["host_out"] = [np.empty(int(ends[-1]), dtype=np.uint8), np.empty(count, dtype=np.int32),
-                           np.empty(count, dtype=np.int32)]
-        job["host_out"] = [_pinned(x) for x in job["host_out"]]
-        for d, h in zip((out, mfe, status), job["host_out"]):
-            try:
-                d.get(stream=stream, out=h, blocking=False)     # _finish waits for the stream
-            except TypeError:                                   # a CuPy without `blocking`
-                d.get(stream=stream, out=h)
-        job["keep"] = (host_in, dev_in, pool, out, mfe, status)       # alive until the copies are done
+        job["host_out"] = host_out = _pinned(8 * count + total)
+        try:
+            dev_out.get(stream=stream, out=host_out, blocking=False)     # _finish waits for the stream
+        except TypeError:                                                # a CuPy without `blocking`
+            dev_out.get(stream=stream, out=host_out)
+        job["done"] = cupy.cuda.Event(block=False, disable_timing=True)
+        job["done"].record()                  # this chunk's copies; later chunks may share the stream
+        job["keep"] = (host_in, dev_in, pool, dev_out)       # alive until the copies are done
+        if "keep" in TUNING:
+            job["poff"] = np.cumsum(words) - words
     return job
 
 
@@ -287,17 +371,16 @@ def _finish(job: dict) -> list[tuple[int, str]]:
     """Wait for a chunk started by _start and return its (MFE, dot-bracket) in order."""
     import cupy
 
-    stream = job["stream"]
-    if stream is not None:
-        stream.synchronize()
-    else:
-        cupy.cuda.get_current_stream().synchronize()
+    job["done"].synchronize()
     if "events" in job:
         TUNING.setdefault("events", []).append(cupy.cuda.get_elapsed_time(*job["events"]))
-    text_b, mfe, status = job["host_out"]
-    text = text_b.tobytes().decode("ascii")
-    energies = mfe.tolist()
-    bad = int(np.count_nonzero(status))
+    count = job["count"]
+    host_out = job["host_out"]
+    status = host_out[4 * count:8 * count].view(np.int32)
+    text = host_out[8 * count:].tobytes().decode("ascii")
+    energies = host_out[:4 * count].view(np.int32).tolist()
+    refold = np.flatnonzero(status == 2) if job["ring16"] else np.zeros(0, dtype=np.int64)
+    bad = int(np.count_nonzero(status)) - refold.size
     if "keep" in TUNING:                  # debugging: the matrices and status, no error raised
         TUNING["keep"] = {"pool": job["keep"][2].get(), "poff": job["poff"], "status": status.copy(),
                           "mfe": energies, "text": text}
@@ -305,4 +388,12 @@ def _finish(job: dict) -> list[tuple[int, str]]:
     del job["keep"]
     if bad:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
-    return [(e, text[a:b]) for e, a, b in zip(energies, job["soff"].tolist(), job["ends"].tolist())]
+    ends = job["ends"].tolist()
+    out = [(e, text[a:b]) for e, a, b in zip(energies, [0] + ends[:-1], ends)]
+    if refold.size:                       # a value too large for the int16 ring: again with the int32 one
+        seqs = job["seqs"]
+        again = _finish(_start([seqs[k] for k in refold.tolist()], job["lens"][refold], job["model"], True, None,
+                               ring16=False))
+        for k, r in zip(refold.tolist(), again):
+            out[k] = r
+    return out

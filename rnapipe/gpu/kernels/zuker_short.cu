@@ -203,6 +203,45 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 // zuker_short.cuh) for the traceback, which is zs_finish's, as in zs_fold.
 #define Z2_RING 32
 #define Z2_CHUNKS 8
+
+// The ring's words: int32, or with Z2_RING16 int16 (half the shared memory, so more blocks per SM). In
+// 16 bits a stored value is exact if |value| <= Z2_RING_LIM; INF (and anything >= ZK_HALF_INF) is stored
+// as Z2_RING_SENT, and a chunk minimum >= Z2_RING_INF_AT reads as INF again. That is exact as long as
+// every finite size term lies in (-4000, 4000) (the host checks the model: 20000 + 4000 < 25000 and
+// 30000 - 4000 >= 25000). A finite value beyond Z2_RING_LIM sets the block's overflow flag: status 2, and
+// the host folds that sequence again with the int32 ring.
+#ifdef Z2_RING16
+typedef short z2_ring_t;
+#ifndef Z2_RING_LIM
+#define Z2_RING_LIM 20000
+#endif
+#define Z2_RING_SENT 30000
+#define Z2_RING_INF_AT 25000
+#else
+typedef int z2_ring_t;
+#endif
+
+__device__ __forceinline__ z2_ring_t z2_store(int x, bool& overflow) {
+#ifdef Z2_RING16
+    if (x >= ZK_HALF_INF) return (z2_ring_t)Z2_RING_SENT;
+    if (x > Z2_RING_LIM || x < -Z2_RING_LIM) {
+        overflow = true;
+        return (z2_ring_t)Z2_RING_SENT;
+    }
+    return (z2_ring_t)x;
+#else
+    return x;
+#endif
+}
+
+// A chunk's minimum over ring values plus size terms: INF where only sentinels were read.
+__device__ __forceinline__ int z2_load_min(int m) {
+#ifdef Z2_RING16
+    return m >= Z2_RING_INF_AT ? ZK_INF : m;
+#else
+    return m;
+#endif
+}
 #define Z2_NLOOPS 485            // (n1, n2) with n1 + n2 <= 30, less the 11 of zk_interior
 
 __host__ __device__ constexpr bool z2_special(int n1, int n2) {
@@ -226,8 +265,8 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
 // planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s).
 template <int E, int E0, int E1>
-__device__ __forceinline__ void z2_loops(const int* win, const int* sz, int N, int plane, int dm2, int maxu,
-                                         const int* rp, int& m0, int& m1, int& m2) {
+__device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
+                                         const z2_ring_t* rp, int& m0, int& m1, int& m2) {
     if constexpr (E < E1) {
         constexpr int s = z2_entry(E, true), n1 = z2_entry(E, false), n2 = s - n1;
         constexpr int small = n1 < n2 ? n1 : n2;
@@ -236,7 +275,7 @@ __device__ __forceinline__ void z2_loops(const int* win, const int* sz, int N, i
             if (s > maxu) return;
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
-        const int x = rp[kind * plane + n1] + sz[E];
+        const int x = (int)rp[kind * plane + n1] + sz[E];
         if constexpr (kind == 0) m0 = min(m0, x);
         else if constexpr (kind == 1) m1 = min(m1, x);
         else m2 = min(m2, x);
@@ -245,16 +284,17 @@ __device__ __forceinline__ void z2_loops(const int* win, const int* sz, int N, i
 }
 
 template <int C>
-__device__ __forceinline__ void z2_chunk(const int* win, const int* sz, int N, int plane, int dm2, int maxu, int& m0,
-                                         int& m1, int& m2) {
+__device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
+                                         int& m0, int& m1, int& m2) {
     constexpr int E0 = C * Z2_NLOOPS / Z2_CHUNKS, E1 = (C + 1) * Z2_NLOOPS / Z2_CHUNKS;
     z2_loops<E0, E0, E1>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2);
 }
 
-// Rows of MN = max_n + 2 words in zs_fold_smem's shared memory: the ring (3 planes of Z2_RING), V's partial
-// minima (Z2_CHUNKS + 3), PM (3), WMB (2), WM1 (2), W (1); then 4 counters, two short lists, the codes.
+// Shared memory of zs_fold_smem, rows of MN = max_n + 2 words: the ring (3 planes of Z2_RING rows of
+// z2_ring_t), then int32 rows: V's partial minima (Z2_CHUNKS + 3), PM (4), WMB (2), WM1 (2), W (1); then two
+// short lists and the codes. Before all of it: the size terms and 8 counters.
 #define Z2_PARTS (Z2_CHUNKS + 3)
-#define Z2_ROWS (3 * Z2_RING + Z2_PARTS + 4 + 2 + 2 + 1)
+#define Z2_ROWS (Z2_PARTS + 4 + 2 + 2 + 1)          // int32 rows, after the ring's 3 * Z2_RING rows
 #ifndef Z2_XCHUNK
 #define Z2_XCHUNK 8             // split points per PM unit
 #endif
@@ -263,7 +303,7 @@ __device__ __forceinline__ void z2_chunk(const int* win, const int* sz, int N, i
 // Shared memory of zs_fold_smem in bytes for a longest sequence of max_n nt (zuker_short.py mirrors it).
 ZK_HD int z2_shared_bytes(int max_n) {
     int mn = max_n + 2;
-    return ((4 * (Z2_FIXED + Z2_ROWS * mn) + 2 * 2 * mn + mn) + 7) / 8 * 8;
+    return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn) + 7) / 8 * 8;
 }
 
 // The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), the stack.
@@ -304,8 +344,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     const int plane = Z2_RING * N;
     int* sSZ = smem;                                   // Z2_NLOOPS: the size terms in loop order
     int* sCnt = sSZ + Z2_NLOOPS + 3;                   // 2 list counts, 2 unit counters (4 spare)
-    int* sWin = sSZ + Z2_FIXED;                        // 3 planes (VAU, V1N, VI) x Z2_RING rows of N
-    int* sPart = sWin + 3 * Z2_RING * MN;              // Z2_PARTS rows: V's partial minima by cell i
+    z2_ring_t* sWin = (z2_ring_t*)(sSZ + Z2_FIXED);    // 3 planes (VAU, V1N, VI) x Z2_RING rows of N
+    int* sPart = (int*)(sWin + 3 * Z2_RING * MN);      // Z2_PARTS rows: V's partial minima by cell i
     int* sPM = sPart + Z2_PARTS * MN;                  // 4 rows: PM of diagonals d & 3
     int* sWMB = sPM + 4 * MN;                          // 2 rows: WMB of diagonals d & 1
     int* sWM1 = sWMB + 2 * MN;                         // 2 rows: WM1 of diagonals d & 1
@@ -337,6 +377,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
     const int ml_base = zk_sc(P, ZK_ML_BASE);
+    bool overflow = false;                             // a ring value beyond z2_store's range (16-bit ring)
     for (int d = ZK_TURN + 1; d < n; ++d) {
         const int pc = sCnt[d & 1];
         const short* L = sL + (d & 1) * MN;
@@ -416,7 +457,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int c = u % Z2_CHUNKS, b0 = (u / Z2_CHUNKS) * 32;
                 const bool active = b0 + lane < pc;
                 const int i = L[active ? b0 + lane : 0];
-                const int* win = sWin + i + 1;
+                const z2_ring_t* win = sWin + i + 1;
                 int m0 = ZK_INF, m1 = ZK_INF, m2 = ZK_INF;
                 switch (c) {
                     case 0: z2_chunk<0>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
@@ -429,6 +470,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     default: z2_chunk<7>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
                 }
                 if (active) {
+                    m0 = z2_load_min(m0);
+                    m1 = z2_load_min(m1);
+                    m2 = z2_load_min(m2);
                     const int j = i + d;
                     const int t = zk_ptype(sS[i], sS[j]);
                     const int si1 = sS[i + 1], sj1 = sS[j - 1];
@@ -455,20 +499,20 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 int v = ZK_INF;
                 int w1 = wm1_prev[i] + ml_base;
                 if (t) {
-                    v = sPart[Z2_CHUNKS * MN + i];
+                    v = sPart[i];
 #pragma unroll
-                    for (int c = 0; c < Z2_PARTS; ++c) v = zk_min(v, sPart[c * MN + i]);
+                    for (int c = 1; c < Z2_PARTS; ++c) v = zk_min(v, sPart[c * MN + i]);
                     const int rt = zk_rtype(t);
                     const int a = sS[j + 1], b = sS[i - 1];
-                    sWin[slot] = v + zk_au(P, t);
-                    sWin[plane + slot] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b);
-                    sWin[2 * plane + slot] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b);
+                    sWin[slot] = z2_store(v + zk_au(P, t), overflow);
+                    sWin[plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b), overflow);
+                    sWin[2 * plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b), overflow);
                     q.XT[j * N + i] = v + zk_exterior_stem_at(P, sS, n, i, j);
                     if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, sS, i, j));
                 } else {
-                    sWin[slot] = ZK_INF;
-                    sWin[plane + slot] = ZK_INF;
-                    sWin[2 * plane + slot] = ZK_INF;
+                    sWin[slot] = z2_store(ZK_INF, overflow);
+                    sWin[plane + slot] = z2_store(ZK_INF, overflow);
+                    sWin[2 * plane + slot] = z2_store(ZK_INF, overflow);
                     q.XT[j * N + i] = ZK_INF;
                 }
                 w1 = zk_min(w1, ZK_INF);
@@ -487,5 +531,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         }
         __syncthreads();
     }
+    if (overflow) sCnt[4] = 1;
+    __syncthreads();
+    const bool refold = sCnt[4] != 0;
     zs_finish(P, q, sW, n > ZK_TURN + 2 ? n : ZK_TURN + 2, stack, out + soff[s], mfe + s, status + s);
+    if (tid == 0 && refold) status[s] = 2;             // the host folds it again with the int32 ring
 }
