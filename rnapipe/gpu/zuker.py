@@ -353,14 +353,16 @@ def _plan(order, lens, budget: int, fill_override: str | None):
         return []
     n = np.asarray(lens, dtype=np.int64)[order]
     names = ("short", "block", LONG_FILL)
+    every = np.arange(int(n.max()) + 1, dtype=np.int64)     # kind and bytes by length, then gathered
     if fill_override:
-        kinds = np.zeros(n.size, dtype=np.int64)
+        kind_of = np.zeros(every.size, dtype=np.int64)
         names = (fill_override,)
-        need = zuker_short.bytes_needed(n) if fill_override == "short" else bytes_needed(n)
+        need_of = zuker_short.bytes_needed(every) if fill_override == "short" else bytes_needed(every)
     else:
-        kinds = np.where(n <= zuker_short.MAX_N, 0, np.where(n <= BLOCK_MAX_N, 1, 2))
-        need = np.where(kinds == 0, zuker_short.bytes_needed(n), bytes_needed(n))
-    need = np.asarray(need, dtype=np.int64)
+        kind_of = np.where(every <= zuker_short.MAX_N, 0, np.where(every <= BLOCK_MAX_N, 1, 2))
+        need_of = np.where(kind_of == 0, zuker_short.bytes_needed(every), bytes_needed(every))
+    kinds = kind_of[n]
+    need = np.asarray(need_of, dtype=np.int64)[n]
     cuts = np.flatnonzero(np.diff(kinds)) + 1
     groups = []
     for a, b in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [n.size]]).tolist()):
