@@ -4,7 +4,8 @@
     python benchmarks/zuker_gpu.py --quick --results x.md   # small counts
 
 Per length L: GPU sequences/s end to end (Python strings in, (MFE, dot-bracket) out; batches sized from free
-memory), the CPU engine (rnapipe.cpu.zuker over all cores) and RNA.fold in a multiprocessing pool over all
+memory; for 1,000 sequences or more the median of --repeat runs, each after gc.collect(), the kernels of
+every planned length compiled beforehand), the CPU engine (rnapipe.cpu.zuker over all cores) and RNA.fold in a multiprocessing pool over all
 cores on the first --cpu-count of the same sequences, the ratios, whether GPU and CPU engine agree on every
 sequence both folded, and the floor: inner-loop evaluations per sequence (every add-min of the recursions,
 counted below) over the GPU's integer add-min rate (--rate, 1.3e13/s measured on H100), with the fraction
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import multiprocessing as mp
 import os
 import platform
@@ -77,6 +79,7 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=60.0, help="skip a length predicted to take longer (s)")
     ap.add_argument("--rate", type=float, default=1.3e13, help="integer add-min operations per second")
     ap.add_argument("--lengths", type=str, default="", help="comma-separated subset of the plan's lengths")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per length of 1,000+ sequences (median)")
     args = ap.parse_args()
 
     from rnapipe.cpu import zuker as cpu
@@ -91,7 +94,11 @@ def main() -> None:
         plan = [p for p in plan if p[0] in keep]
     rng = random.Random(2026)
     dev = device_name()
-    # Warm-up: kernel compile, Numba compile of the CPU engine, pool start.
+    # Warm-up: the kernels of every planned length (their launch settings depend on the longest sequence of
+    # a batch), Numba compile of the CPU engine, pool start.
+    for L, _, _ in plan:
+        if L <= 1_000:
+            gpu.fold_batch([random_rna(L, rng) for _ in range(8)], "default", cores, {})
     gpu.fold_batch([random_rna(130, rng) for _ in range(8)] + [random_rna(700, rng)], "default", cores, {})
     cpu.fold_batch([random_rna(50, rng)], "default", cores, {})
     pool = mp.get_context("fork").Pool(cores)
@@ -111,14 +118,22 @@ def main() -> None:
                                  evals=evals, floor=floor_rate))
                 print(f"L={L}: skipped (predicted {predicted:.0f} s)", flush=True)
                 continue
+        gc.collect()
         t0 = time.perf_counter()
         ours = gpu.fold_batch(seqs, "default", cores, {})
         gsec = time.perf_counter() - t0
-        if count >= 1000:                        # short runs: best of two, the second split into phases
+        spread = ""
+        if count >= 1000:                        # short runs: the median of --repeat, then one split into phases
+            runs = [gsec]
+            for _ in range(args.repeat - 1):
+                gc.collect()
+                t0 = time.perf_counter()
+                ours = gpu.fold_batch(seqs, "default", cores, {})
+                runs.append(time.perf_counter() - t0)
+            gsec = float(np.median(runs))
+            spread = f"median of {len(runs)}: {count / max(runs):,.0f}-{count / min(runs):,.0f}"
             gpu.PHASE_SECONDS = {}
-            t0 = time.perf_counter()
-            ours = gpu.fold_batch(seqs, "default", cores, {})
-            gsec = min(gsec, time.perf_counter() - t0)
+            gpu.fold_batch(seqs, "default", cores, {})
             phases = gpu.PHASE_SECONDS
             gpu.PHASE_SECONDS = None
         else:                                    # long runs: one more (phases) only if it was quick
@@ -129,7 +144,7 @@ def main() -> None:
                 phases = gpu.PHASE_SECONDS
                 gpu.PHASE_SECONDS = None
         last = (L, gsec / count, count)
-        row = dict(L=L, count=count, gpu=count / gsec, gsec=gsec, evals=evals, floor=floor_rate,
+        row = dict(L=L, count=count, gpu=count / gsec, gsec=gsec, evals=evals, floor=floor_rate, spread=spread,
                    phases=" / ".join(f"{phases.get(k, 0):.3f}" for k in ("fill", "exterior", "traceback"))
                    if phases else "")
         row["fraction"] = row["gpu"] / floor_rate
@@ -152,7 +167,7 @@ def main() -> None:
     lines = [f"### Zuker GPU vs CPU engine vs RNAfold ({stamp})", "",
              f"Machine: {dev}; {cores} CPU cores ({platform.processor() or platform.machine()}); Python "
              f"{platform.python_version()}. Random uniform ACGU sequences (seed 2026). GPU = rnapipe.gpu.zuker "
-             "end to end (strings in, MFE and dot-bracket out). CPU engine = rnapipe.cpu.zuker on all cores; "
+             "end to end (strings in, MFE and dot-bracket out; 1,000+ sequences: median of the runs, range in brackets). CPU engine = rnapipe.cpu.zuker on all cores; "
              "RNAfold = RNA.fold in a multiprocessing pool on all cores; both on the first 'CPU seqs' of the same "
              "sequences. 'identical' = GPU (MFE, structure) equal to the CPU engine's; 'RNAfold MFE =' = GPU MFE "
              f"equal to RNA.fold's. Floor = {args.rate:.2g} add-min/s over the inner-loop evaluations per sequence "
@@ -175,6 +190,8 @@ def main() -> None:
         ident = f"{r['identical']}/{c}" if c else ""
         rmfe = f"{r['rnafold_mfe_equal']}/{c}" if c else ""
         gpu_s = f"{r['gpu']:,.1f}" if r["gpu"] >= 10 else f"{r['gpu']:.3f} ({r['gsec']:.2f} s total)"
+        if r.get("spread"):
+            gpu_s += f" ({r['spread']})"
         lines.append(f"| {r['L']:,} | {r['count']:,} | {gpu_s} | {c:,} | {cpu_s} | {rna_s} | {g_r} | {g_c} | {ident} "
                      f"| {rmfe} | {r['evals']:.3g} | {r['floor']:,.1f} | {r['fraction']:.2%} | {r['phases']} |")
     text = "\n".join(lines) + "\n"

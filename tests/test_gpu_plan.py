@@ -54,3 +54,21 @@ def test_plan_keeps_every_sequence_once_in_order():
     assert [i for _, idxs in groups for i in idxs.tolist()] == order
     kinds = [kind for kind, _ in groups]
     assert len(kinds) == len(set(kinds))          # one group per kind when everything fits
+
+
+@pytest.mark.parametrize("chunk", [37, 8192])
+def test_chunk_sizes_cover_the_group(monkeypatch, chunk):
+    """The short path's chunks: every sequence in exactly one, none larger than CHUNK or the pool allows,
+    small ones first and last."""
+    monkeypatch.setattr(zuker_short, "CHUNK", chunk)
+    rng = random.Random(chunk)
+    for count in list(range(0, 300)) + [rng.randint(300, 200_000) for _ in range(300)]:
+        most = rng.choice([None, 1, 7, 100, 341, 2237, 10**6])
+        sizes = zuker_short.chunk_sizes(count, most)
+        assert sum(sizes) == count and all(k > 0 for k in sizes)
+        cap = min(chunk, most or chunk)
+        if len(sizes) > 1:
+            assert max(sizes) <= cap
+            assert sizes[0] <= sizes[1] <= sizes[2] and sizes[-1] <= sizes[-2] <= sizes[-3] <= sizes[-4]
+        else:                                     # one chunk: a small group, or chunks would be tiny
+            assert cap < 16 or count // 3 < max(16, cap // 16)

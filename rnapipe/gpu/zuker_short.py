@@ -207,9 +207,12 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
         words = int((smem_pool_words(lens[a:b]) if smem else pool_words(lens[a:b])).sum())
         if pools is not None:
             pools[k % len(streams)] = max(pools.get(k % len(streams), 0), words)
-    jobs = [_start(seqs[a:b], lens[a:b], model, smem, streams[k % len(streams)], pools, k % len(streams))
-            for k, (a, b, smem) in enumerate(parts)]
     out: list[tuple[int, str]] = []
+    jobs: list[dict] = []
+    for k, (a, b, smem) in enumerate(parts):
+        jobs.append(_start(seqs[a:b], lens[a:b], model, smem, streams[k % len(streams)], pools, k % len(streams)))
+        while len(jobs) > 2 and jobs[0]["done"].done:     # collect what is ready, two chunks still queued
+            out += _finish(jobs.pop(0))
     for job in jobs:
         out += _finish(job)
     return out
@@ -221,21 +224,20 @@ STREAM_POOL_BYTES = 512 << 20  # device pool of one stream's chunks, at most (fe
 
 
 def chunk_sizes(count: int, most: int | None = None) -> list[int]:
-    """Chunk sizes of a group of count sequences, with c = min(CHUNK, most): c/8, c/4 first (the GPU
-    starts after a small chunk's host work), about c each in the middle, c/4, c/8 last (the host's work
-    after the last kernel is small); one chunk when the group is small."""
-    c = min(CHUNK, most) if most else CHUNK
-    head: list[int] = []
-    tail: list[int] = []
-    rest = count
-    for size in (max(1, c // 8), max(1, c // 4)):
-        if rest < 4 * size:
-            break
-        head.append(size)
-        tail.insert(0, size)
-        rest -= 2 * size
-    pieces = max(1, -(-rest // c))
-    middle = [rest // pieces + (1 if k < rest % pieces else 0) for k in range(pieces)] if rest else []
+    """Chunk sizes of a group of count sequences, with c = min(CHUNK, most, count / 3) (most: sequences
+    whose matrices fill STREAM_POOL_BYTES): c/8, c/4, c/2 first (the GPU starts after a small chunk's host
+    work), about c each in the middle, then c/2, c/4, c/8, c/16 (each chunk's host work after its kernel
+    overlaps the smaller ones' kernels, so little is left after the last); one chunk when the group is
+    small."""
+    most = min(CHUNK, most or CHUNK)
+    c = min(most, count // 3)
+    if c < max(16, most // 16):
+        return [count] if count else []
+    head = [c // 8, c // 4, c // 2]
+    tail = [c // 2, c // 4, c // 8, c // 16]
+    rest = count - sum(head) - sum(tail)
+    pieces = -(-rest // c)
+    middle = [rest // pieces + (1 if k < rest % pieces else 0) for k in range(pieces)]
     return head + middle + tail
 
 
@@ -306,22 +308,21 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
     n_max = int(lens.max())
     if n_max > 2000:
         raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-    ends = np.cumsum(lens)
-    total = int(ends[-1])
+    ends = np.cumsum(lens + 1)                 # the sequences (and the structures) one '\n' apart
+    total = int(ends[-1]) - 1
     words = smem_pool_words(lens) if smem else pool_words(lens)
     P = _table_for_group(model, n_max)
     extra_table = _size_entries_on(model, loader._device_id()) if smem else _device_loop_table(model)
     if ring16 is None:
         ring16 = smem and _ring16_ok(model)
-    job = {"count": count, "ends": ends, "stream": stream, "seqs": seqs, "lens": lens, "model": model,
-           "ring16": ring16}
+    job = {"count": count, "stream": stream, "seqs": seqs, "lens": lens, "model": model, "ring16": ring16}
     with stream if stream is not None else contextlib.nullcontext():
         o_poff, o_lens, o_text, size = _layout(count, total)
         host_in = _pinned(size)                 # one pinned buffer, one copy, one device buffer
-        host_in[:o_poff].view(np.int64)[:] = ends - lens
+        host_in[:o_poff].view(np.int64)[:] = ends - lens - 1
         host_in[o_poff:o_lens].view(np.int64)[:] = np.cumsum(words) - words
         host_in[o_lens:o_lens + 4 * count].view(np.int32)[:] = lens
-        host_in[o_text:] = np.frombuffer("".join(seqs).encode("ascii"), dtype=np.uint8)
+        host_in[o_text:] = np.frombuffer("\n".join(seqs).encode("ascii"), dtype=np.uint8)
         dev_in = cupy.empty(size, dtype=cupy.uint8)
         dev_in.set(host_in, stream=stream)
         if pools is None:
@@ -334,6 +335,8 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
             pool.fill(TUNING["fill"])
         dev_out = cupy.empty(8 * count + total, dtype=cupy.uint8)       # mfe, status (int32), structures
         mfe, status, out = dev_out[:4 * count], dev_out[4 * count:8 * count], dev_out[8 * count:]
+        cupy.cuda.runtime.memsetAsync(out.data.ptr, ord("\n"), out.nbytes,     # the separators
+                                      (stream or cupy.cuda.get_current_stream()).ptr)
         options = tuple(TUNING.get("options", ()))
         if smem:
             shared = _smem_shared_bytes(n_max, ring16)
@@ -388,8 +391,9 @@ def _finish(job: dict) -> list[tuple[int, str]]:
     del job["keep"]
     if bad:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
-    ends = job["ends"].tolist()
-    out = [(e, text[a:b]) for e, a, b in zip(energies, [0] + ends[:-1], ends)]
+    out = list(zip(energies, text.split("\n")))
+    if len(out) != count:
+        raise RuntimeError(f"GPU Zuker returned {len(out)} structures for {count} sequences")
     if refold.size:                       # a value too large for the int16 ring: again with the int32 one
         seqs = job["seqs"]
         again = _finish(_start([seqs[k] for k in refold.tolist()], job["lens"][refold], job["model"], True, None,
