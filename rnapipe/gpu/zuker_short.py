@@ -5,25 +5,29 @@ Interface used by rnapipe.gpu.zuker.fold_batch:
 * ``MAX_N``: the longest sequence this path folds (0: the path is off and every batch goes to the
   general fills of rnapipe.gpu.zuker);
 * ``bytes_needed(n)``: device memory one sequence of n nt takes in a batch;
-* ``fold_group(seqs, model)``: fold non-empty sequences (longest first, each <= MAX_N) on the current
-  device and return [(mfe, dot-bracket)] in the same order, identical to rnapipe.cpu.zuker.
+* ``fold_group(seqs, model, lens=None)``: fold non-empty sequences (longest first, each <= MAX_N) on the
+  current device and return [(mfe, dot-bracket)] in the same order, identical to rnapipe.cpu.zuker.
 
 Two kernels of ``kernels/zuker_short.cu``, one block per sequence, each doing the fill one anti-diagonal at
 a time, the exterior loop W and the traceback (the CPU engine's order of tests, one warp searching 32
 candidates at a time), and writing the MFE and the dot-bracket bytes:
 
 * ``zs_fold_smem`` (sequences up to SMEM_MAX_N nt): the interior-loop auxiliaries VAU, V1N, VI live only in
-  shared memory, as a ring of the last 32 diagonals; the interior loops are 8 fixed chunks of the (n1, n2)
-  list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one min-plus product per
-  cell (VM read from it two diagonals later); the work of a diagonal goes round the warps as units.
+  shared memory, as a ring of the last 32 diagonals (int16 where the model allows: a value out of its
+  range sends the sequence back to the int32 ring, so results stay exact); the interior loops are 8 fixed
+  chunks of the (n1, n2) list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one
+  min-plus product per cell (VM read from it two diagonals later); the work of a diagonal goes round the
+  warps as units.
 * ``zs_fold`` (longer sequences): the same recursions with every matrix in global memory, several
   threads per cell when a diagonal is short, the interior loops from a table of offsets
   (:func:`loop_table`).
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
-(the kernel encodes them), the structures come back as one buffer, no per-base Python loop; a large
-group goes in chunks on two streams so that one chunk's host work overlaps the next one's kernel.
+(the kernel encodes them), the structures come back as one buffer, one newline apart, and are split in
+one call, no per-base or per-sequence slicing in Python; a large group goes in chunks (small ones first
+and last) on two streams, all launched at once and collected as they finish, so that the host's work on
+one chunk overlaps the kernels of the next.
 """
 
 from __future__ import annotations
