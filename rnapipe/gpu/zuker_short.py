@@ -206,15 +206,18 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
         if big < count:
             _size_entries_on(model, loader._device_id())
         cupy.cuda.Stream.null.synchronize()
-    pools: dict | None = None if "keep" in TUNING else {}   # stream index: its device pool (words first),
-    for k, (a, b, smem) in enumerate(parts):                  # as large as its largest chunk's
+    need = [0] * len(streams)             # words of each stream's pool: its largest chunk's
+    for k, (a, b, smem) in enumerate(parts):
         words = int((smem_pool_words(lens[a:b]) if smem else pool_words(lens[a:b])).sum())
-        if pools is not None:
-            pools[k % len(streams)] = max(pools.get(k % len(streams), 0), words)
+        need[k % len(streams)] = max(need[k % len(streams)], words)
+    pools: dict = {}                      # made when a stream's first chunk starts ("keep": a pool per chunk)
     out: list[tuple[int, str]] = []
     jobs: list[dict] = []
     for k, (a, b, smem) in enumerate(parts):
-        jobs.append(_start(seqs[a:b], lens[a:b], model, smem, streams[k % len(streams)], pools, k % len(streams)))
+        slot = k % len(streams)
+        if slot not in pools and "keep" not in TUNING:
+            pools[slot] = cupy.empty(need[slot], dtype=cupy.int32)
+        jobs.append(_start(seqs[a:b], lens[a:b], model, smem, streams[slot], pools.get(slot)))
         while len(jobs) > 2 and jobs[0]["done"].done:     # collect what is ready, two chunks still queued
             out += _finish(jobs.pop(0))
     for job in jobs:
@@ -296,10 +299,10 @@ def _layout(count: int, text_bytes: int) -> tuple[int, int, int, int]:
     return 8 * count, a, b, b + text_bytes
 
 
-def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pools: dict | None = None,
-           slot: int = 0, ring16: bool | None = None) -> dict:
+def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pool=None,
+           ring16: bool | None = None) -> dict:
     """Copy one chunk to the device and launch its kernel on stream (None: the current one), its matrices
-    in pools[slot] (words; replaced by the device array once made, shared by the chunks of one stream);
+    in pool (an int32 device array, shared by the chunks of one stream; None: one of its own);
     zs_fold_smem with the int16 ring if ring16 (None: where the model allows); the result is collected by
     _finish."""
     import contextlib
@@ -329,12 +332,8 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
         host_in[o_text:] = np.frombuffer("\n".join(seqs).encode("ascii"), dtype=np.uint8)
         dev_in = cupy.empty(size, dtype=cupy.uint8)
         dev_in.set(host_in, stream=stream)
-        if pools is None:
+        if pool is None:
             pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
-        else:
-            if not isinstance(pools[slot], cupy.ndarray):
-                pools[slot] = cupy.empty(pools[slot], dtype=cupy.int32)
-            pool = pools[slot]
         if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
             pool.fill(TUNING["fill"])
         dev_out = cupy.empty(8 * count + total, dtype=cupy.uint8)       # mfe, status (int32), structures
@@ -363,7 +362,7 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
             job["events"][1].record()
         job["host_out"] = host_out = _pinned(8 * count + total)
         try:
-            dev_out.get(stream=stream, out=host_out, blocking=False)     # _finish waits for the stream
+            dev_out.get(stream=stream, out=host_out, blocking=False)     # _finish waits for job["done"]
         except TypeError:                                                # a CuPy without `blocking`
             dev_out.get(stream=stream, out=host_out)
         job["done"] = cupy.cuda.Event(block=False, disable_timing=True)

@@ -251,20 +251,8 @@ __device__ __forceinline__ int zk_wm_near(const int* P, const ZkSeq& q, int i, i
     const int vbeg = i + ZK_TURN + 2;
     const int kend = j - ZK_TURN - 1;
     const int e1 = min(lo_end, kend);
-    for (int k = i + 1 + lane; k <= e1; k += 32) {
-        int wm = ru[k];
-        int w = rw[k];
-        int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
-        best = zk_min(best, u + w);
-        if (k >= vbeg) vmin = zk_min(vmin, wm + w);
-    }
-    for (int k = max(hi_beg, i + 1) + lane; k <= kend; k += 32) {
-        int wm = ru[k];
-        int w = rw[k];
-        int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
-        best = zk_min(best, u + w);
-        if (k >= vbeg) vmin = zk_min(vmin, wm + w);
-    }
+    for (int k = i + 1 + lane; k <= e1; k += 32) zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin);
+    for (int k = max(hi_beg, i + 1) + lane; k <= kend; k += 32) zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin);
     vm = vmin;
     return best;
 }

@@ -283,6 +283,16 @@ ZK_HD int zk_wm1(const int* P, const ZkSeq& q, int i, int j, int v) {
 // and U_i(k) = min((k-i)·ML_base, WM[i][k-1]); the k = i term uses w1 = WM1[i][j] of this very cell.
 // Also, in vm: this lane's part of VMX[i-1][j+1] = min over k = i+TURN+2 .. j-TURN-1 of WM[i][k-1] +
 // WM1T[j][k], the same two rows.
+// Split point k of WM(i, j) (ru = WM row i shifted by one, rw = WM1T row j): the k - i unpaired bases or
+// WM[i][k-1], plus WM1T[j][k], into best; from vbeg on, WM[i][k-1] + WM1T[j][k] into vmin (VMX).
+ZK_HD void zk_wm_split(const int* ru, const int* rw, int i, int k, int ml_base, int vbeg, int& best, int& vmin) {
+    const int wm = ru[k];
+    const int w = rw[k];
+    const int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
+    best = zk_min(best, u + w);
+    if (k >= vbeg) vmin = zk_min(vmin, wm + w);
+}
+
 ZK_HD int zk_wm_partial(const int* P, const ZkSeq& q, int i, int j, int w1, int lane, int width, int& vm) {
     int best = lane == 0 ? w1 : ZK_INF;
     int vmin = ZK_INF;
@@ -290,13 +300,7 @@ ZK_HD int zk_wm_partial(const int* P, const ZkSeq& q, int i, int j, int w1, int 
     const int* rw = q.WM1T + (long long)j * q.N;
     const int* ru = q.WM + (long long)i * q.N - 1;
     const int vbeg = i + ZK_TURN + 2;
-    for (int k = i + 1 + lane; k < j - ZK_TURN; k += width) {
-        int wm = ru[k];
-        int w = rw[k];
-        int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
-        best = zk_min(best, u + w);
-        if (k >= vbeg) vmin = zk_min(vmin, wm + w);
-    }
+    for (int k = i + 1 + lane; k < j - ZK_TURN; k += width) zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin);
     vm = vmin;
     return best;
 }

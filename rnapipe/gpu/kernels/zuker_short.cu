@@ -44,6 +44,15 @@ __device__ __forceinline__ void zs_list(const signed char* S, int n, int dd, sho
     }
 }
 
+// Diagonals 0 .. TURN are never computed: INF where WM, WM1 and V are read there (every thread calls it).
+__device__ __forceinline__ void zs_low_diagonals(const ZsSeq& q) {
+    for (int k = threadIdx.x; k < (ZK_TURN + 1) * q.N; k += blockDim.x) {
+        q.WM[k] = ZK_INF;
+        q.WM1[k] = ZK_INF;
+        q.V[k] = ZK_INF;
+    }
+}
+
 // W[j] from W[0 .. j-1] and XT row j (one warp, every lane calls it; lanes over the closing position i).
 __device__ __forceinline__ void zs_w_step(const ZsSeq& q, int* sW, int j, int lane) {
     const int* row = q.XT + (long long)j * q.N;
@@ -119,12 +128,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
     }
     if (tid < 2) sCnt[tid] = 0;
     ZsSeq q = zs_seq(sS, n, pool + poff[s]);
-    // Diagonals 0 .. TURN are never computed: INF where WM, WM1 and V are read there.
-    for (int k = tid; k < (ZK_TURN + 1) * N; k += T) {
-        q.WM[k] = ZK_INF;
-        q.WM1[k] = ZK_INF;
-        q.V[k] = ZK_INF;
-    }
+    zs_low_diagonals(q);
     __syncthreads();
     // List of the cells of diagonal TURN + 1 that can pair.
     zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
@@ -368,11 +372,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     int* base = pool + poff[s];
     ZsSeq q = zs_seq(sS, n, base);                     // V, WM, WM1, XT (the aux planes are not used)
     int* stack = base + 4LL * N * N;
-    for (int k = tid; k < (ZK_TURN + 1) * N; k += T) {
-        q.WM[k] = ZK_INF;
-        q.WM1[k] = ZK_INF;
-        q.V[k] = ZK_INF;
-    }
+    zs_low_diagonals(q);
     __syncthreads();
     zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
