@@ -162,6 +162,25 @@ def test_chunks_on_two_streams(monkeypatch, pool_bytes):
     assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
 
 
+def test_kept_stream_pools(monkeypatch):
+    """The per-stream pools are kept from one group to the next (grown when a group needs more, given
+    back by release()): groups of shorter, then longer sequences, one chunk and many, then after a
+    release, all identical to the CPU engine."""
+    short = _short()
+    from rnapipe.model import Model
+    monkeypatch.setattr(short, "CHUNK", 64)
+    short.release()
+    assert short.cached_bytes() == 0
+    for seed, count, top in ((61, 40, 80), (62, 700, 120), (63, 300, 400), (64, 900, 60)):
+        seqs = sorted(_random_seqs(count, 1, top, seed=seed), key=len, reverse=True)
+        assert short.fold_group(seqs, Model()) == cpu.fold_batch(seqs, "default", THREADS, {})
+        assert short.cached_bytes() > 0
+    short.release()
+    assert short.cached_bytes() == 0
+    seqs = sorted(_random_seqs(500, 1, 200, seed=65), key=len, reverse=True)
+    assert short.fold_group(seqs, Model()) == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
 def test_fold_batch_order_and_out_of_memory(monkeypatch):
     """rnapipe.gpu.zuker.fold_batch on input already longest first (groups are slices), on shuffled input
     with empty sequences (gathered, then placed back), and when a group runs out of device memory (split
@@ -199,4 +218,5 @@ def test_smem_pool_words_match_the_kernel():
     assert ("return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn)"
             " + 7) / 8 * 8;") in text
     assert "#define Z2_FIXED (Z2_NLOOPS + 3 + 8)" in text and "#define Z2_NLOOPS 485" in text
-    assert "#define Z2_PARTS (Z2_CHUNKS + 3)" in text and "#define Z2_CHUNKS 8" in text
+    assert "#define Z2_PARTS 6" in text and "#define Z2_CHUNKS 8" in text
+    assert _short()._smem_shared_bytes(100, True) == (4 * 496 + 3 * 32 * 102 * 2 + 4 * 15 * 102 + 4 * 102 + 102 + 7) // 8 * 8

@@ -7,8 +7,10 @@ from .. import config
 
 def memory_budget() -> int:
     """Bytes one sequence (or batch) may take on the current GPU: a fraction of its free memory now,
-    counting what CuPy's pool holds but does not use."""
+    counting what CuPy's pool holds but does not use and the short-sequence pools kept for reuse."""
     import cupy
 
+    from .zuker_short import cached_bytes
+
     free, _total = cupy.cuda.runtime.memGetInfo()
-    return int((free + cupy.get_default_memory_pool().free_bytes()) * config.MEMORY_FRACTION)
+    return int((free + cupy.get_default_memory_pool().free_bytes() + cached_bytes()) * config.MEMORY_FRACTION)

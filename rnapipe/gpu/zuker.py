@@ -423,11 +423,13 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                     if kind == "short":
                         out = zuker_short.fold_group(seqs, model, group_lens)
                     else:
+                        zuker_short.release()              # the longer fills want the memory
                         out = _fold_group(seqs, model, kind, host, block_tb)
                 except cupy.cuda.memory.OutOfMemoryError:
                     if len(idxs) == 1:
                         raise
                     log.warning("GPU out of memory on a batch of %d; splitting it", len(idxs))
+                    zuker_short.release()
                     cupy.get_default_memory_pool().free_all_blocks()
                     half = len(idxs) // 2
                     pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]

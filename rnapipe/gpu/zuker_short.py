@@ -33,6 +33,7 @@ one chunk overlaps the kernels of the next.
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -113,9 +114,9 @@ def _smem_launch(max_n: int, ring16: bool) -> tuple[int, tuple[str, ...]]:
 
 def _smem_shared_bytes(max_n: int, ring16: bool) -> int:
     """z2_shared_bytes of zuker_short.cu: the size terms and counters, the ring (3 planes of 32 rows of
-    int16 or int32), 20 int32 rows, two int16 lists and the codes, rows of max_n + 2."""
+    int16 or int32), 15 int32 rows, two int16 lists and the codes, rows of max_n + 2."""
     mn = max_n + 2
-    return (4 * (485 + 3 + 8) + 3 * 32 * mn * (2 if ring16 else 4) + 4 * 20 * mn + 2 * 2 * mn + mn + 7) // 8 * 8
+    return (4 * (485 + 3 + 8) + 3 * 32 * mn * (2 if ring16 else 4) + 4 * 15 * mn + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
 def _ring16_ok(model: Model) -> bool:
@@ -206,18 +207,16 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
         if big < count:
             _size_entries_on(model, loader._device_id())
         cupy.cuda.Stream.null.synchronize()
-    need = [0] * len(streams)             # words of each stream's pool: its largest chunk's
+    need = [0] * len(streams)             # words of each stream's pool: its largest chunk's matrices and I/O
     for k, (a, b, smem) in enumerate(parts):
         words = int((smem_pool_words(lens[a:b]) if smem else pool_words(lens[a:b])).sum())
-        need[k % len(streams)] = max(need[k % len(streams)], words)
-    pools: dict = {}                      # made when a stream's first chunk starts ("keep": a pool per chunk)
+        need[k % len(streams)] = max(need[k % len(streams)], words + _io_words(b - a, int(lens[a:b].sum())))
+    pools = None if "keep" in TUNING else _stream_pools(need)    # "keep": a pool per chunk
     out: list[tuple[int, str]] = []
     jobs: list[dict] = []
     for k, (a, b, smem) in enumerate(parts):
         slot = k % len(streams)
-        if slot not in pools and "keep" not in TUNING:
-            pools[slot] = cupy.empty(need[slot], dtype=cupy.int32)
-        jobs.append(_start(seqs[a:b], lens[a:b], model, smem, streams[slot], pools.get(slot)))
+        jobs.append(_start(seqs[a:b], lens[a:b], model, smem, streams[slot], pools and pools[slot]))
         while len(jobs) > 2 and jobs[0]["done"].done:     # collect what is ready, two chunks still queued
             out += _finish(jobs.pop(0))
     for job in jobs:
@@ -246,6 +245,51 @@ def chunk_sizes(count: int, most: int | None = None) -> list[int]:
     pieces = -(-rest // c)
     middle = [rest // pieces + (1 if k < rest % pieces else 0) for k in range(pieces)]
     return head + middle + tail
+
+
+_kept = threading.local()     # .pools: device -> one int32 array per stream, kept from one group (and
+                              # batch) to the next by this thread (--gpus may run two workers on one GPU)
+
+
+def _held() -> dict:
+    if not hasattr(_kept, "pools"):
+        _kept.pools = {}
+    return _kept.pools
+
+
+def _stream_pools(need: list[int]) -> list:
+    """One device array per stream of at least need[k] int32 words, kept for the next group: allocating
+    and freeing a few hundred MB per call costs about a millisecond, a tenth of a 20,000-sequence batch."""
+    import cupy
+
+    from . import loader
+    held = _held().setdefault(loader._device_id(), [])
+    held += [None] * (len(need) - len(held))
+    for k, words in enumerate(need):
+        if held[k] is None or held[k].size < words:
+            held[k] = None                # the old one goes back to CuPy's pool first
+            held[k] = cupy.empty(words, dtype=cupy.int32)
+    return held
+
+
+def cached_bytes() -> int:
+    """Bytes of device memory this thread's kept stream pools on the current GPU hold (rnapipe.gpu.
+    memory_budget counts them as free)."""
+    from . import loader
+    return sum(int(p.nbytes) for p in _held().get(loader._device_id(), []) if p is not None)
+
+
+def release() -> None:
+    """Give this thread's kept stream pools on the current GPU back to CuPy's pool (fold_batch does this
+    before the longer sequences' fills, which want the memory, and when a group runs out of memory)."""
+    from . import loader
+    _held().pop(loader._device_id(), None)
+
+
+def _io_words(count: int, text_bytes: int) -> int:
+    """int32 words a chunk's device input and output take in its stream's pool (_layout, then MFE, status
+    and the structures)."""
+    return (_layout(count, text_bytes + count)[3] + 8 * count + text_bytes + count + 15) // 4 + 4
 
 
 def _table_for_group(model: Model, n_max: int):
@@ -330,13 +374,17 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
         host_in[o_poff:o_lens].view(np.int64)[:] = np.cumsum(words) - words
         host_in[o_lens:o_lens + 4 * count].view(np.int32)[:] = lens
         host_in[o_text:] = np.frombuffer("\n".join(seqs).encode("ascii"), dtype=np.uint8)
-        dev_in = cupy.empty(size, dtype=cupy.uint8)
-        dev_in.set(host_in, stream=stream)
+        mwords = int(words.sum())
         if pool is None:
-            pool = cupy.empty(int(words.sum()), dtype=cupy.int32)
+            pool = cupy.empty(mwords + _io_words(count, total), dtype=cupy.int32)
+        io = pool[(mwords + 3) // 4 * 4:].view(cupy.uint8)   # the chunk's input and output after its
+                                                              # matrices, 16-byte aligned
+        dev_in = io[:size]
+        dev_in.set(host_in, stream=stream)
         if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
-            pool.fill(TUNING["fill"])
-        dev_out = cupy.empty(8 * count + total, dtype=cupy.uint8)       # mfe, status (int32), structures
+            pool[:mwords].fill(TUNING["fill"])
+        at = (size + 15) // 16 * 16
+        dev_out = io[at:at + 8 * count + total]                         # mfe, status (int32), structures
         mfe, status, out = dev_out[:4 * count], dev_out[4 * count:8 * count], dev_out[8 * count:]
         cupy.cuda.runtime.memsetAsync(out.data.ptr, ord("\n"), out.nbytes,     # the separators
                                       (stream or cupy.cuda.get_current_stream()).ptr)

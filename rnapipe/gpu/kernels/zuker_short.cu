@@ -200,10 +200,11 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 //   WM[i][j] = min(WMB[i][j], PM[i][j]) with WMB[i][j] = min(WM1[i][j], WMB[i+1][j] + ML_base) (the
 //   unpaired-prefix candidates of the CPU engine's WM, one step each), and VM[i][j] is PM[i+1][j-1]
 //   plus the closing terms, from two diagonals earlier: no separate VM sweep.
-// Per diagonal d, phase A (between barriers): work units taken by whichever warp is free (PM of diagonal
-// d+1, W[d], the hairpin and VM, the 11 loops with tables of their own, the chunks; see the loop below);
-// phase B: V of each cell from the partial minima, its auxiliaries into the ring, XT, WM1, WMB, WM, and
-// the next diagonal's pairable list. V, WM, WM1 and XT go to global memory (diagonal-major as in
+// Per diagonal d, phase A (between barriers): work units taken in turn by whichever warp is free (PM of
+// diagonal d+1, W[d], the hairpin and VM, the 11 loops with tables of their own, the chunks; see the loop
+// below); phase B: V of each cell from the partial minima (the chunks leave one minimum per kind of
+// interior loop, and its terms are added here once), its auxiliaries into the ring, XT, WM1, WMB, WM,
+// and the next diagonal's pairable list. V, WM, WM1 and XT go to global memory (diagonal-major as in
 // zuker_short.cuh) for the traceback, which is zs_finish's, as in zs_fold.
 #define Z2_RING 32
 #define Z2_CHUNKS 8
@@ -295,9 +296,10 @@ __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, in
 }
 
 // Shared memory of zs_fold_smem, rows of MN = max_n + 2 words: the ring (3 planes of Z2_RING rows of
-// z2_ring_t), then int32 rows: V's partial minima (Z2_CHUNKS + 3), PM (4), WMB (2), WM1 (2), W (1); then two
-// short lists and the codes. Before all of it: the size terms and 8 counters.
-#define Z2_PARTS (Z2_CHUNKS + 3)
+// z2_ring_t), then int32 rows: V's partial minima (Z2_PARTS: the interior loops' minimum per kind, the
+// hairpin and VM, two sets of zk_interior's loops), PM (4), WMB (2), WM1 (2), W (1); then two short lists
+// and the codes. Before all of it: the size terms and 8 counters.
+#define Z2_PARTS 6
 #define Z2_ROWS (Z2_PARTS + 4 + 2 + 2 + 1)          // int32 rows, after the ring's 3 * Z2_RING rows
 #ifndef Z2_XCHUNK
 #define Z2_XCHUNK 8             // split points per PM unit
@@ -310,7 +312,8 @@ ZK_HD int z2_shared_bytes(int max_n) {
     return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn) + 7) / 8 * 8;
 }
 
-// The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), the stack.
+// The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), WR and W1C (the
+// same size, row by row), the stack.
 ZK_HD long long z2_pool_words(int n) {
     long long N = n + 2;
     return 4 * N * N + 3LL * n + 8;
@@ -349,7 +352,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     int* sSZ = smem;                                   // Z2_NLOOPS: the size terms in loop order
     int* sCnt = sSZ + Z2_NLOOPS + 3;                   // 2 list counts, 2 unit counters (4 spare)
     z2_ring_t* sWin = (z2_ring_t*)(sSZ + Z2_FIXED);    // 3 planes (VAU, V1N, VI) x Z2_RING rows of N
-    int* sPart = (int*)(sWin + 3 * Z2_RING * MN);      // Z2_PARTS rows: V's partial minima by cell i
+    int* sPart = (int*)(sWin + 3 * Z2_RING * MN);      // Z2_PARTS rows: V's partial minima by cell i (rows 0-2:
+                                                       // per kind, INF between diagonals; 3-5: by V unit)
     int* sPM = sPart + Z2_PARTS * MN;                  // 4 rows: PM of diagonals d & 3
     int* sWMB = sPM + 4 * MN;                          // 2 rows: WMB of diagonals d & 1
     int* sWM1 = sWMB + 2 * MN;                         // 2 rows: WM1 of diagonals d & 1
@@ -362,6 +366,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     const unsigned char* src = seqs + soff[s];
     for (int k = tid; k < N; k += T) sS[k] = (k >= 1 && k <= n) ? (signed char)zs_code(src[k - 1]) : 0;
     for (int k = tid; k < 4 * MN; k += T) sPM[k] = ZK_INF;
+    for (int k = tid; k < 3 * MN; k += T) sPart[k] = ZK_INF;
     for (int k = tid; k < 2 * MN; k += T) {
         sWMB[k] = ZK_INF;
         sWM1[k] = ZK_INF;
@@ -384,50 +389,59 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         if (tid == 0) sCnt[(d + 1) & 1] = 0;
         int maxu = d - ZK_TURN - 3;
         if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
-        // Phase A.1: units taken in turn by whichever warp is free (a shared counter). First PM of diagonal
-        // d+1 (it reads diagonals <= d-3 only; its loads take longest, so they start first): per 32
-        // consecutive cells (neighbouring loads) and Z2_XCHUNK split points, shared atomicMin into a row
-        // that is INF before. Then W[d] (its terms lie on diagonals < d); then per 32 pairable cells three
-        // units for the rest of V, lanes over the cells (the same loop in every lane): 0: hairpin and VM,
-        // 1: loops 0-5 of zk_interior's 11, 2: loops 6-10; then Z2_CHUNKS units of the interior loops
-        // through the auxiliaries.
+        // Phase A: the units of the diagonal, listed as Z2_CHUNKS per 32 pairable cells (the interior loops
+        // through the auxiliaries, lanes over the cells, the same loop in every lane; each leaves its
+        // minimum per kind in rows 0-2 of sPart, shared atomicMin), three per 32 pairable cells for the rest
+        // of V (0: hairpin and VM, 1: loops 0-5 of zk_interior's 11, 2: loops 6-10), PM of diagonal d+1 (it
+        // reads diagonals <= d-3 only) per 32 consecutive cells and Z2_XCHUNK split points (shared
+        // atomicMin into a row that is INF before), W[d] (its terms lie on diagonals < d). Whichever warp is
+        // free takes the next unit (a shared counter) from the end of the list: W and PM first (their
+        // global loads take longest), the chunks last.
         {
             const int nb = (pc + 31) >> 5;
             const int dn = d + 1;
             const int x_lo = ZK_TURN + 2, x_hi = dn - ZK_TURN - 1;
             const int nxp = dn < n && x_hi >= x_lo ? (x_hi - x_lo + Z2_XCHUNK) / Z2_XCHUNK : 0;
             const int pm_units = nxp * ((n - dn + 31) >> 5);
-            const int total = pm_units + 1 + (3 + Z2_CHUNKS) * nb;
+            const int n_chunk = Z2_CHUNKS * nb, n_v = n_chunk + 3 * nb, n_pm = n_v + pm_units;
+            const int total = n_pm + 1;
+            const float inv_nxp = nxp ? 1.0f / (float)nxp : 0.0f;
             if (tid == 0) sCnt[2 + ((d + 1) & 1)] = 0;
             for (;;) {
                 int u = 0;
                 if (lane == 0) u = atomicAdd(&sCnt[2 + (d & 1)], 1);
-                u = __shfl_sync(0xffffffffu, u, 0);
-                if (u >= total) break;
-                if (u < pm_units) {
-                    const int xp = u % nxp;
-                    const int i0 = 1 + (u / nxp) * 32 + lane;
+                u = total - 1 - __shfl_sync(0xffffffffu, u, 0);
+                if (u < 0) break;
+                if (u >= n_pm) {
+                    if (d >= ZK_TURN + 2) zs_w_step(q, sW, d, lane);
+                    continue;
+                }
+                if (u >= n_v) {
+                    const int pu = u - n_v;
+                    const int cg = (int)(((float)pu + 0.5f) * inv_nxp);    // pu / nxp, exact (pu < 2^16)
+                    const int xp = pu - cg * nxp;
+                    const int i0 = 1 + cg * 32 + lane;
                     const bool active = i0 <= n - dn;
                     const int i = active ? i0 : 1;
                     const int xa = x_lo + xp * Z2_XCHUNK;
                     const int xb = min(xa + Z2_XCHUNK - 1, x_hi);
-                    const int* wa = q.WM + (xa - 1) * N + i;          // WM[i][i+x-1]
-                    const int* wb = q.WM1 + (dn - xa) * N + i + xa;   // WM1[i+x][i+dn]
-                    int m = ZK_INF;
+                    const int* wm = q.WM;        // 32-bit offsets from one base: cheaper addresses
+                    const int oa = (xa - 1) * N + i;                          // WM[i][i+x-1], x = xa ...
+                    const int ob = (int)(q.WM1 - q.WM) + (dn - xa) * N + i + xa;   // WM1[i+x][i+dn]
+                    int m = ZK_INF, m_ = ZK_INF;                              // two chains of add-min
 #pragma unroll
                     for (int k = 0; k < Z2_XCHUNK; ++k)
-                        if (xa + k <= xb) m = min(m, wa[k * N] + wb[k * (1 - N)]);
+                        if (xa + k <= xb) {
+                            if (k & 1) m_ = min(m_, wm[oa + k * N] + wm[ob + k * (1 - N)]);
+                            else m = min(m, wm[oa + k * N] + wm[ob + k * (1 - N)]);
+                        }
+                    m = min(m, m_);
                     if (active) atomicMin(&sPM[(dn & 3) * MN + i], m);
                     continue;
                 }
-                u -= pm_units;
-                if (u == 0) {
-                    if (d >= ZK_TURN + 2) zs_w_step(q, sW, d, lane);
-                    continue;
-                }
-                u -= 1;
-                if (u < 3 * nb) {
-                    const int grp = u % 3, idx = (u / 3) * 32 + lane;
+                if (u >= n_chunk) {
+                    const int g = u - n_chunk;
+                    const int grp = g % 3, idx = (g / 3) * 32 + lane;
                     const bool active = idx < pc;
                     const int i = L[active ? idx : 0], j = i + d;
                     const int t = zk_ptype(sS[i], sS[j]);
@@ -450,10 +464,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                         v = zk_min(v, z2_special_loop<9>(P, sS, q.V, N, i, j, t, maxu));
                         v = zk_min(v, z2_special_loop<10>(P, sS, q.V, N, i, j, t, maxu));
                     }
-                    if (active) sPart[(Z2_CHUNKS + grp) * MN + i] = v;
+                    if (active) sPart[(3 + grp) * MN + i] = v;
                     continue;
                 }
-                u -= 3 * nb;
                 const int c = u % Z2_CHUNKS, b0 = (u / Z2_CHUNKS) * 32;
                 const bool active = b0 + lane < pc;
                 const int i = L[active ? b0 + lane : 0];
@@ -469,17 +482,10 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     case 6: z2_chunk<6>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
                     default: z2_chunk<7>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
                 }
-                if (active) {
-                    m0 = z2_load_min(m0);
-                    m1 = z2_load_min(m1);
-                    m2 = z2_load_min(m2);
-                    const int j = i + d;
-                    const int t = zk_ptype(sS[i], sS[j]);
-                    const int si1 = sS[i + 1], sj1 = sS[j - 1];
-                    int best = m0 + zk_au(P, t);
-                    best = zk_min(best, m1 + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
-                    best = zk_min(best, m2 + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
-                    sPart[c * MN + i] = best;
+                if (active) {                  // the kinds' terms are added once per cell, in phase B
+                    atomicMin(&sPart[i], z2_load_min(m0));
+                    atomicMin(&sPart[MN + i], z2_load_min(m1));
+                    atomicMin(&sPart[2 * MN + i], z2_load_min(m2));
                 }
             }
         }
@@ -499,9 +505,14 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 int v = ZK_INF;
                 int w1 = wm1_prev[i] + ml_base;
                 if (t) {
-                    v = sPart[i];
-#pragma unroll
-                    for (int c = 1; c < Z2_PARTS; ++c) v = zk_min(v, sPart[c * MN + i]);
+                    const int si1 = sS[i + 1], sj1 = sS[j - 1];
+                    v = zk_min(zk_min(sPart[3 * MN + i], sPart[4 * MN + i]), sPart[5 * MN + i]);
+                    v = zk_min(v, sPart[i] + zk_au(P, t));
+                    v = zk_min(v, sPart[MN + i] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
+                    v = zk_min(v, sPart[2 * MN + i] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                    sPart[i] = ZK_INF;                 // the per-kind rows for the next diagonal
+                    sPart[MN + i] = ZK_INF;
+                    sPart[2 * MN + i] = ZK_INF;
                     const int rt = zk_rtype(t);
                     const int a = sS[j + 1], b = sS[i - 1];
                     sWin[slot] = z2_store(v + zk_au(P, t), overflow);
@@ -523,7 +534,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 wm1_row[i] = w1;
                 q.WM1[o] = w1;
                 const int pm = pm_row[i];
-                q.WM[o] = pm < ZK_HALF_INF ? zk_min(wmb, pm) : wmb;
+                const int wm = pm < ZK_HALF_INF ? zk_min(wmb, pm) : wmb;
+                q.WM[o] = wm;
+
             }
             int* pm_next = sPM + ((d + 2) & 3) * MN;     // PM of d-2, read above: d+2's next
             for (int k = tid; k < MN; k += T) pm_next[k] = ZK_INF;
