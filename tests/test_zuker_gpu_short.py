@@ -212,8 +212,8 @@ def test_fold_batch_order_and_out_of_memory(monkeypatch):
 def test_smem_pool_words_match_the_kernel():
     from rnapipe.gpu import loader
     text = (loader.kernel_dir() / "zuker_short.cu").read_text()
-    assert "return 4 * N * N + 3LL * n + 8;" in text
-    assert _short().smem_pool_words(100) == 4 * 102 * 102 + 3 * 100 + 8
+    assert "return 4 * N * N + N + 3LL * n + 8;" in text
+    assert _short().smem_pool_words(100) == 4 * 102 * 102 + 102 + 3 * 100 + 8
     assert "#define Z2_ROWS (Z2_PARTS + 4 + 2 + 2 + 1)" in text and "#define Z2_RING 32" in text
     assert ("return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn)"
             " + 7) / 8 * 8;") in text

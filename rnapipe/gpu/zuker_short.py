@@ -63,10 +63,10 @@ def pool_words(n):
 
 
 def smem_pool_words(n):
-    """The same for zs_fold_smem (z2_pool_words): V, WM, WM1, XT and the stack; its auxiliaries stay in
-    shared memory."""
+    """The same for zs_fold_smem (z2_pool_words): V, WM, WM1, XT, W (n + 2) and the stack; its auxiliaries
+    stay in shared memory."""
     N = n + 2
-    return 4 * N * N + 3 * n + 8
+    return 4 * N * N + N + 3 * n + 8
 
 
 def _words(n):
@@ -101,6 +101,8 @@ def _shared_bytes(max_n: int) -> int:
 SMEM_LAUNCH16 = ((80, 128, 8), (10**9, 256, 4))
 SMEM_LAUNCH32 = ((80, 128, 4), (10**9, 256, 2))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
+TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
+TB_THREADS = 128
 
 
 def _smem_launch(max_n: int, ring16: bool) -> tuple[int, tuple[str, ...]]:
@@ -109,7 +111,9 @@ def _smem_launch(max_n: int, ring16: bool) -> tuple[int, tuple[str, ...]]:
         threads, blocks, _ = TUNING["smem_launch"]
     else:
         threads, blocks = next((t, b) for top, t, b in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32) if max_n <= top)
-    return threads, (f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}") + (("-DZ2_RING16",) if ring16 else ())
+    apart = TUNING.get("tb_apart", TB_APART)
+    return threads, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}") + (("-DZ2_RING16",) if ring16 else ())
+                     + (("-DZ2_TB_APART",) if apart else ()))
 
 
 def _smem_shared_bytes(max_n: int, ring16: bool) -> int:
@@ -189,6 +193,8 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
     import cupy
 
     count = len(seqs)
+    if count == 0:
+        return []
     if lens is None:
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
     big = int(np.count_nonzero(lens > SMEM_MAX_N))
@@ -208,9 +214,11 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
             _size_entries_on(model, loader._device_id())
         cupy.cuda.Stream.null.synchronize()
     need = [0] * len(streams)             # words of each stream's pool: its largest chunk's matrices and I/O
-    for k, (a, b, smem) in enumerate(parts):
-        words = int((smem_pool_words(lens[a:b]) if smem else pool_words(lens[a:b])).sum())
-        need[k % len(streams)] = max(need[k % len(streams)], words + _io_words(b - a, int(lens[a:b].sum())))
+    starts = [a for a, _, _ in parts]
+    words = np.add.reduceat(_words(lens), starts).tolist()       # per chunk, in one pass
+    text = np.add.reduceat(lens, starts).tolist()
+    for k, (a, b, _) in enumerate(parts):
+        need[k % len(streams)] = max(need[k % len(streams)], words[k] + _io_words(b - a, text[k]))
     pools = None if "keep" in TUNING else _stream_pools(need)    # "keep": a pool per chunk
     out: list[tuple[int, str]] = []
     jobs: list[dict] = []
@@ -406,6 +414,11 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
             job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
             job["events"][0].record()
         kernel((count,), (threads,), args, shared_mem=shared)
+        if smem and "-DZ2_TB_APART" in options:
+            tb = loader.function(KERNELS, "zs_tb_smem", options)
+            per_block = TB_THREADS // 32
+            tb(((count + per_block - 1) // per_block,), (TB_THREADS,), args[:1] + args[2:-1] + (np.int32(count), args[-1]),
+               shared_mem=per_block * ((n_max + 2 + 15) // 16 * 16))
         if events is not None:
             job["events"][1].record()
         job["host_out"] = host_out = _pinned(8 * count + total)

@@ -312,11 +312,11 @@ ZK_HD int z2_shared_bytes(int max_n) {
     return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn) + 7) / 8 * 8;
 }
 
-// The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), WR and W1C (the
-// same size, row by row), the stack.
+// The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), W (n+2), the
+// stack.
 ZK_HD long long z2_pool_words(int n) {
     long long N = n + 2;
-    return 4 * N * N + 3LL * n + 8;
+    return 4 * N * N + N + 3LL * n + 8;
 }
 
 #ifndef Z2_MAX_THREADS
@@ -376,7 +376,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     if (tid < 8) sCnt[tid] = 0;
     int* base = pool + poff[s];
     ZsSeq q = zs_seq(sS, n, base);                     // V, WM, WM1, XT (the aux planes are not used)
-    int* stack = base + 4LL * N * N;
+    int* gW = base + 4LL * N * N;                      // W, for zs_tb_smem
+    int* stack = gW + N;
     zs_low_diagonals(q);
     __syncthreads();
     zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
@@ -547,6 +548,47 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     if (overflow) sCnt[4] = 1;
     __syncthreads();
     const bool refold = sCnt[4] != 0;
+#ifdef Z2_TB_APART
+    // W[n], then W and the status to global memory: zs_tb_smem walks the traceback.
+    if (tid < 32)
+        for (int j = n > ZK_TURN + 2 ? n : ZK_TURN + 2; j <= n; ++j) zs_w_step(q, sW, j, lane);
+    __syncthreads();
+    for (int k = tid; k <= n; k += T) gW[k] = sW[k];
+    if (tid == 0) status[s] = refold ? 2 : 0;
+#else
     zs_finish(P, q, sW, n > ZK_TURN + 2 ? n : ZK_TURN + 2, stack, out + soff[s], mfe + s, status + s);
     if (tid == 0 && refold) status[s] = 2;             // the host folds it again with the int32 ring
+#endif
+}
+
+// The traceback of zs_fold_smem's sequences (built with Z2_TB_APART), one warp per sequence, blockDim.x / 32
+// sequences per block (dynamic shared memory: their codes, ZS_TB_ROW(max_n) bytes each): the fill's blocks
+// then leave the multiprocessors sooner, and here many more warps share each one, hiding the latency of
+// the traceback's dependent loads. Same arguments as zs_fold_smem, less the size terms, plus count.
+#define ZS_TB_ROW(max_n) (((max_n) + 2 + 15) / 16 * 16)
+extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const unsigned char* seqs,
+                                                          const long long* soff, const int* lens,
+                                                          const long long* poff, int* pool, unsigned char* out,
+                                                          int* mfe, int* status, int count, int max_n) {
+    extern __shared__ int smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int s = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (s >= count) return;
+    const int n = lens[s];
+    const int N = n + 2;
+    signed char* sS = (signed char*)smem + warp * ZS_TB_ROW(max_n);
+    const unsigned char* src = seqs + soff[s];
+    for (int k = lane; k < N; k += 32) sS[k] = (k >= 1 && k <= n) ? (signed char)zs_code(src[k - 1]) : 0;
+    unsigned char* o = out + soff[s];
+    for (int k = lane; k < n; k += 32) o[k] = '.';
+    int* base = pool + poff[s];
+    const ZsSeq q = zs_seq(sS, n, base);
+    const int* W = base + 4LL * N * N;
+    __syncwarp();
+    if (status[s] == 2) return;                        // folded again with the int32 ring
+    const int st = zs_traceback(P, q, W, (int*)W + N, o, lane);
+    if (lane == 0) {
+        mfe[s] = W[n];
+        status[s] = st;
+    }
 }
