@@ -17,7 +17,9 @@ candidates at a time), and writing the MFE and the dot-bracket bytes:
   range sends the sequence back to the int32 ring, so results stay exact); the interior loops are 8 fixed
   chunks of the (n1, n2) list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one
   min-plus product per cell (VM read from it two diagonals later); the work of a diagonal goes round the
-  warps as units.
+  warps as units. Its traceback is a kernel of its own, ``zs_tb_smem``, one warp per sequence: the fill's
+  blocks (large in shared memory) leave sooner, and the traceback's dependent loads overlap across many
+  more warps.
 * ``zs_fold`` (longer sequences): the same recursions with every matrix in global memory, several
   threads per cell when a diagonal is short, the interior loops from a table of offsets
   (:func:`loop_table`).
@@ -27,7 +29,9 @@ threads read neighbouring words. The host side is vectorised: the sequences go o
 (the kernel encodes them), the structures come back as one buffer, one newline apart, and are split in
 one call, no per-base or per-sequence slicing in Python; a large group goes in chunks (small ones first
 and last) on two streams, all launched at once and collected as they finish, so that the host's work on
-one chunk overlaps the kernels of the next.
+one chunk overlaps the kernels of the next. Each stream's chunks share one device array (matrices, then
+the chunk's input and output), kept by the calling thread for its next group (:func:`release` gives it
+back; fold_batch does before the longer sequences' fills).
 """
 
 from __future__ import annotations
@@ -94,11 +98,12 @@ def _shared_bytes(max_n: int) -> int:
     return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
-# zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md):
+# zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md;
+# 9 blocks of 128 threads at <= 80 nt: 56 registers a thread, the shared memory of 9 fits at 80 nt):
 # (longest n, threads, minimum blocks per SM), with the int16 ring and with the int32 one. Short sequences
 # have few cells per diagonal, so more, smaller blocks share a multiprocessor; the int16 ring halves the
 # largest part of the shared memory, so more blocks fit.
-SMEM_LAUNCH16 = ((80, 128, 8), (10**9, 256, 4))
+SMEM_LAUNCH16 = ((80, 128, 9), (10**9, 256, 4))
 SMEM_LAUNCH32 = ((80, 128, 4), (10**9, 256, 2))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence

@@ -205,7 +205,8 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 // below); phase B: V of each cell from the partial minima (the chunks leave one minimum per kind of
 // interior loop, and its terms are added here once), its auxiliaries into the ring, XT, WM1, WMB, WM,
 // and the next diagonal's pairable list. V, WM, WM1 and XT go to global memory (diagonal-major as in
-// zuker_short.cuh) for the traceback, which is zs_finish's, as in zs_fold.
+// zuker_short.cuh) for the traceback: zs_finish's, as in zs_fold, or with Z2_TB_APART (the host's
+// default) zs_tb_smem's, a kernel of its own launched after this one.
 #define Z2_RING 32
 #define Z2_CHUNKS 8
 
