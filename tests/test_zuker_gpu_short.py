@@ -129,6 +129,19 @@ def test_each_kernel_identical_to_cpu(monkeypatch, kernel):
     _assert_same(seqs)
 
 
+@pytest.mark.parametrize("chunks, apart", [(2, True), (5, True), (8, False)])
+def test_unit_shapes_identical_to_cpu(monkeypatch, chunks, apart):
+    """zs_fold_smem with the interior loops in other numbers of chunks per diagonal (the launch tables use
+    3 and 4), and with the traceback inside the fill kernel instead of zs_tb_smem: still the CPU engine's
+    results."""
+    short = _short()
+    top = short.SMEM_MAX_N or 232
+    monkeypatch.setitem(short.TUNING, "smem_launch", (128, 4, True, chunks))
+    monkeypatch.setitem(short.TUNING, "tb_apart", apart)
+    seqs = _random_seqs(600, 1, top, seed=66) + ["GC" * (top // 2), "A" * top, "N" * top]
+    _assert_same(seqs)
+
+
 def test_int16_ring_overflow_refolds(monkeypatch):
     """With the int16 ring's range cut to +-50 dcal/mol nearly every sequence overflows it: each is folded
     again with the int32 ring, and every result is still the CPU engine's, in order."""

@@ -100,11 +100,12 @@ def _shared_bytes(max_n: int) -> int:
 
 # zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md;
 # 9 blocks of 128 threads at <= 80 nt: 56 registers a thread, the shared memory of 9 fits at 80 nt):
-# (longest n, threads, minimum blocks per SM), with the int16 ring and with the int32 one. Short sequences
-# have few cells per diagonal, so more, smaller blocks share a multiprocessor; the int16 ring halves the
-# largest part of the shared memory, so more blocks fit.
-SMEM_LAUNCH16 = ((80, 128, 9), (10**9, 256, 4))
-SMEM_LAUNCH32 = ((80, 128, 4), (10**9, 256, 2))
+# (longest n, threads, minimum blocks per SM, interior-loop chunks), with the int16 ring and with the
+# int32 one. Short sequences have few cells per diagonal, so more, smaller blocks share a multiprocessor;
+# the int16 ring halves the largest part of the shared memory, so more blocks fit. Fewer, longer chunks
+# of interior loops (Z2_CHUNKS) mean fewer work units per diagonal.
+SMEM_LAUNCH16 = ((80, 128, 9, 3), (10**9, 256, 4, 4))
+SMEM_LAUNCH32 = ((80, 128, 4, 3), (10**9, 256, 2, 4))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
@@ -112,13 +113,14 @@ TB_THREADS = 128
 
 def _smem_launch(max_n: int, ring16: bool) -> tuple[int, tuple[str, ...]]:
     """Threads per block and nvcc options of zs_fold_smem for a batch whose longest sequence is max_n."""
-    if "smem_launch" in TUNING:
-        threads, blocks, _ = TUNING["smem_launch"]
-    else:
-        threads, blocks = next((t, b) for top, t, b in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32) if max_n <= top)
+    threads, blocks, chunks = next((t, b, c) for top, t, b, c in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32)
+                                   if max_n <= top)
+    if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks])
+        threads, blocks = TUNING["smem_launch"][:2]
+        chunks = TUNING["smem_launch"][3] if len(TUNING["smem_launch"]) > 3 else chunks
     apart = TUNING.get("tb_apart", TB_APART)
-    return threads, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}") + (("-DZ2_RING16",) if ring16 else ())
-                     + (("-DZ2_TB_APART",) if apart else ()))
+    return threads, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}")
+                     + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ()))
 
 
 def _smem_shared_bytes(max_n: int, ring16: bool) -> int:

@@ -208,7 +208,9 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 // zuker_short.cuh) for the traceback: zs_finish's, as in zs_fold, or with Z2_TB_APART (the host's
 // default) zs_tb_smem's, a kernel of its own launched after this one.
 #define Z2_RING 32
-#define Z2_CHUNKS 8
+#ifndef Z2_CHUNKS
+#define Z2_CHUNKS 8              // 2 to 8
+#endif
 
 // The ring's words: int32, or with Z2_RING16 int16 (half the shared memory, so more blocks per SM). In
 // 16 bits a stored value is exact if |value| <= Z2_RING_LIM; INF (and anything >= ZK_HALF_INF) is stored
@@ -377,8 +379,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     if (tid < 8) sCnt[tid] = 0;
     int* base = pool + poff[s];
     ZsSeq q = zs_seq(sS, n, base);                     // V, WM, WM1, XT (the aux planes are not used)
-    int* gW = base + 4LL * N * N;                      // W, for zs_tb_smem
-    int* stack = gW + N;
+    int* gW = base + 4LL * N * N;                      // W, for zs_tb_smem; then the traceback's stack
     zs_low_diagonals(q);
     __syncthreads();
     zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
@@ -476,13 +477,25 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 int m0 = ZK_INF, m1 = ZK_INF, m2 = ZK_INF;
                 switch (c) {
                     case 0: z2_chunk<0>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    case 1: z2_chunk<1>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    case 2: z2_chunk<2>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    case 3: z2_chunk<3>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    case 4: z2_chunk<4>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    case 5: z2_chunk<5>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    case 6: z2_chunk<6>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
-                    default: z2_chunk<7>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#if Z2_CHUNKS > 2
+                    case 2: z2_chunk<2 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#endif
+#if Z2_CHUNKS > 3
+                    case 3: z2_chunk<3 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#endif
+#if Z2_CHUNKS > 4
+                    case 4: z2_chunk<4 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#endif
+#if Z2_CHUNKS > 5
+                    case 5: z2_chunk<5 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#endif
+#if Z2_CHUNKS > 6
+                    case 6: z2_chunk<6 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#endif
+#if Z2_CHUNKS > 7
+                    case 7: z2_chunk<7 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+#endif
+                    default: z2_chunk<1>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
                 }
                 if (active) {                  // the kinds' terms are added once per cell, in phase B
                     atomicMin(&sPart[i], z2_load_min(m0));
@@ -557,7 +570,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     for (int k = tid; k <= n; k += T) gW[k] = sW[k];
     if (tid == 0) status[s] = refold ? 2 : 0;
 #else
-    zs_finish(P, q, sW, n > ZK_TURN + 2 ? n : ZK_TURN + 2, stack, out + soff[s], mfe + s, status + s);
+    zs_finish(P, q, sW, n > ZK_TURN + 2 ? n : ZK_TURN + 2, gW + N, out + soff[s], mfe + s, status + s);
     if (tid == 0 && refold) status[s] = 2;             // the host folds it again with the int32 ring
 #endif
 }
