@@ -129,7 +129,7 @@ def test_each_kernel_identical_to_cpu(monkeypatch, kernel):
     _assert_same(seqs)
 
 
-@pytest.mark.parametrize("chunks, apart", [(2, True), (5, True), (8, False)])
+@pytest.mark.parametrize("chunks, apart", [(3, True), (5, True), (8, False)])
 def test_unit_shapes_identical_to_cpu(monkeypatch, chunks, apart):
     """zs_fold_smem with the interior loops in other numbers of chunks per diagonal (the launch tables use
     3 and 4), and with the traceback inside the fill kernel instead of zs_tb_smem: still the CPU engine's

@@ -209,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 // default) zs_tb_smem's, a kernel of its own launched after this one.
 #define Z2_RING 32
 #ifndef Z2_CHUNKS
-#define Z2_CHUNKS 8              // 2 to 8
+#define Z2_CHUNKS 8              // 3 to 8 (fewer: too deep a template recursion)
 #endif
 
 // The ring's words: int32, or with Z2_RING16 int16 (half the shared memory, so more blocks per SM). In
@@ -251,6 +251,7 @@ __device__ __forceinline__ int z2_load_min(int m) {
 #endif
 }
 #define Z2_NLOOPS 485            // (n1, n2) with n1 + n2 <= 30, less the 11 of zk_interior
+static_assert(Z2_CHUNKS >= 3 && Z2_CHUNKS <= 8, "Z2_CHUNKS: 3 to 8");
 
 __host__ __device__ constexpr bool z2_special(int n1, int n2) {
     return (n1 == 0 && n2 <= 2) || (n2 == 0 && n1 <= 2) || (n1 == 1 && n2 <= 2) || (n1 == 2 && n2 <= 3) ||
