@@ -52,7 +52,8 @@ LT_MAX = 496                  # ZS_LT_MAX: entries at most
 MAXLOOP = 30
 
 # Set by a benchmark or for debugging: "threads" forces the block size, "options" adds nvcc options,
-# "smem_launch" = (threads, min blocks per SM, ring16) forces zs_fold_smem's launch and ring,
+# "smem_launch" = (threads, min blocks per SM, ring16[, chunks]) forces zs_fold_smem's launch and ring,
+# "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
 # "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
 # with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
 # last launch, and a traceback failure is then not raised.
@@ -241,7 +242,7 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
 
 CHUNK = 8192                  # sequences per chunk in the middle of a large group, at most
 STREAM_POOL_BYTES = 512 << 20  # device pool of one stream's chunks, at most (fewer sequences per chunk
-                               # when they are long): what fold_batch gives back at the end costs ~0.7 ms/GB
+                               # when they are long); kept between groups (_stream_pools)
 
 
 def chunk_sizes(count: int, most: int | None = None) -> list[int]:
@@ -381,7 +382,7 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
     extra_table = _size_entries_on(model, loader._device_id()) if smem else _device_loop_table(model)
     if ring16 is None:
         ring16 = smem and _ring16_ok(model)
-    job = {"count": count, "stream": stream, "seqs": seqs, "lens": lens, "model": model, "ring16": ring16}
+    job = {"count": count, "seqs": seqs, "lens": lens, "model": model, "ring16": ring16}
     with stream if stream is not None else contextlib.nullcontext():
         o_poff, o_lens, o_text, size = _layout(count, total)
         host_in = _pinned(size)                 # one pinned buffer, one copy, one device buffer
