@@ -409,7 +409,11 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
             from ..errors import SequenceTooLongError
             raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} "
                                        f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
-        pending = _plan(order, lens, budget, fill_override)
+        if (fill_override in (None, "short") and longest <= zuker_short.MAX_N and order.size <= MAX_BATCH
+                and order.size * zuker_short.bytes_needed(longest) <= budget):
+            pending = [("short", order)]                   # _plan's answer for one group of short ones
+        else:
+            pending = _plan(order, lens, budget, fill_override)
         try:                                               # the pool is kept between groups, given back at the end
             while pending:
                 kind, idxs = pending.pop(0)

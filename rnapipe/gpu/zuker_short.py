@@ -76,7 +76,9 @@ def smem_pool_words(n):
 
 def _words(n):
     """Pool words of one sequence of n nt (an int or an array of them) in the kernel that folds it."""
-    w = np.where(np.asarray(n) <= SMEM_MAX_N, smem_pool_words(n), pool_words(n))
+    n = np.asarray(n, dtype=np.int64)
+    every = np.arange(int(n.max()) + 1 if n.size else 1, dtype=np.int64)     # by length, then gathered
+    w = np.where(every <= SMEM_MAX_N, smem_pool_words(every), pool_words(every))[n]
     return int(w) if w.ndim == 0 else w
 
 
@@ -213,26 +215,22 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
             parts.append((lo, lo + size, smem))
             lo += size
     streams = _streams() if len(parts) > 1 else [None]
+    group = _Group(seqs, lens, model)
     if streams[0] is not None:            # tables made on the default stream must be there first
-        from . import loader
-        _table_for_group(model, int(lens[0]))
         if big:
-            _device_loop_table(model)
+            group.extra(False)
         if big < count:
-            _size_entries_on(model, loader._device_id())
+            group.extra(True)
         cupy.cuda.Stream.null.synchronize()
     need = [0] * len(streams)             # words of each stream's pool: its largest chunk's matrices and I/O
-    starts = [a for a, _, _ in parts]
-    words = np.add.reduceat(_words(lens), starts).tolist()       # per chunk, in one pass
-    text = np.add.reduceat(lens, starts).tolist()
     for k, (a, b, _) in enumerate(parts):
-        need[k % len(streams)] = max(need[k % len(streams)], words[k] + _io_words(b - a, text[k]))
+        need[k % len(streams)] = max(need[k % len(streams)], group.words(a, b))
     pools = None if "keep" in TUNING else _stream_pools(need)    # "keep": a pool per chunk
     out: list[tuple[int, str]] = []
     jobs: list[dict] = []
     for k, (a, b, smem) in enumerate(parts):
         slot = k % len(streams)
-        jobs.append(_start(seqs[a:b], lens[a:b], model, smem, streams[slot], pools and pools[slot]))
+        jobs.append(group.start(a, b, smem, streams[slot], pools and pools[slot]))
         while len(jobs) > 2 and jobs[0]["done"].done:     # collect what is ready, two chunks still queued
             out += _finish(jobs.pop(0))
     for job in jobs:
@@ -343,12 +341,12 @@ def _size_entries_on(model: Model, device: int):
         return cupy.asarray(size_entries(model.tables()))
 
 
-def _pinned(nbytes: int) -> np.ndarray:
+def _pinned(nbytes: int) -> tuple[np.ndarray, int]:
     """An uninitialised byte array in page-locked host memory (copies to and from the device are then
-    asynchronous)."""
+    asynchronous) and its address."""
     import cupy
     mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
-    return np.frombuffer(mem, dtype=np.uint8, count=nbytes)
+    return np.frombuffer(mem, dtype=np.uint8, count=nbytes), mem.ptr
 
 
 def _layout(count: int, text_bytes: int) -> tuple[int, int, int, int]:
@@ -359,91 +357,154 @@ def _layout(count: int, text_bytes: int) -> tuple[int, int, int, int]:
     return 8 * count, a, b, b + text_bytes
 
 
+def _io_bytes(count: int, text_bytes: int) -> tuple[int, int]:
+    """A chunk's input (_layout) and output (MFE, status, the structures) in one buffer: where the output
+    starts (16-byte aligned) and the total bytes."""
+    at = (_layout(count, text_bytes)[3] + 15) // 16 * 16
+    return at, at + 8 * count + text_bytes
+
+
+def _io_words(count: int, text_bytes: int) -> int:
+    """int32 words a chunk's device input and output take after its matrices in its stream's pool (the
+    start rounded up to 16 bytes)."""
+    return (_io_bytes(count, text_bytes)[1] + 3) // 4 + 4
+
+
+PIECE = 1024                  # sequences per str.encode / bytes decode: temporaries stay small (a large one
+                              # is a fresh mapping from the C allocator, page faults on every byte)
+
+
+class _Group:
+    """The host side of one fold_group: offsets of every sequence's text and matrices computed once, each
+    chunk's kernels, tables and launch settings looked up once, raw device addresses (no CuPy views)."""
+
+    def __init__(self, seqs: list[str], lens: np.ndarray, model: Model, ring16: bool | None = None):
+        self.seqs, self.lens, self.model = seqs, np.asarray(lens, dtype=np.int64), model
+        count = len(seqs)
+        self.ce = np.zeros(count + 1, dtype=np.int64)            # text offsets: one '\n' after each sequence
+        np.cumsum(self.lens + 1, out=self.ce[1:])
+        self.cw = np.zeros(count + 1, dtype=np.int64)            # pool words (zs_fold or zs_fold_smem)
+        np.cumsum(_words(self.lens), out=self.cw[1:])
+        self.P = _table_for_group(model, int(self.lens.max()))
+        self.ring16 = _ring16_ok(model) if ring16 is None else ring16
+        self._extra: dict = {}
+        self._launch: dict = {}
+
+    def words(self, a: int, b: int) -> int:
+        """Pool words of chunk [a, b): matrices, then input and output."""
+        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, int(self.ce[b] - self.ce[a]) - 1)
+
+    def extra(self, smem: bool):
+        """The second table: zs_fold_smem's size terms, zs_fold's loop table."""
+        if smem not in self._extra:
+            from . import loader
+            self._extra[smem] = (_size_entries_on(self.model, loader._device_id()) if smem
+                                 else _device_loop_table(self.model))
+        return self._extra[smem]
+
+    def launch(self, n_max: int, smem: bool):
+        """(fill kernel, traceback kernel or None, threads, shared bytes, ring16) for a chunk whose longest
+        sequence is n_max."""
+        key = (n_max, smem)
+        if key not in self._launch:
+            from . import loader
+            ring16 = smem and self.ring16
+            options = tuple(TUNING.get("options", ()))
+            tb = None
+            if smem:
+                shared = _smem_shared_bytes(n_max, ring16)
+                threads, more = _smem_launch(n_max, ring16)
+                options = options + more
+                kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
+                if "-DZ2_TB_APART" in options:
+                    tb = loader.function(KERNELS, "zs_tb_smem", options)
+            else:
+                shared = _shared_bytes(n_max)
+                kernel = _kernel(options)
+                threads = threads_for(n_max)
+            self._launch[key] = (kernel, tb, threads, shared, ring16)
+        return self._launch[key]
+
+    def start(self, a: int, b: int, smem: bool, stream, pool=None) -> dict:
+        """Copy chunk [a, b) to the device and launch its kernels on stream (None: the current one), its
+        matrices, input and output in pool (an int32 device array, shared by the chunks of one stream;
+        None: one of its own); the result is collected by _finish."""
+        import contextlib
+
+        import cupy
+
+        count = b - a
+        lens = self.lens[a:b]
+        n_max = int(lens.max())
+        if n_max > 2000:
+            raise ValueError("zuker_short folds sequences of up to 2,000 nt")
+        kernel, tb, threads, shared, ring16 = self.launch(n_max, smem)
+        ce, cw = self.ce, self.cw
+        total = int(ce[b] - ce[a]) - 1           # the sequences (and the structures) one '\n' apart
+        mwords = int(cw[b] - cw[a])
+        o_poff, o_lens, o_text, _ = _layout(count, total)
+        o_out, nbytes = _io_bytes(count, total)
+        host, hptr = _pinned(nbytes)             # one pinned buffer: input, then output
+        np.subtract(ce[a:b], ce[a], out=host[:o_poff].view(np.int64))
+        np.subtract(cw[a:b], cw[a], out=host[o_poff:o_lens].view(np.int64))
+        host[o_lens:o_lens + 4 * count].view(np.int32)[:] = lens
+        seqs = self.seqs
+        for p in range(a, b, PIECE):             # the text, a piece at a time
+            q = min(b, p + PIECE)
+            at = o_text + int(ce[p] - ce[a])
+            end = o_text + int(ce[q] - ce[a]) - 1
+            host[at:end] = np.frombuffer("\n".join(seqs[p:q]).encode("ascii"), dtype=np.uint8)
+            if q < b:
+                host[end] = 10
+        words = mwords + _io_words(count, total)
+        if pool is None:
+            pool = cupy.empty(words, dtype=cupy.int32)
+        elif pool.size < words:
+            raise RuntimeError(f"stream pool of {pool.size} words for a chunk of {words}")
+        io = pool.data.ptr + 4 * ((mwords + 3) // 4 * 4)    # after the matrices, 16-byte aligned
+        out = io + o_out                                      # mfe, status (int32), the structures
+        job = {"count": count, "seqs": seqs[a:b], "lens": lens, "model": self.model, "ring16": ring16,
+               "host_out": host[o_out:]}
+        rt = cupy.cuda.runtime
+        with stream if stream is not None else contextlib.nullcontext():
+            sptr = (stream or cupy.cuda.get_current_stream()).ptr
+            rt.memcpyAsync(io, hptr, o_out, rt.memcpyHostToDevice, sptr)
+            if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
+                pool[:mwords].fill(TUNING["fill"])
+            rt.memsetAsync(out + 8 * count, ord("\n"), total, sptr)    # the separators
+            u64 = np.uint64
+            args = (self.P, self.extra(smem), u64(io + o_text), u64(io), u64(io + o_lens), u64(io + o_poff), pool,
+                    u64(out + 8 * count), u64(out), u64(out + 4 * count), np.int32(n_max))
+            events = TUNING.get("events")
+            if events is not None:
+                job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
+                job["events"][0].record()
+            kernel((count,), (threads,), args, shared_mem=shared)
+            if tb is not None:
+                per_block = TB_THREADS // 32
+                tb(((count + per_block - 1) // per_block,), (TB_THREADS,),
+                   args[:1] + args[2:-1] + (np.int32(count), args[-1]),
+                   shared_mem=per_block * ((n_max + 2 + 15) // 16 * 16))
+            if events is not None:
+                job["events"][1].record()
+            rt.memcpyAsync(hptr + o_out, out, nbytes - o_out, rt.memcpyDeviceToHost, sptr)
+            job["done"] = cupy.cuda.Event(block=False, disable_timing=True)
+            job["done"].record()              # this chunk's copies; later chunks may share the stream
+        job["keep"] = (host, pool)            # alive until the copies are done
+        if "keep" in TUNING:
+            job["poff"] = cw[a:b] - cw[a]
+        return job
+
+
 def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pool=None,
            ring16: bool | None = None) -> dict:
-    """Copy one chunk to the device and launch its kernel on stream (None: the current one), its matrices
-    in pool (an int32 device array, shared by the chunks of one stream; None: one of its own);
-    zs_fold_smem with the int16 ring if ring16 (None: where the model allows); the result is collected by
-    _finish."""
-    import contextlib
-
-    import cupy
-
-    from . import loader
-
-    count = len(seqs)
-    n_max = int(lens.max())
-    if n_max > 2000:
-        raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-    ends = np.cumsum(lens + 1)                 # the sequences (and the structures) one '\n' apart
-    total = int(ends[-1]) - 1
-    words = smem_pool_words(lens) if smem else pool_words(lens)
-    P = _table_for_group(model, n_max)
-    extra_table = _size_entries_on(model, loader._device_id()) if smem else _device_loop_table(model)
-    if ring16 is None:
-        ring16 = smem and _ring16_ok(model)
-    job = {"count": count, "seqs": seqs, "lens": lens, "model": model, "ring16": ring16}
-    with stream if stream is not None else contextlib.nullcontext():
-        o_poff, o_lens, o_text, size = _layout(count, total)
-        host_in = _pinned(size)                 # one pinned buffer, one copy, one device buffer
-        host_in[:o_poff].view(np.int64)[:] = ends - lens - 1
-        host_in[o_poff:o_lens].view(np.int64)[:] = np.cumsum(words) - words
-        host_in[o_lens:o_lens + 4 * count].view(np.int32)[:] = lens
-        host_in[o_text:] = np.frombuffer("\n".join(seqs).encode("ascii"), dtype=np.uint8)
-        mwords = int(words.sum())
-        if pool is None:
-            pool = cupy.empty(mwords + _io_words(count, total), dtype=cupy.int32)
-        io = pool[(mwords + 3) // 4 * 4:].view(cupy.uint8)   # the chunk's input and output after its
-                                                              # matrices, 16-byte aligned
-        dev_in = io[:size]
-        dev_in.set(host_in, stream=stream)
-        if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
-            pool[:mwords].fill(TUNING["fill"])
-        at = (size + 15) // 16 * 16
-        dev_out = io[at:at + 8 * count + total]                         # mfe, status (int32), structures
-        mfe, status, out = dev_out[:4 * count], dev_out[4 * count:8 * count], dev_out[8 * count:]
-        cupy.cuda.runtime.memsetAsync(out.data.ptr, ord("\n"), out.nbytes,     # the separators
-                                      (stream or cupy.cuda.get_current_stream()).ptr)
-        options = tuple(TUNING.get("options", ()))
-        if smem:
-            shared = _smem_shared_bytes(n_max, ring16)
-            threads, more = _smem_launch(n_max, ring16)
-            options = options + more
-            kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
-        else:
-            shared = _shared_bytes(n_max)
-            kernel = _kernel(options)
-            threads = threads_for(n_max)
-        args = (P, extra_table, dev_in[o_text:], dev_in[:o_poff].view(cupy.int64),
-                dev_in[o_lens:o_lens + 4 * count].view(cupy.int32), dev_in[o_poff:o_lens].view(cupy.int64),
-                pool, out, mfe.view(cupy.int32), status.view(cupy.int32), np.int32(n_max))
-        events = TUNING.get("events")
-        if events is not None:
-            job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
-            job["events"][0].record()
-        kernel((count,), (threads,), args, shared_mem=shared)
-        if smem and "-DZ2_TB_APART" in options:
-            tb = loader.function(KERNELS, "zs_tb_smem", options)
-            per_block = TB_THREADS // 32
-            tb(((count + per_block - 1) // per_block,), (TB_THREADS,), args[:1] + args[2:-1] + (np.int32(count), args[-1]),
-               shared_mem=per_block * ((n_max + 2 + 15) // 16 * 16))
-        if events is not None:
-            job["events"][1].record()
-        job["host_out"] = host_out = _pinned(8 * count + total)
-        try:
-            dev_out.get(stream=stream, out=host_out, blocking=False)     # _finish waits for job["done"]
-        except TypeError:                                                # a CuPy without `blocking`
-            dev_out.get(stream=stream, out=host_out)
-        job["done"] = cupy.cuda.Event(block=False, disable_timing=True)
-        job["done"].record()                  # this chunk's copies; later chunks may share the stream
-        job["keep"] = (host_in, dev_in, pool, dev_out)       # alive until the copies are done
-        if "keep" in TUNING:
-            job["poff"] = np.cumsum(words) - words
-    return job
+    """Launch one chunk of its own (a group of one chunk; see _Group.start); zs_fold_smem with the int16
+    ring if ring16 (None: where the model allows)."""
+    return _Group(seqs, lens, model, ring16).start(0, len(seqs), smem, stream, pool)
 
 
 def _finish(job: dict) -> list[tuple[int, str]]:
-    """Wait for a chunk started by _start and return its (MFE, dot-bracket) in order."""
+    """Wait for a chunk started by _Group.start and return its (MFE, dot-bracket) in order."""
     import cupy
 
     job["done"].synchronize()
@@ -452,18 +513,26 @@ def _finish(job: dict) -> list[tuple[int, str]]:
     count = job["count"]
     host_out = job["host_out"]
     status = host_out[4 * count:8 * count].view(np.int32)
-    text = host_out[8 * count:].tobytes().decode("ascii")
+    failed = int(np.count_nonzero(status))
+    refold = np.flatnonzero(status == 2) if failed and job["ring16"] else np.zeros(0, dtype=np.int64)
+    bad = failed - refold.size
     energies = host_out[:4 * count].view(np.int32).tolist()
-    refold = np.flatnonzero(status == 2) if job["ring16"] else np.zeros(0, dtype=np.int64)
-    bad = int(np.count_nonzero(status)) - refold.size
+    text = host_out[8 * count:]
+    structures: list[str] = []
+    at = 0
+    for p in range(0, count, PIECE):          # decoded a piece at a time (small temporaries)
+        q = min(count, p + PIECE)
+        end = at + int(job["lens"][p:q].sum()) + (q - p) - 1
+        structures += str(text[at:end], "ascii").split("\n")
+        at = end + 1
     if "keep" in TUNING:                  # debugging: the matrices and status, no error raised
-        TUNING["keep"] = {"pool": job["keep"][2].get(), "poff": job["poff"], "status": status.copy(),
-                          "mfe": energies, "text": text}
+        TUNING["keep"] = {"pool": job["keep"][1].get(), "poff": job["poff"], "status": status.copy(),
+                          "mfe": energies, "text": str(text, "ascii")}
         bad = 0
     del job["keep"]
     if bad:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
-    out = list(zip(energies, text.split("\n")))
+    out = list(zip(energies, structures))
     if len(out) != count:
         raise RuntimeError(f"GPU Zuker returned {len(out)} structures for {count} sequences")
     if refold.size:                       # a value too large for the int16 ring: again with the int32 one
