@@ -419,7 +419,9 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                 kind, idxs = pending.pop(0)
                 block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
                 host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
-                if in_order:
+                if in_order and len(idxs) == count:               # the whole batch: no copy
+                    seqs, group_lens = sequences, lens
+                elif in_order:
                     seqs, group_lens = sequences[idxs[0]:idxs[-1] + 1], lens[idxs[0]:idxs[-1] + 1]
                 else:
                     seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
@@ -438,7 +440,10 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                     half = len(idxs) // 2
                     pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
                     continue
-                done += out
+                if done:
+                    done += out
+                else:
+                    done = out                             # the first group's list, not a copy
                 if progress is not None:
                     progress(len(idxs))
         finally:

@@ -232,9 +232,9 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
         slot = k % len(streams)
         jobs.append(group.start(a, b, smem, streams[slot], pools and pools[slot]))
         while len(jobs) > 2 and jobs[0]["done"].done:     # collect what is ready, two chunks still queued
-            out += _finish(jobs.pop(0))
+            _finish(jobs.pop(0), out)
     for job in jobs:
-        out += _finish(job)
+        _finish(job, out)
     return out
 
 
@@ -463,7 +463,7 @@ class _Group:
             raise RuntimeError(f"stream pool of {pool.size} words for a chunk of {words}")
         io = pool.data.ptr + 4 * ((mwords + 3) // 4 * 4)    # after the matrices, 16-byte aligned
         out = io + o_out                                      # mfe, status (int32), the structures
-        job = {"count": count, "seqs": seqs[a:b], "lens": lens, "model": self.model, "ring16": ring16,
+        job = {"count": count, "seqs": seqs, "first": a, "lens": lens, "model": self.model, "ring16": ring16,
                "host_out": host[o_out:]}
         rt = cupy.cuda.runtime
         with stream if stream is not None else contextlib.nullcontext():
@@ -503,8 +503,9 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
     return _Group(seqs, lens, model, ring16).start(0, len(seqs), smem, stream, pool)
 
 
-def _finish(job: dict) -> list[tuple[int, str]]:
-    """Wait for a chunk started by _Group.start and return its (MFE, dot-bracket) in order."""
+def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
+    """Wait for a chunk started by _Group.start and return its (MFE, dot-bracket) in order, appended to
+    out if given (no list of its own)."""
     import cupy
 
     job["done"].synchronize()
@@ -532,13 +533,16 @@ def _finish(job: dict) -> list[tuple[int, str]]:
     del job["keep"]
     if bad:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
-    out = list(zip(energies, structures))
-    if len(out) != count:
-        raise RuntimeError(f"GPU Zuker returned {len(out)} structures for {count} sequences")
+    if len(structures) != count:
+        raise RuntimeError(f"GPU Zuker returned {len(structures)} structures for {count} sequences")
+    if out is None:
+        out = []
+    first = len(out)
+    out += zip(energies, structures)
     if refold.size:                       # a value too large for the int16 ring: again with the int32 one
-        seqs = job["seqs"]
-        again = _finish(_start([seqs[k] for k in refold.tolist()], job["lens"][refold], job["model"], True, None,
+        seqs, a = job["seqs"], job["first"]
+        again = _finish(_start([seqs[a + k] for k in refold.tolist()], job["lens"][refold], job["model"], True, None,
                                ring16=False))
         for k, r in zip(refold.tolist(), again):
-            out[k] = r
+            out[first + k] = r
     return out
