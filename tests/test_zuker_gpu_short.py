@@ -175,6 +175,17 @@ def test_chunks_on_two_streams(monkeypatch, pool_bytes):
     assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
 
 
+def test_launch_through_cupy(monkeypatch):
+    """The kernels launched through CuPy's call instead of straight through the driver (the fallback
+    where CuPy does not expose a kernel's CUfunction): both kernels, many chunks, the same results."""
+    short = _short()
+    monkeypatch.setitem(short.TUNING, "cupy_call", True)
+    monkeypatch.setattr(short, "CHUNK", 53)
+    seqs = sorted(_random_seqs(400, 1, 400, seed=67), key=len, reverse=True)
+    from rnapipe.model import Model
+    assert short.fold_group(seqs, Model()) == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
 def test_kept_stream_pools(monkeypatch):
     """The per-stream pools are kept from one group to the next (grown when a group needs more, given
     back by release()): groups of shorter, then longer sequences, one chunk and many, then after a

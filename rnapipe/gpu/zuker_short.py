@@ -26,12 +26,16 @@ candidates at a time), and writing the MFE and the dot-bracket bytes:
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
-(the kernel encodes them), the structures come back as one buffer, one newline apart, and are split in
-one call, no per-base or per-sequence slicing in Python; a large group goes in chunks (small ones first
+(the kernel encodes them), the structures come back as one buffer, one newline apart, and are split by
+str.split, no per-base or per-sequence slicing in Python; a large group goes in chunks (small ones first
 and last) on two streams, all launched at once and collected as they finish, so that the host's work on
 one chunk overlaps the kernels of the next. Each stream's chunks share one device array (matrices, then
 the chunk's input and output), kept by the calling thread for its next group (:func:`release` gives it
-back; fold_batch does before the longer sequences' fills).
+back; fold_batch does before the longer sequences' fills). Per chunk the host does little: the offsets of
+every sequence's text and matrices are computed once per group (:class:`_Group`), the text is encoded and
+the structures decoded 1,024 sequences at a time (a large temporary is a fresh mapping from the C
+allocator: page faults), copies and launches go straight to the runtime and the driver with raw
+addresses (CuPy's array views and kernel call cost the host more than the call itself).
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ MAXLOOP = 30
 # "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
 # "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
 # with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
-# last launch, and a traceback failure is then not raised.
+# last launch, and a traceback failure is then not raised, "cupy_call" (any value) launches the kernels
+# through CuPy's call rather than the driver's launchKernel.
 TUNING: dict = {}
 
 
@@ -422,8 +427,17 @@ class _Group:
                 shared = _shared_bytes(n_max)
                 kernel = _kernel(options)
                 threads = threads_for(n_max)
-            self._launch[key] = (kernel, tb, threads, shared, ring16)
+            self._launch[key] = (kernel, tb, threads, shared, ring16, _entry(kernel), tb and _entry(tb))
         return self._launch[key]
+
+    def _params(self) -> int:
+        """Address of the kernel parameter block: 2 × 12 pointers to 2 × 12 uint64 slots (self._pv), the
+        fill's arguments, then the traceback's (an int argument reads the low half of its slot)."""
+        if not hasattr(self, "_pv"):
+            self._pv = np.zeros(24, dtype=np.uint64)
+            self._pp = self._pv.ctypes.data + 8 * np.arange(24, dtype=np.uint64)
+            self._pp_at = self._pp.ctypes.data
+        return self._pp_at
 
     def start(self, a: int, b: int, smem: bool, stream, pool=None) -> dict:
         """Copy chunk [a, b) to the device and launch its kernels on stream (None: the current one), its
@@ -438,7 +452,7 @@ class _Group:
         n_max = int(lens.max())
         if n_max > 2000:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-        kernel, tb, threads, shared, ring16 = self.launch(n_max, smem)
+        kernel, tb, threads, shared, ring16, f_fill, f_tb = self.launch(n_max, smem)
         ce, cw = self.ce, self.cw
         total = int(ce[b] - ce[a]) - 1           # the sequences (and the structures) one '\n' apart
         mwords = int(cw[b] - cw[a])
@@ -465,26 +479,37 @@ class _Group:
         out = io + o_out                                      # mfe, status (int32), the structures
         job = {"count": count, "seqs": seqs, "first": a, "lens": lens, "model": self.model, "ring16": ring16,
                "host_out": host[o_out:]}
-        rt = cupy.cuda.runtime
+        rt, drv = cupy.cuda.runtime, cupy.cuda.driver
         with stream if stream is not None else contextlib.nullcontext():
             sptr = (stream or cupy.cuda.get_current_stream()).ptr
             rt.memcpyAsync(io, hptr, o_out, rt.memcpyHostToDevice, sptr)
             if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
                 pool[:mwords].fill(TUNING["fill"])
             rt.memsetAsync(out + 8 * count, ord("\n"), total, sptr)    # the separators
-            u64 = np.uint64
-            args = (self.P, self.extra(smem), u64(io + o_text), u64(io), u64(io + o_lens), u64(io + o_poff), pool,
-                    u64(out + 8 * count), u64(out), u64(out + 4 * count), np.int32(n_max))
+            # the kernels' arguments: P, the second table, text, soff, lens, poff, pool, structures, mfe,
+            # status, max_n; the traceback's leave out the second table and add the count before max_n
+            fill_args = (self.P.data.ptr, self.extra(smem).data.ptr, io + o_text, io, io + o_lens, io + o_poff,
+                         pool.data.ptr, out + 8 * count, out, out + 4 * count, n_max)
+            tb_args = fill_args[:1] + fill_args[2:-1] + (count, n_max)
+            per_block = TB_THREADS // 32
+            tb_blocks, tb_shared = (count + per_block - 1) // per_block, per_block * ((n_max + 2 + 15) // 16 * 16)
             events = TUNING.get("events")
             if events is not None:
                 job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
                 job["events"][0].record()
-            kernel((count,), (threads,), args, shared_mem=shared)
-            if tb is not None:
-                per_block = TB_THREADS // 32
-                tb(((count + per_block - 1) // per_block,), (TB_THREADS,),
-                   args[:1] + args[2:-1] + (np.int32(count), args[-1]),
-                   shared_mem=per_block * ((n_max + 2 + 15) // 16 * 16))
+            if f_fill:                            # straight to the driver: a tenth of CuPy's call on the host
+                at = self._params()
+                self._pv[:11] = fill_args
+                drv.launchKernel(f_fill, count, 1, 1, threads, 1, 1, shared, sptr, at, 0)
+                if tb is not None:
+                    self._pv[12:23] = tb_args
+                    drv.launchKernel(f_tb, tb_blocks, 1, 1, TB_THREADS, 1, 1, tb_shared, sptr, at + 96, 0)
+            else:
+                u64 = np.uint64
+                kernel((count,), (threads,), tuple(map(u64, fill_args[:-1])) + (np.int32(n_max),), shared_mem=shared)
+                if tb is not None:
+                    tb((tb_blocks,), (TB_THREADS,), tuple(map(u64, tb_args[:-2])) + (np.int32(count), np.int32(n_max)),
+                       shared_mem=tb_shared)
             if events is not None:
                 job["events"][1].record()
             rt.memcpyAsync(hptr + o_out, out, nbytes - o_out, rt.memcpyDeviceToHost, sptr)
@@ -494,6 +519,17 @@ class _Group:
         if "keep" in TUNING:
             job["poff"] = cw[a:b] - cw[a]
         return job
+
+
+def _entry(kernel) -> int:
+    """The CUfunction of a CuPy RawKernel, for cupy.cuda.driver.launchKernel; 0 where this CuPy does not
+    expose it (the kernel is then called through CuPy)."""
+    if "cupy_call" in TUNING:
+        return 0
+    try:
+        return int(kernel.kernel.ptr)
+    except AttributeError:
+        return 0
 
 
 def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pool=None,
