@@ -231,16 +231,3 @@ def test_fold_batch_order_and_out_of_memory(monkeypatch):
     random.Random(58).shuffle(mixed)
     assert gpu.fold_batch(mixed, "default", 1, {}) == [ref[s] if s else (0, "") for s in mixed]
     assert sizes == [600, 300, 150, 150, 300, 150, 150]      # halves of halves, in order
-
-
-def test_smem_pool_words_match_the_kernel():
-    from rnapipe.gpu import loader
-    text = (loader.kernel_dir() / "zuker_short.cu").read_text()
-    assert "return 4 * N * N + N + 3LL * n + 8;" in text
-    assert _short().smem_pool_words(100) == 4 * 102 * 102 + 102 + 3 * 100 + 8
-    assert "#define Z2_ROWS (Z2_PARTS + 4 + 2 + 2 + 1)" in text and "#define Z2_RING 32" in text
-    assert ("return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn)"
-            " + 7) / 8 * 8;") in text
-    assert "#define Z2_FIXED (Z2_NLOOPS + 3 + 8)" in text and "#define Z2_NLOOPS 485" in text
-    assert "#define Z2_PARTS 6" in text and "#define Z2_CHUNKS 8" in text
-    assert _short()._smem_shared_bytes(100, True) == (4 * 496 + 3 * 32 * 102 * 2 + 4 * 15 * 102 + 4 * 102 + 102 + 7) // 8 * 8

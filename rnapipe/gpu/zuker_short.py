@@ -452,6 +452,8 @@ class _Group:
         n_max = int(lens.max())
         if n_max > 2000:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
+        if (n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N):
+            raise ValueError("a chunk's kernel must be the one its lengths' pool words were counted for")
         kernel, tb, threads, shared, ring16, f_fill, f_tb = self.launch(n_max, smem)
         ce, cw = self.ce, self.cw
         total = int(ce[b] - ce[a]) - 1           # the sequences (and the structures) one '\n' apart
