@@ -351,6 +351,10 @@ def _plan(order, lens, budget: int, fill_override: str | None):
     order = np.asarray(order, dtype=np.int64)
     if order.size == 0:
         return []
+    longest = int(lens[order[0]])
+    if (fill_override in (None, "short") and longest <= zuker_short.MAX_N and order.size <= MAX_BATCH
+            and order.size * zuker_short.bytes_needed(longest) <= budget):
+        return [("short", order)]                 # one group of short sequences: no step per length
     n = np.asarray(lens, dtype=np.int64)[order]
     names = ("short", "block", LONG_FILL)
     every = np.arange(int(n.max()) + 1, dtype=np.int64)     # kind and bytes by length, then gathered
@@ -409,11 +413,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
             from ..errors import SequenceTooLongError
             raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} "
                                        f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
-        if (fill_override in (None, "short") and longest <= zuker_short.MAX_N and order.size <= MAX_BATCH
-                and order.size * zuker_short.bytes_needed(longest) <= budget):
-            pending = [("short", order)]                   # _plan's answer for one group of short ones
-        else:
-            pending = _plan(order, lens, budget, fill_override)
+        pending = _plan(order, lens, budget, fill_override)
         try:                                               # the pool is kept between groups, given back at the end
             while pending:
                 kind, idxs = pending.pop(0)

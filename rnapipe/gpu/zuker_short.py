@@ -305,12 +305,6 @@ def release() -> None:
     _held().pop(loader._device_id(), None)
 
 
-def _io_words(count: int, text_bytes: int) -> int:
-    """int32 words a chunk's device input and output take in its stream's pool (_layout, then MFE, status
-    and the structures)."""
-    return (_layout(count, text_bytes + count)[3] + 8 * count + text_bytes + count + 15) // 4 + 4
-
-
 def _table_for_group(model: Model, n_max: int):
     from .zuker import _table_for
     return _table_for(model, n_max)
@@ -394,6 +388,11 @@ class _Group:
         self.ring16 = _ring16_ok(model) if ring16 is None else ring16
         self._extra: dict = {}
         self._launch: dict = {}
+        # the kernel parameter block: 2 × 12 pointers (at self._params) to 2 × 12 uint64 slots (self._pv),
+        # the fill's arguments, then the traceback's (an int argument reads the low half of its slot)
+        self._pv = np.zeros(24, dtype=np.uint64)
+        self._pp = self._pv.ctypes.data + 8 * np.arange(24, dtype=np.uint64)
+        self._params = self._pp.ctypes.data
 
     def words(self, a: int, b: int) -> int:
         """Pool words of chunk [a, b): matrices, then input and output."""
@@ -429,15 +428,6 @@ class _Group:
                 threads = threads_for(n_max)
             self._launch[key] = (kernel, tb, threads, shared, ring16, _entry(kernel), tb and _entry(tb))
         return self._launch[key]
-
-    def _params(self) -> int:
-        """Address of the kernel parameter block: 2 × 12 pointers to 2 × 12 uint64 slots (self._pv), the
-        fill's arguments, then the traceback's (an int argument reads the low half of its slot)."""
-        if not hasattr(self, "_pv"):
-            self._pv = np.zeros(24, dtype=np.uint64)
-            self._pp = self._pv.ctypes.data + 8 * np.arange(24, dtype=np.uint64)
-            self._pp_at = self._pp.ctypes.data
-        return self._pp_at
 
     def start(self, a: int, b: int, smem: bool, stream, pool=None) -> dict:
         """Copy chunk [a, b) to the device and launch its kernels on stream (None: the current one), its
@@ -500,7 +490,7 @@ class _Group:
                 job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
                 job["events"][0].record()
             if f_fill:                            # straight to the driver: a tenth of CuPy's call on the host
-                at = self._params()
+                at = self._params
                 self._pv[:11] = fill_args
                 drv.launchKernel(f_fill, count, 1, 1, threads, 1, 1, shared, sptr, at, 0)
                 if tb is not None:
