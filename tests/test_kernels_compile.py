@@ -29,11 +29,12 @@ def test_kernel_compiles(path, arch, tmp_path):
     assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
-@pytest.mark.parametrize("ring16", [True, False])
-def test_short_kernel_sizes_match_the_host(ring16, tmp_path):
+@pytest.mark.parametrize("ring16, seqs", [(True, 1), (False, 1), (True, 2), (False, 3), (True, 4)])
+def test_short_kernel_sizes_match_the_host(ring16, seqs, tmp_path):
     """The pool words and shared-memory bytes that zuker_short.py gives each sequence and launch are the
     ones the kernels use: zuker_short.cu's own z2_pool_words, z2_shared_bytes and zs_pool_words, compiled
-    for the host and run (no GPU needed), for lengths across both kernels' ranges and both rings."""
+    for the host and run (no GPU needed), for lengths across both kernels' ranges, both rings and 1 to 4
+    sequences per zs_fold_smem block."""
     from rnapipe.gpu import zuker_short as short
 
     lengths = [1, 2, 5, 30, 68, 80, 81, 120, 154, 221, 231, 232, 233, 400, 600]
@@ -44,7 +45,7 @@ def test_short_kernel_sizes_match_the_host(ring16, tmp_path):
                     + "    return 0;\n}\n")
     exe = tmp_path / "sizes"
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", f"-I{loader.kernel_dir()}", *(["-DZ2_RING16"] if ring16 else []),
-           str(prog), "-o", str(exe)]
+           f"-DZ2_SEQS={seqs}", str(prog), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True)
@@ -52,6 +53,6 @@ def test_short_kernel_sizes_match_the_host(ring16, tmp_path):
     for line in run.stdout.split("\n")[:-1]:
         n, pool, shared, zs_pool = map(int, line.split())
         assert pool == short.smem_pool_words(n), n
-        assert shared == short._smem_shared_bytes(n, ring16), n
+        assert shared == short._smem_shared_bytes(n, ring16, seqs), n
         assert zs_pool == short.pool_words(n), n
     assert len(run.stdout.split("\n")) == len(lengths) + 1

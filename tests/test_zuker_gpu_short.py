@@ -142,6 +142,34 @@ def test_unit_shapes_identical_to_cpu(monkeypatch, chunks, apart):
     _assert_same(seqs)
 
 
+@pytest.mark.parametrize("per_block, apart, ring16", [(2, True, True), (3, True, True), (2, False, True),
+                                                     (4, True, False)])
+def test_several_sequences_per_block_identical_to_cpu(monkeypatch, per_block, apart, ring16):
+    """zs_fold_smem with 2 to 4 sequences side by side in a block: sequences of unequal lengths sharing a
+    block (sorted longest first, as fold_group gets them, and also unsorted), a last block with fewer
+    sequences, tiny ones, both tracebacks and both rings: still the CPU engine's results, in order."""
+    short = _short()
+    from rnapipe.model import Model
+    top = short.SMEM_MAX_N or 232
+    monkeypatch.setitem(short.TUNING, "smem_launch", (128, 4, ring16, 3, per_block))
+    monkeypatch.setitem(short.TUNING, "tb_apart", apart)
+    seqs = _random_seqs(500, 1, top, seed=68 + per_block) + ["GC" * (top // 2), "A" * top, "N" * top, "G", "GGGAAAUCC"]
+    longest_first = sorted(seqs, key=len, reverse=True)
+    assert short.fold_group(longest_first, Model()) == cpu.fold_batch(longest_first, "default", THREADS, {})
+    mixed = _random_seqs(301, 1, 90, seed=71)                   # unsorted: any lengths may share a block
+    assert short.fold_group(mixed, Model()) == cpu.fold_batch(mixed, "default", THREADS, {})
+
+
+def test_several_sequences_per_block_overflow_refolds(monkeypatch):
+    """A block of two whose int16 ring overflows sends both of its sequences to the int32 ring: still the
+    CPU engine's results, in order."""
+    short = _short()
+    monkeypatch.setitem(short.TUNING, "smem_launch", (128, 4, True, 3, 2))
+    monkeypatch.setitem(short.TUNING, "options", ("-DZ2_RING_LIM=50",))
+    seqs = _random_seqs(301, 1, 120, seed=72)
+    assert _direct(seqs) == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
 def test_int16_ring_overflow_refolds(monkeypatch):
     """With the int16 ring's range cut to +-50 dcal/mol nearly every sequence overflows it: each is folded
     again with the int32 ring, and every result is still the CPU engine's, in order."""

@@ -8,16 +8,17 @@ Interface used by rnapipe.gpu.zuker.fold_batch:
 * ``fold_group(seqs, model, lens=None)``: fold non-empty sequences (longest first, each <= MAX_N) on the
   current device and return [(mfe, dot-bracket)] in the same order, identical to rnapipe.cpu.zuker.
 
-Two kernels of ``kernels/zuker_short.cu``, one block per sequence, each doing the fill one anti-diagonal at
-a time, the exterior loop W and the traceback (the CPU engine's order of tests, one warp searching 32
-candidates at a time), and writing the MFE and the dot-bracket bytes:
+Two kernels of ``kernels/zuker_short.cu``, one block per sequence (or two short ones), each doing the fill
+one anti-diagonal at a time, the exterior loop W and the traceback (the CPU engine's order of tests, one
+warp searching 32 candidates at a time), and writing the MFE and the dot-bracket bytes:
 
 * ``zs_fold_smem`` (sequences up to SMEM_MAX_N nt): the interior-loop auxiliaries VAU, V1N, VI live only in
   shared memory, as a ring of the last 32 diagonals (int16 where the model allows: a value out of its
   range sends the sequence back to the int32 ring, so results stay exact); the interior loops are 8 fixed
   chunks of the (n1, n2) list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one
-  min-plus product per cell (VM read from it two diagonals later); the work of a diagonal goes round the
-  warps as units. Its traceback is a kernel of its own, ``zs_tb_smem``, one warp per sequence: the fill's
+  min-plus product per cell (VM read from it two diagonals later), its lanes over (cell, split points)
+  pairs; the work of a diagonal goes round the warps as units. Short sequences share a block two at a
+  time (SMEM_LAUNCH16), so that the units with lanes over pairable cells serve both. Its traceback is a kernel of its own, ``zs_tb_smem``, one warp per sequence: the fill's
   blocks (large in shared memory) leave sooner, and the traceback's dependent loads overlap across many
   more warps.
 * ``zs_fold`` (longer sequences): the same recursions with every matrix in global memory, several
@@ -56,7 +57,8 @@ LT_MAX = 496                  # ZS_LT_MAX: entries at most
 MAXLOOP = 30
 
 # Set by a benchmark or for debugging: "threads" forces the block size, "options" adds nvcc options,
-# "smem_launch" = (threads, min blocks per SM, ring16[, chunks]) forces zs_fold_smem's launch and ring,
+# "smem_launch" = (threads, min blocks per SM, ring16[, chunks[, sequences per block]]) forces zs_fold_smem's
+# launch and ring,
 # "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
 # "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
 # with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
@@ -108,34 +110,56 @@ def _shared_bytes(max_n: int) -> int:
 
 # zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md;
 # 9 blocks of 128 threads at <= 80 nt: 56 registers a thread, the shared memory of 9 fits at 80 nt):
-# (longest n, threads, minimum blocks per SM, interior-loop chunks), with the int16 ring and with the
-# int32 one. Short sequences have few cells per diagonal, so more, smaller blocks share a multiprocessor;
-# the int16 ring halves the largest part of the shared memory, so more blocks fit. Fewer, longer chunks
-# of interior loops (Z2_CHUNKS) mean fewer work units per diagonal.
-SMEM_LAUNCH16 = ((80, 128, 9, 3), (10**9, 256, 4, 4))
-SMEM_LAUNCH32 = ((80, 128, 4, 3), (10**9, 256, 2, 4))
+# (longest n, threads, minimum blocks per SM, interior-loop chunks, sequences per block), with the int16
+# ring and with the int32 one. Short sequences have few cells per diagonal, so more, smaller blocks share a
+# multiprocessor; the int16 ring halves the largest part of the shared memory, so more blocks fit. Fewer,
+# longer chunks of interior loops (Z2_CHUNKS) mean fewer work units per diagonal. Sequences side by side in
+# one block (Z2_SEQS) share the units whose lanes go over pairable cells, which a short diagonal leaves
+# mostly idle.
+SMEM_LAUNCH16 = ((80, 192, 5, 3, 2), (120, 256, 3, 4, 2), (10**9, 256, 4, 4, 1))
+SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (10**9, 256, 2, 4, 1))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
 
 
-def _smem_launch(max_n: int, ring16: bool) -> tuple[int, tuple[str, ...]]:
-    """Threads per block and nvcc options of zs_fold_smem for a batch whose longest sequence is max_n."""
-    threads, blocks, chunks = next((t, b, c) for top, t, b, c in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32)
-                                   if max_n <= top)
-    if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks])
-        threads, blocks = TUNING["smem_launch"][:2]
-        chunks = TUNING["smem_launch"][3] if len(TUNING["smem_launch"]) > 3 else chunks
+def _smem_launch(max_n: int, ring16: bool) -> tuple[int, int, tuple[str, ...]]:
+    """Threads per block, sequences per block and nvcc options of zs_fold_smem for a batch whose longest
+    sequence is max_n."""
+    threads, blocks, chunks, seqs = next(x[1:] for x in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32)
+                                         if max_n <= x[0])
+    if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks[, seqs]])
+        forced = TUNING["smem_launch"]
+        threads, blocks = forced[:2]
+        chunks = forced[3] if len(forced) > 3 else chunks
+        seqs = forced[4] if len(forced) > 4 else seqs
+    while seqs > 1 and _smem_shared_bytes(max_n, ring16, seqs) > _shared_limit():
+        seqs -= 1                      # a block's shared memory must fit the GPU (the int32 ring, long sequences)
     apart = TUNING.get("tb_apart", TB_APART)
-    return threads, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}")
-                     + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ()))
+    return threads, seqs, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}",
+                            f"-DZ2_SEQS={seqs}")
+                           + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ()))
 
 
-def _smem_shared_bytes(max_n: int, ring16: bool) -> int:
-    """z2_shared_bytes of zuker_short.cu: the size terms and counters, the ring (3 planes of 32 rows of
-    int16 or int32), 15 int32 rows, two int16 lists and the codes, rows of max_n + 2."""
+def _shared_limit() -> int:
+    """The most dynamic shared memory one block may have on the current GPU (227 KiB on an H100)."""
+    from . import loader
+    return _shared_limit_on(loader._device_id())
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_limit_on(device: int) -> int:
+    import cupy
+    return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
+
+
+def _smem_shared_bytes(max_n: int, ring16: bool, seqs: int = 1) -> int:
+    """z2_shared_bytes of zuker_short.cu: the size terms, counters, pools and lengths, then per sequence of
+    the block the ring (3 planes of 32 rows of int16 or int32), 15 int32 rows, two int16 lists and the
+    codes, rows of max_n + 2."""
     mn = max_n + 2
-    return (4 * (485 + 3 + 8) + 3 * 32 * mn * (2 if ring16 else 4) + 4 * 15 * mn + 2 * 2 * mn + mn + 7) // 8 * 8
+    per_seq = 3 * 32 * mn * (2 if ring16 else 4) + 4 * 15 * mn + 2 * 2 * mn + mn
+    return (4 * (485 + 3 + 8 + 16) + seqs * per_seq + 7) // 8 * 8
 
 
 def _ring16_ok(model: Model) -> bool:
@@ -407,17 +431,18 @@ class _Group:
         return self._extra[smem]
 
     def launch(self, n_max: int, smem: bool):
-        """(fill kernel, traceback kernel or None, threads, shared bytes, ring16) for a chunk whose longest
-        sequence is n_max."""
+        """(fill kernel, traceback kernel or None, threads, shared bytes, ring16, the kernels' CUfunctions,
+        sequences per fill block) for a chunk whose longest sequence is n_max."""
         key = (n_max, smem)
         if key not in self._launch:
             from . import loader
             ring16 = smem and self.ring16
             options = tuple(TUNING.get("options", ()))
             tb = None
+            per_block = 1
             if smem:
-                shared = _smem_shared_bytes(n_max, ring16)
-                threads, more = _smem_launch(n_max, ring16)
+                threads, per_block, more = _smem_launch(n_max, ring16)
+                shared = _smem_shared_bytes(n_max, ring16, per_block)
                 options = options + more
                 kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
                 if "-DZ2_TB_APART" in options:
@@ -426,7 +451,7 @@ class _Group:
                 shared = _shared_bytes(n_max)
                 kernel = _kernel(options)
                 threads = threads_for(n_max)
-            self._launch[key] = (kernel, tb, threads, shared, ring16, _entry(kernel), tb and _entry(tb))
+            self._launch[key] = (kernel, tb, threads, shared, ring16, _entry(kernel), tb and _entry(tb), per_block)
         return self._launch[key]
 
     def start(self, a: int, b: int, smem: bool, stream, pool=None) -> dict:
@@ -444,7 +469,8 @@ class _Group:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
         if (n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N):
             raise ValueError("a chunk's kernel must be the one its lengths' pool words were counted for")
-        kernel, tb, threads, shared, ring16, f_fill, f_tb = self.launch(n_max, smem)
+        kernel, tb, threads, shared, ring16, f_fill, f_tb, per_block = self.launch(n_max, smem)
+        blocks = (count + per_block - 1) // per_block
         ce, cw = self.ce, self.cw
         total = int(ce[b] - ce[a]) - 1           # the sequences (and the structures) one '\n' apart
         mwords = int(cw[b] - cw[a])
@@ -479,26 +505,28 @@ class _Group:
                 pool[:mwords].fill(TUNING["fill"])
             rt.memsetAsync(out + 8 * count, ord("\n"), total, sptr)    # the separators
             # the kernels' arguments: P, the second table, text, soff, lens, poff, pool, structures, mfe,
-            # status, max_n; the traceback's leave out the second table and add the count before max_n
+            # status, max_n, and zs_fold_smem's count (zs_fold has no twelfth); the traceback's leave out the
+            # second table and put the count before max_n
             fill_args = (self.P.data.ptr, self.extra(smem).data.ptr, io + o_text, io, io + o_lens, io + o_poff,
-                         pool.data.ptr, out + 8 * count, out, out + 4 * count, n_max)
-            tb_args = fill_args[:1] + fill_args[2:-1] + (count, n_max)
-            per_block = TB_THREADS // 32
-            tb_blocks, tb_shared = (count + per_block - 1) // per_block, per_block * ((n_max + 2 + 15) // 16 * 16)
+                         pool.data.ptr, out + 8 * count, out, out + 4 * count, n_max, count)
+            tb_args = fill_args[:1] + fill_args[2:-2] + (count, n_max)
+            per_tb = TB_THREADS // 32
+            tb_blocks, tb_shared = (count + per_tb - 1) // per_tb, per_tb * ((n_max + 2 + 15) // 16 * 16)
             events = TUNING.get("events")
             if events is not None:
                 job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())
                 job["events"][0].record()
             if f_fill:                            # straight to the driver: a tenth of CuPy's call on the host
                 at = self._params
-                self._pv[:11] = fill_args
-                drv.launchKernel(f_fill, count, 1, 1, threads, 1, 1, shared, sptr, at, 0)
+                self._pv[:12] = fill_args
+                drv.launchKernel(f_fill, blocks, 1, 1, threads, 1, 1, shared, sptr, at, 0)
                 if tb is not None:
                     self._pv[12:23] = tb_args
                     drv.launchKernel(f_tb, tb_blocks, 1, 1, TB_THREADS, 1, 1, tb_shared, sptr, at + 96, 0)
             else:
                 u64 = np.uint64
-                kernel((count,), (threads,), tuple(map(u64, fill_args[:-1])) + (np.int32(n_max),), shared_mem=shared)
+                ints = (np.int32(n_max), np.int32(count)) if smem else (np.int32(n_max),)
+                kernel((blocks,), (threads,), tuple(map(u64, fill_args[:-2])) + ints, shared_mem=shared)
                 if tb is not None:
                     tb((tb_blocks,), (TB_THREADS,), tuple(map(u64, tb_args[:-2])) + (np.int32(count), np.int32(n_max)),
                        shared_mem=tb_shared)

@@ -207,6 +207,9 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 // and the next diagonal's pairable list. V, WM, WM1 and XT go to global memory (diagonal-major as in
 // zuker_short.cuh) for the traceback: zs_finish's, as in zs_fold, or with Z2_TB_APART (the host's
 // default) zs_tb_smem's, a kernel of its own launched after this one.
+// A block folds Z2_SEQS sequences side by side (1 to 4; z2_seq_of): their diagonals are walked together,
+// so the units whose lanes go over pairable cells (the chunks, the rest of V) serve all of them, and a
+// short diagonal no longer leaves most lanes idle; each sequence keeps its own matrices in global memory.
 #define Z2_RING 32
 #ifndef Z2_CHUNKS
 #define Z2_CHUNKS 8              // 3 to 8 (fewer: too deep a template recursion)
@@ -299,21 +302,27 @@ __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, in
     z2_loops<E0, E0, E1>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2);
 }
 
-// Shared memory of zs_fold_smem, rows of MN = max_n + 2 words: the ring (3 planes of Z2_RING rows of
-// z2_ring_t), then int32 rows: V's partial minima (Z2_PARTS: the interior loops' minimum per kind, the
-// hairpin and VM, two sets of zk_interior's loops), PM (4), WMB (2), WM1 (2), W (1); then two short lists
-// and the codes. Before all of it: the size terms and 8 counters.
+// Shared memory of zs_fold_smem, rows of Z2_SEQS * MN words (MN = max_n + 2; the block's sequences side by
+// side, z2_seq_of): the ring (3 planes of Z2_RING rows of z2_ring_t), then int32 rows: V's partial minima
+// (Z2_PARTS: the interior loops' minimum per kind, the hairpin and VM, two sets of zk_interior's loops), PM
+// (4), WMB (2), WM1 (2), W (1: a row of MN per sequence); then two short lists and the codes. Before all of
+// it: the size terms, 8 counters, the sequences' pools (4 pointers) and lengths (4, and 4 spare).
+#ifndef Z2_SEQS
+#define Z2_SEQS 1                // sequences per block, 1 to 4
+#endif
+static_assert(Z2_SEQS >= 1 && Z2_SEQS <= 4, "Z2_SEQS: 1 to 4");
 #define Z2_PARTS 6
 #define Z2_ROWS (Z2_PARTS + 4 + 2 + 2 + 1)          // int32 rows, after the ring's 3 * Z2_RING rows
 #ifndef Z2_XCHUNK
 #define Z2_XCHUNK 8             // split points per PM unit
 #endif
-#define Z2_FIXED (Z2_NLOOPS + 3 + 8)     // words before the rows: size terms, pad, 8 counters
+#define Z2_FIXED (Z2_NLOOPS + 3 + 8 + 16)     // words before the rows: size terms, pad, counters, pools, lengths
 
 // Shared memory of zs_fold_smem in bytes for a longest sequence of max_n nt (zuker_short.py mirrors it).
 ZK_HD int z2_shared_bytes(int max_n) {
     int mn = max_n + 2;
-    return ((4 * Z2_FIXED + 3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn) + 7) / 8 * 8;
+    return ((4 * Z2_FIXED + Z2_SEQS * (3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn))
+            + 7) / 8 * 8;
 }
 
 // The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), W (n+2), the
@@ -330,7 +339,8 @@ ZK_HD long long z2_pool_words(int n) {
 #define Z2_MIN_BLOCKS 2
 #endif
 
-// One of the 11 loops of zk_interior (c: its index in ZK_SPECIAL_N1/N2) for pairable cell (i, j).
+// One of the 11 loops of zk_interior (c: its index in ZK_SPECIAL_N1/N2) for pairable cell (i, j) of a
+// sequence whose codes are S (i, j in its numbering) and whose V (row stride N) is in global memory.
 template <int C>
 __device__ __forceinline__ int z2_special_loop(const int* P, const signed char* S, const int* V, int N, int i, int j,
                                                int t, int maxu) {
@@ -342,54 +352,122 @@ __device__ __forceinline__ int z2_special_loop(const int* P, const signed char* 
     return zk_interior(P, n1, n2, t, zk_rtype(t2), S[i + 1], S[j - 1], S[p - 1], S[qq + 1]) + V[(qq - p) * N + p];
 }
 
+// The block's sequences side by side (Z2_SEQS of them): in shared memory sequence k's cell i is column
+// e = k * N0 + i of rows of R = Z2_SEQS * N0 words (N0: the block's longest plus 2), its codes at the same
+// columns; the cells of one diagonal are also numbered flat, sequence by sequence. z2_seq_of: k of column e;
+// z2_cell: k and i of flat number x on diagonal dd (lens: the block's lengths, 0 past the batch's end).
+__device__ __forceinline__ int z2_seq_of(int e, int N0) {
+    int k = 0;
+#pragma unroll
+    for (int m = 1; m < Z2_SEQS; ++m) k += e >= m * N0;
+    return k;
+}
+
+__device__ __forceinline__ void z2_cell(const int* lens, int dd, int x, int& k, int& i) {
+    k = 0;
+#pragma unroll
+    for (int m = 0; m + 1 < Z2_SEQS; ++m) {
+        const int c = max(lens[m] - dd, 0);
+        if (k == m && x >= c) {
+            x -= c;
+            k = m + 1;
+        }
+    }
+    i = 1 + x;
+}
+
+__device__ __forceinline__ int z2_cells(const int* lens, int dd) {
+    int c = 0;
+#pragma unroll
+    for (int m = 0; m < Z2_SEQS; ++m) c += max(lens[m] - dd, 0);
+    return c;
+}
+
+// Appends the columns of the cells of diagonal dd that can pair to list (zs_list for the block's sequences).
+__device__ __forceinline__ void z2_list(const signed char* S, const int* lens, int N0, int dd, short* list,
+                                        int* count) {
+    const int lane = threadIdx.x & 31;
+    const int total = z2_cells(lens, dd);
+    for (int b0 = 0; b0 < total; b0 += blockDim.x) {
+        int k, i;
+        z2_cell(lens, dd, b0 + threadIdx.x, k, i);
+        const int e = k * N0 + i;
+        const bool ok = b0 + (int)threadIdx.x < total && zk_ptype(S[e], S[e + dd]) != 0;
+        const unsigned b = __ballot_sync(0xffffffffu, ok);
+        int at = 0;
+        if (lane == 0 && b) at = atomicAdd(count, __popc(b));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (ok) list[at + __popc(b & ((1u << lane) - 1))] = (short)e;
+    }
+}
+
+// Sequence k of the block: its codes and its matrices in the pool (V, WM, WM1, XT with row stride n + 2).
+__device__ __forceinline__ ZsSeq z2_seq(const signed char* sS, int* const* bases, const int* lens, int N0, int k) {
+    return zs_seq(sS + k * N0, lens[k], bases[k]);
+}
+
 extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_fold_smem(const int* P, const int* SZE, const unsigned char* seqs,
                                                                 const long long* soff, const int* lens,
                                                                 const long long* poff, int* pool,
                                                                 unsigned char* out, int* mfe, int* status,
-                                                                int max_n) {
+                                                                int max_n, int count) {
     extern __shared__ int smem[];
-    const int s = blockIdx.x;
-    const int n = lens[s];
-    const int N = n + 2;
+    constexpr int K = Z2_SEQS;
+    const int s0 = blockIdx.x * K;                     // the block's sequences: s0 .. s0 + K - 1 (< count)
     const int MN = max_n + 2;
-    const int plane = Z2_RING * N;
     int* sSZ = smem;                                   // Z2_NLOOPS: the size terms in loop order
-    int* sCnt = sSZ + Z2_NLOOPS + 3;                   // 2 list counts, 2 unit counters (4 spare)
-    z2_ring_t* sWin = (z2_ring_t*)(sSZ + Z2_FIXED);    // 3 planes (VAU, V1N, VI) x Z2_RING rows of N
-    int* sPart = (int*)(sWin + 3 * Z2_RING * MN);      // Z2_PARTS rows: V's partial minima by cell i (rows 0-2:
+    int* sCnt = sSZ + Z2_NLOOPS + 3;                   // 2 list counts, 2 unit counters, overflow (3 spare)
+    int** sBase = (int**)(sCnt + 8);                   // K (<= 4): the sequences' pools
+    int* sLen = sCnt + 16;                             // K (<= 4): their lengths (0: no sequence)
+    z2_ring_t* sWin = (z2_ring_t*)(sSZ + Z2_FIXED);    // 3 planes (VAU, V1N, VI) x Z2_RING rows of R
+    int* sPart = (int*)(sWin + 3 * Z2_RING * K * MN);  // Z2_PARTS rows: V's partial minima by column (rows 0-2:
                                                        // per kind, INF between diagonals; 3-5: by V unit)
-    int* sPM = sPart + Z2_PARTS * MN;                  // 4 rows: PM of diagonals d & 3
-    int* sWMB = sPM + 4 * MN;                          // 2 rows: WMB of diagonals d & 1
-    int* sWM1 = sWMB + 2 * MN;                         // 2 rows: WM1 of diagonals d & 1
-    int* sW = sWM1 + 2 * MN;                           // MN: W
-    short* sL = (short*)(sW + MN);                     // 2 lists of MN
-    signed char* sS = (signed char*)(sL + 2 * MN);     // MN
+    int* sPM = sPart + Z2_PARTS * K * MN;              // 4 rows: PM of diagonals d & 3
+    int* sWMB = sPM + 4 * K * MN;                      // 2 rows: WMB of diagonals d & 1
+    int* sWM1 = sWMB + 2 * K * MN;                     // 2 rows: WM1 of diagonals d & 1
+    int* sW = sWM1 + 2 * K * MN;                       // K rows of MN: W of each sequence
+    short* sL = (short*)(sW + K * MN);                 // 2 lists of K * MN
+    signed char* sS = (signed char*)(sL + 2 * K * MN); // K * MN
     const int tid = threadIdx.x, T = blockDim.x;
     const int lane = tid & 31;
 
-    const unsigned char* src = seqs + soff[s];
-    for (int k = tid; k < N; k += T) sS[k] = (k >= 1 && k <= n) ? (signed char)zs_code(src[k - 1]) : 0;
-    for (int k = tid; k < 4 * MN; k += T) sPM[k] = ZK_INF;
-    for (int k = tid; k < 3 * MN; k += T) sPart[k] = ZK_INF;
-    for (int k = tid; k < 2 * MN; k += T) {
+    int n = 0;                                         // the block's longest
+#pragma unroll
+    for (int k = 0; k < K; ++k) n = max(n, s0 + k < count ? lens[s0 + k] : 0);
+    const int N0 = n + 2, R = K * N0;
+    const int plane = Z2_RING * R;
+    for (int e = tid; e < R; e += T) {
+        const int k = z2_seq_of(e, N0), i = e - k * N0;
+        const int nk = s0 + k < count ? lens[s0 + k] : 0;
+        sS[e] = (i >= 1 && i <= nk) ? (signed char)zs_code(seqs[soff[s0 + k] + i - 1]) : 0;
+    }
+    for (int k = tid; k < 4 * R; k += T) sPM[k] = ZK_INF;
+    for (int k = tid; k < 3 * R; k += T) sPart[k] = ZK_INF;
+    for (int k = tid; k < 2 * R; k += T) {
         sWMB[k] = ZK_INF;
         sWM1[k] = ZK_INF;
     }
-    for (int k = tid; k <= n && k <= ZK_TURN + 1; k += T) sW[k] = 0;
     for (int k = tid; k < Z2_NLOOPS; k += T) sSZ[k] = SZE[k];
     if (tid < 8) sCnt[tid] = 0;
-    int* base = pool + poff[s];
-    ZsSeq q = zs_seq(sS, n, base);                     // V, WM, WM1, XT (the aux planes are not used)
-    int* gW = base + 4LL * N * N;                      // W, for zs_tb_smem; then the traceback's stack
-    zs_low_diagonals(q);
+    if (tid < K) {
+        const bool here = s0 + tid < count;
+        sLen[tid] = here ? lens[s0 + tid] : 0;
+        sBase[tid] = here ? pool + poff[s0 + tid] : pool;
+    }
     __syncthreads();
-    zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
+    for (int k = 0; k < K; ++k) {
+        if (sLen[k] == 0) continue;
+        const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);     // V, WM, WM1, XT (the aux planes are not used)
+        zs_low_diagonals(q);
+        for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += T) sW[k * MN + j] = 0;
+    }
+    z2_list(sS, sLen, N0, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * K * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
     const int ml_base = zk_sc(P, ZK_ML_BASE);
     bool overflow = false;                             // a ring value beyond z2_store's range (16-bit ring)
     for (int d = ZK_TURN + 1; d < n; ++d) {
         const int pc = sCnt[d & 1];
-        const short* L = sL + (d & 1) * MN;
+        const short* L = sL + (d & 1) * K * MN;
         if (tid == 0) sCnt[(d + 1) & 1] = 0;
         int maxu = d - ZK_TURN - 3;
         if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
@@ -397,19 +475,20 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         // through the auxiliaries, lanes over the cells, the same loop in every lane; each leaves its
         // minimum per kind in rows 0-2 of sPart, shared atomicMin), three per 32 pairable cells for the rest
         // of V (0: hairpin and VM, 1: loops 0-5 of zk_interior's 11, 2: loops 6-10), PM of diagonal d+1 (it
-        // reads diagonals <= d-3 only) per 32 consecutive cells and Z2_XCHUNK split points (shared
-        // atomicMin into a row that is INF before), W[d] (its terms lie on diagonals < d). Whichever warp is
-        // free takes the next unit (a shared counter) from the end of the list: W and PM first (their
-        // global loads take longest), the chunks last.
+        // reads diagonals <= d-3 only) per 32 (cell, Z2_XCHUNK split points) pairs (shared atomicMin into
+        // a row that is INF before), W[d] of each sequence (its terms lie on
+        // diagonals < d). The pairable cells of all the block's sequences share the units of the first
+        // two kinds. Whichever warp is free takes the next unit (a shared counter) from the end of the
+        // list: W and PM first (their global loads take longest), the chunks last.
         {
             const int nb = (pc + 31) >> 5;
             const int dn = d + 1;
             const int x_lo = ZK_TURN + 2, x_hi = dn - ZK_TURN - 1;
-            const int nxp = dn < n && x_hi >= x_lo ? (x_hi - x_lo + Z2_XCHUNK) / Z2_XCHUNK : 0;
-            const int pm_units = nxp * ((n - dn + 31) >> 5);
-            const int n_chunk = Z2_CHUNKS * nb, n_v = n_chunk + 3 * nb, n_pm = n_v + pm_units;
-            const int total = n_pm + 1;
-            const float inv_nxp = nxp ? 1.0f / (float)nxp : 0.0f;
+            const int nxp = x_hi >= x_lo ? (x_hi - x_lo + Z2_XCHUNK) / Z2_XCHUNK : 0;
+            const int cells_n = z2_cells(sLen, dn);     // cells of diagonal d+1 (all the block's sequences)
+            const int n_chunk = Z2_CHUNKS * nb, n_v = n_chunk + 3 * nb, n_pm = n_v + (nxp * cells_n + 31) / 32;
+            const int total = n_pm + K;
+            const float inv_cells = cells_n ? 1.0f / (float)cells_n : 0.0f;
             if (tid == 0) sCnt[2 + ((d + 1) & 1)] = 0;
             for (;;) {
                 int u = 0;
@@ -417,91 +496,101 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 u = total - 1 - __shfl_sync(0xffffffffu, u, 0);
                 if (u < 0) break;
                 if (u >= n_pm) {
-                    if (d >= ZK_TURN + 2) zs_w_step(q, sW, d, lane);
+                    const int k = u - n_pm;
+                    if (d >= ZK_TURN + 2 && d < sLen[k]) zs_w_step(z2_seq(sS, sBase, sLen, N0, k), sW + k * MN, d, lane);
                     continue;
                 }
                 if (u >= n_v) {
-                    const int pu = u - n_v;
-                    const int cg = (int)(((float)pu + 0.5f) * inv_nxp);    // pu / nxp, exact (pu < 2^16)
-                    const int xp = pu - cg * nxp;
-                    const int i0 = 1 + cg * 32 + lane;
-                    const bool active = i0 <= n - dn;
-                    const int i = active ? i0 : 1;
+                    // lanes over (split-point chunk, cell) pairs, cells fastest: no lane idles but in the last
+                    // unit of the diagonal, and neighbouring lanes read neighbouring words
+                    const int f = (u - n_v) * 32 + lane;
+                    const bool active = f < nxp * cells_n;
+                    const int xp = (int)(((float)f + 0.5f) * inv_cells);    // f / cells_n, exact (f < 2^16)
+                    int k, i;
+                    z2_cell(sLen, dn, active ? f - xp * cells_n : 0, k, i);
+                    const int N = sLen[k] + 2;
+                    const int* wm = sBase[k] + N * N;                        // WM; WM1 follows it
                     const int xa = x_lo + xp * Z2_XCHUNK;
                     const int xb = min(xa + Z2_XCHUNK - 1, x_hi);
-                    const int* wm = q.WM;        // 32-bit offsets from one base: cheaper addresses
                     const int oa = (xa - 1) * N + i;                          // WM[i][i+x-1], x = xa ...
-                    const int ob = (int)(q.WM1 - q.WM) + (dn - xa) * N + i + xa;   // WM1[i+x][i+dn]
+                    const int ob = N * N + (dn - xa) * N + i + xa;            // WM1[i+x][i+dn]
                     int m = ZK_INF, m_ = ZK_INF;                              // two chains of add-min
 #pragma unroll
-                    for (int k = 0; k < Z2_XCHUNK; ++k)
-                        if (xa + k <= xb) {
-                            if (k & 1) m_ = min(m_, wm[oa + k * N] + wm[ob + k * (1 - N)]);
-                            else m = min(m, wm[oa + k * N] + wm[ob + k * (1 - N)]);
+                    for (int c = 0; c < Z2_XCHUNK; ++c)
+                        if (active && xa + c <= xb) {
+                            if (c & 1) m_ = min(m_, wm[oa + c * N] + wm[ob + c * (1 - N)]);
+                            else m = min(m, wm[oa + c * N] + wm[ob + c * (1 - N)]);
                         }
                     m = min(m, m_);
-                    if (active) atomicMin(&sPM[(dn & 3) * MN + i], m);
+                    if (active) atomicMin(&sPM[(dn & 3) * R + k * N0 + i], m);
                     continue;
                 }
                 if (u >= n_chunk) {
                     const int g = u - n_chunk;
                     const int grp = g % 3, idx = (g / 3) * 32 + lane;
                     const bool active = idx < pc;
-                    const int i = L[active ? idx : 0], j = i + d;
-                    const int t = zk_ptype(sS[i], sS[j]);
+                    const int e = L[active ? idx : 0], f = e + d;          // columns of i and j
+                    const int t = zk_ptype(sS[e], sS[f]);
                     int v;
                     if (grp == 0) {
-                        v = zk_hairpin(P, sS, i, j);
-                        const int pm = sPM[((d - 2) & 3) * MN + i + 1];
-                        if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, i, j));
-                    } else if (grp == 1) {
-                        v = z2_special_loop<0>(P, sS, q.V, N, i, j, t, maxu);
-                        v = zk_min(v, z2_special_loop<1>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<2>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<3>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<4>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<5>(P, sS, q.V, N, i, j, t, maxu));
+                        v = zk_hairpin(P, sS, e, f);
+                        const int pm = sPM[((d - 2) & 3) * R + e + 1];
+                        if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, e, f));
                     } else {
-                        v = z2_special_loop<6>(P, sS, q.V, N, i, j, t, maxu);
-                        v = zk_min(v, z2_special_loop<7>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<8>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<9>(P, sS, q.V, N, i, j, t, maxu));
-                        v = zk_min(v, z2_special_loop<10>(P, sS, q.V, N, i, j, t, maxu));
+                        const int k = z2_seq_of(e, N0);
+                        const int* V = sBase[k];
+                        const int N = sLen[k] + 2;
+                        const signed char* S = sS + k * N0;
+                        const int i = e - k * N0, j = i + d;
+                        if (grp == 1) {
+                            v = z2_special_loop<0>(P, S, V, N, i, j, t, maxu);
+                            v = zk_min(v, z2_special_loop<1>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<2>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<3>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<4>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<5>(P, S, V, N, i, j, t, maxu));
+                        } else {
+                            v = z2_special_loop<6>(P, S, V, N, i, j, t, maxu);
+                            v = zk_min(v, z2_special_loop<7>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<8>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<9>(P, S, V, N, i, j, t, maxu));
+                            v = zk_min(v, z2_special_loop<10>(P, S, V, N, i, j, t, maxu));
+                        }
                     }
-                    if (active) sPart[(3 + grp) * MN + i] = v;
+                    if (active) sPart[(3 + grp) * R + e] = v;
                     continue;
                 }
                 const int c = u % Z2_CHUNKS, b0 = (u / Z2_CHUNKS) * 32;
                 const bool active = b0 + lane < pc;
-                const int i = L[active ? b0 + lane : 0];
-                const z2_ring_t* win = sWin + i + 1;
+                const int e = L[active ? b0 + lane : 0];
+                const z2_ring_t* win = sWin + e + 1;
                 int m0 = ZK_INF, m1 = ZK_INF, m2 = ZK_INF;
                 switch (c) {
-                    case 0: z2_chunk<0>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 0: z2_chunk<0>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #if Z2_CHUNKS > 2
-                    case 2: z2_chunk<2 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 2: z2_chunk<2 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 3
-                    case 3: z2_chunk<3 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 3: z2_chunk<3 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 4
-                    case 4: z2_chunk<4 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 4: z2_chunk<4 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 5
-                    case 5: z2_chunk<5 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 5: z2_chunk<5 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 6
-                    case 6: z2_chunk<6 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 6: z2_chunk<6 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 7
-                    case 7: z2_chunk<7 % Z2_CHUNKS>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    case 7: z2_chunk<7 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
-                    default: z2_chunk<1>(win, sSZ, N, plane, d - 2, maxu, m0, m1, m2); break;
+                    default: z2_chunk<1>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
                 }
                 if (active) {                  // the kinds' terms are added once per cell, in phase B
-                    atomicMin(&sPart[i], z2_load_min(m0));
-                    atomicMin(&sPart[MN + i], z2_load_min(m1));
-                    atomicMin(&sPart[2 * MN + i], z2_load_min(m2));
+                    atomicMin(&sPart[e], z2_load_min(m0));
+                    atomicMin(&sPart[R + e], z2_load_min(m1));
+                    atomicMin(&sPart[2 * R + e], z2_load_min(m2));
                 }
             }
         }
@@ -509,33 +598,38 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         // Phase B: V, its auxiliaries and XT, WM1, WMB, WM of every cell; the PM row of diagonal d+2 to INF;
         // the next diagonal's list.
         {
-            const int* wmb_prev = sWMB + ((d - 1) & 1) * MN;
-            int* wmb_row = sWMB + (d & 1) * MN;
-            const int* wm1_prev = sWM1 + ((d - 1) & 1) * MN;
-            int* wm1_row = sWM1 + (d & 1) * MN;
-            const int* pm_row = sPM + (d & 3) * MN;
-            for (int i = 1 + tid; i <= n - d; i += T) {
-                const int j = i + d;
-                const int t = zk_ptype(sS[i], sS[j]);
-                const int slot = (d & (Z2_RING - 1)) * N + i;
+            const int* wmb_prev = sWMB + ((d - 1) & 1) * R;
+            int* wmb_row = sWMB + (d & 1) * R;
+            const int* wm1_prev = sWM1 + ((d - 1) & 1) * R;
+            int* wm1_row = sWM1 + (d & 1) * R;
+            const int* pm_row = sPM + (d & 3) * R;
+            const int cells = z2_cells(sLen, d);
+            for (int x = tid; x < cells; x += T) {
+                int k, i;
+                z2_cell(sLen, d, x, k, i);
+                const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);
+                const int N = q.N, j = i + d, e = k * N0 + i;
+                const signed char* S = q.S;
+                const int t = zk_ptype(S[i], S[j]);
+                const int slot = (d & (Z2_RING - 1)) * R + e;
                 int v = ZK_INF;
-                int w1 = wm1_prev[i] + ml_base;
+                int w1 = wm1_prev[e] + ml_base;
                 if (t) {
-                    const int si1 = sS[i + 1], sj1 = sS[j - 1];
-                    v = zk_min(zk_min(sPart[3 * MN + i], sPart[4 * MN + i]), sPart[5 * MN + i]);
-                    v = zk_min(v, sPart[i] + zk_au(P, t));
-                    v = zk_min(v, sPart[MN + i] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
-                    v = zk_min(v, sPart[2 * MN + i] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
-                    sPart[i] = ZK_INF;                 // the per-kind rows for the next diagonal
-                    sPart[MN + i] = ZK_INF;
-                    sPart[2 * MN + i] = ZK_INF;
+                    const int si1 = S[i + 1], sj1 = S[j - 1];
+                    v = zk_min(zk_min(sPart[3 * R + e], sPart[4 * R + e]), sPart[5 * R + e]);
+                    v = zk_min(v, sPart[e] + zk_au(P, t));
+                    v = zk_min(v, sPart[R + e] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
+                    v = zk_min(v, sPart[2 * R + e] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                    sPart[e] = ZK_INF;                 // the per-kind rows for the next diagonal
+                    sPart[R + e] = ZK_INF;
+                    sPart[2 * R + e] = ZK_INF;
                     const int rt = zk_rtype(t);
-                    const int a = sS[j + 1], b = sS[i - 1];
+                    const int a = S[j + 1], b = S[i - 1];
                     sWin[slot] = z2_store(v + zk_au(P, t), overflow);
                     sWin[plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b), overflow);
                     sWin[2 * plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b), overflow);
-                    q.XT[j * N + i] = v + zk_exterior_stem_at(P, sS, n, i, j);
-                    if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, sS, i, j));
+                    q.XT[j * N + i] = v + zk_exterior_stem_at(P, S, q.n, i, j);
+                    if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, S, i, j));
                 } else {
                     sWin[slot] = z2_store(ZK_INF, overflow);
                     sWin[plane + slot] = z2_store(ZK_INF, overflow);
@@ -545,34 +639,49 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 w1 = zk_min(w1, ZK_INF);
                 const int o = d * N + i;
                 q.V[o] = v;
-                const int wmb = zk_min(zk_min(w1, wmb_prev[i + 1] + ml_base), ZK_INF);
-                wmb_row[i] = wmb;
-                wm1_row[i] = w1;
+                const int wmb = zk_min(zk_min(w1, wmb_prev[e + 1] + ml_base), ZK_INF);
+                wmb_row[e] = wmb;
+                wm1_row[e] = w1;
                 q.WM1[o] = w1;
-                const int pm = pm_row[i];
+                const int pm = pm_row[e];
                 const int wm = pm < ZK_HALF_INF ? zk_min(wmb, pm) : wmb;
                 q.WM[o] = wm;
-
             }
-            int* pm_next = sPM + ((d + 2) & 3) * MN;     // PM of d-2, read above: d+2's next
-            for (int k = tid; k < MN; k += T) pm_next[k] = ZK_INF;
-            zs_list(sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1]);
+            int* pm_next = sPM + ((d + 2) & 3) * R;      // PM of d-2, read above: d+2's next
+            for (int x = tid; x < R; x += T) pm_next[x] = ZK_INF;
+            z2_list(sS, sLen, N0, d + 1, sL + ((d + 1) & 1) * K * MN, &sCnt[(d + 1) & 1]);
         }
         __syncthreads();
     }
     if (overflow) sCnt[4] = 1;
     __syncthreads();
-    const bool refold = sCnt[4] != 0;
+    const bool refold = sCnt[4] != 0;                  // the host folds the block's sequences again (int32 ring)
 #ifdef Z2_TB_APART
-    // W[n], then W and the status to global memory: zs_tb_smem walks the traceback.
-    if (tid < 32)
-        for (int j = n > ZK_TURN + 2 ? n : ZK_TURN + 2; j <= n; ++j) zs_w_step(q, sW, j, lane);
+    // W[n] of each sequence (warp k), then W and the status to global memory: zs_tb_smem walks the traceback.
+    const int warp = tid >> 5;
+    if (warp < K && sLen[warp] > 0) {
+        const ZsSeq q = z2_seq(sS, sBase, sLen, N0, warp);
+        for (int j = q.n > ZK_TURN + 2 ? q.n : ZK_TURN + 2; j <= q.n; ++j) zs_w_step(q, sW + warp * MN, j, lane);
+    }
     __syncthreads();
-    for (int k = tid; k <= n; k += T) gW[k] = sW[k];
-    if (tid == 0) status[s] = refold ? 2 : 0;
+    for (int k = 0; k < K; ++k) {
+        const int nk = sLen[k];
+        if (nk == 0) continue;
+        int* gW = sBase[k] + 4LL * (nk + 2) * (nk + 2);   // after V, WM, WM1, XT; then the traceback's stack
+        for (int j = tid; j <= nk; j += T) gW[j] = sW[k * MN + j];
+        if (tid == 0) status[s0 + k] = refold ? 2 : 0;
+    }
 #else
-    zs_finish(P, q, sW, n > ZK_TURN + 2 ? n : ZK_TURN + 2, gW + N, out + soff[s], mfe + s, status + s);
-    if (tid == 0 && refold) status[s] = 2;             // the host folds it again with the int32 ring
+    for (int k = 0; k < K; ++k) {
+        const int nk = sLen[k];
+        if (nk == 0) continue;
+        const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);
+        int* gW = sBase[k] + 4LL * (nk + 2) * (nk + 2);
+        zs_finish(P, q, sW + k * MN, nk > ZK_TURN + 2 ? nk : ZK_TURN + 2, gW + nk + 2, out + soff[s0 + k],
+                  mfe + s0 + k, status + s0 + k);
+        if (tid == 0 && refold) status[s0 + k] = 2;    // the host folds it again with the int32 ring
+        __syncthreads();
+    }
 #endif
 }
 
