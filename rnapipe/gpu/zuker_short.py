@@ -18,9 +18,9 @@ warp searching 32 candidates at a time), and writing the MFE and the dot-bracket
   chunks of the (n1, n2) list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one
   min-plus product per cell (VM read from it two diagonals later), its lanes over (cell, split points)
   pairs; the work of a diagonal goes round the warps as units. Short sequences share a block two at a
-  time (SMEM_LAUNCH16), so that the units with lanes over pairable cells serve both. Its traceback is a kernel of its own, ``zs_tb_smem``, one warp per sequence: the fill's
-  blocks (large in shared memory) leave sooner, and the traceback's dependent loads overlap across many
-  more warps.
+  time (SMEM_LAUNCH16), so that the units with lanes over pairable cells serve both. Its traceback is a
+  kernel of its own, ``zs_tb_smem``, one warp per sequence: the fill's blocks (large in shared memory)
+  leave sooner, and the traceback's dependent loads overlap across many more warps.
 * ``zs_fold`` (longer sequences): the same recursions with every matrix in global memory, several
   threads per cell when a diagonal is short, the interior loops from a table of offsets
   (:func:`loop_table`).
@@ -57,9 +57,8 @@ LT_MAX = 496                  # ZS_LT_MAX: entries at most
 MAXLOOP = 30
 
 # Set by a benchmark or for debugging: "threads" forces the block size, "options" adds nvcc options,
-# "smem_launch" = (threads, min blocks per SM, ring16[, chunks[, sequences per block]]) forces zs_fold_smem's
-# launch and ring,
-# "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
+# "smem_launch" = (threads, min blocks per SM, ring16[, chunks[, sequences per block]]) forces
+# zs_fold_smem's launch and ring, "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
 # "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
 # with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
 # last launch, and a traceback failure is then not raised, "cupy_call" (any value) launches the kernels
@@ -108,8 +107,9 @@ def _shared_bytes(max_n: int) -> int:
     return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
-# zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md;
-# 9 blocks of 128 threads at <= 80 nt: 56 registers a thread, the shared memory of 9 fits at 80 nt):
+# zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md, sixth
+# session; at <= 80 nt 5 blocks of two sequences and 192 threads: 64 registers a thread, and the shared
+# memory of 5 fits at 80 nt):
 # (longest n, threads, minimum blocks per SM, interior-loop chunks, sequences per block), with the int16
 # ring and with the int32 one. Short sequences have few cells per diagonal, so more, smaller blocks share a
 # multiprocessor; the int16 ring halves the largest part of the shared memory, so more blocks fit. Fewer,

@@ -497,7 +497,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 if (u < 0) break;
                 if (u >= n_pm) {
                     const int k = u - n_pm;
-                    if (d >= ZK_TURN + 2 && d < sLen[k]) zs_w_step(z2_seq(sS, sBase, sLen, N0, k), sW + k * MN, d, lane);
+                    if (d >= ZK_TURN + 2 && d < sLen[k])
+                        zs_w_step(z2_seq(sS, sBase, sLen, N0, k), sW + k * MN, d, lane);
                     continue;
                 }
                 if (u >= n_v) {
