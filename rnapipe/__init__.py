@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from .api import Result, Results, fold  # noqa: E402
+from .api import Result, Results, fold, fold_iter  # noqa: E402
 
 
 def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,
@@ -16,4 +16,4 @@ def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dan
     return _eval(sequence, structure, temperature=temperature, dangles=dangles, params=params)
 
 
-__all__ = ["__version__", "fold", "eval_structure", "Result", "Results"]
+__all__ = ["__version__", "fold", "fold_iter", "eval_structure", "Result", "Results"]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import psutil
 
 from . import config
-from .engines import get_engine, resolve_device
-from .errors import InputError, SequenceTooLongError, UnavailableError, UsageError
-from .io import Record, Rejected, as_records
+from .errors import UnavailableError, UsageError
+from .io import Rejected
 
 
 @dataclass(frozen=True)
@@ -49,13 +48,6 @@ def memory_budget() -> int:
     return int(psutil.virtual_memory().available * config.MEMORY_FRACTION)
 
 
-def check_memory(record: Record, need: int, budget: int) -> None:
-    if need > budget:
-        raise SequenceTooLongError(
-            f"sequence of {len(record.sequence)} nt needs about {need / 2**30:.1f} GiB to fold, "
-            f"more than the {budget / 2**30:.1f} GiB available", file=record.file, record=record.id)
-
-
 def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
          device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
          progress: Callable[[int], None] | None = None, gpus: Sequence[int] | None = None,
@@ -72,38 +64,36 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
 
     ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params`` (Zuker).
     """
-    if on_invalid not in ("error", "skip"):
-        raise ValueError("on_invalid must be 'error' or 'skip'")
-    engine, variant = get_engine(algorithm, device, variant)
-    if gpus is not None:
-        gpus = check_gpus(gpus, resolve_device(algorithm, device))
-    threads = threads or config.default_threads()
     rejected: list[Rejected] = []
-    records = list(as_records(sequences_or_records, on_invalid=on_invalid, rejected=rejected))
-    budget = getattr(engine, "memory_budget", memory_budget)()
-    keep = []
-    for record in records:
-        try:
-            check_memory(record, engine.bytes_needed(len(record.sequence), variant), budget)
-        except InputError as err:
-            if on_invalid == "error":
-                raise
-            rejected.append(Rejected(record.index, record.id, record.file, err.reason))
-            continue
-        keep.append(record)
-    sequences = [r.sequence for r in keep]
-    if gpus and len(gpus) > 1:
-        folded = fold_on_gpus(engine, sequences, variant, threads, options, progress, gpus)
-    elif gpus:
-        import cupy
-        with cupy.cuda.Device(gpus[0]):
-            folded = engine.fold_batch(sequences, variant, threads, options, progress)
-    else:
-        folded = engine.fold_batch(sequences, variant, threads, options, progress)
-    results = [Result(r.id, r.sequence, structure, int(score), algorithm, r.index)
-               for r, (score, structure) in zip(keep, folded)]
+    results = list(fold_iter(sequences_or_records, algorithm, variant, device, threads, on_invalid, rejected,
+                             progress, gpus, **options))
     rejected.sort(key=lambda r: r.index)
     return Results(results, rejected)
+
+
+def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
+              device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
+              rejected: list | None = None, progress: Callable[[int], None] | None = None,
+              gpus: Sequence[int] | None = None, **options) -> Iterator[Result]:
+    """Fold a stream of sequences, yielding :class:`Result` objects in input order as chunks finish.
+
+    Takes what :func:`fold` takes, any iterable (a generator, a Biopython ``SeqIO.parse``), and reads it a
+    chunk at a time: memory holds the chunks in flight, not the whole input. Records skipped under
+    ``on_invalid='skip'`` are appended to ``rejected`` (a list, if given) as they are met.
+    """
+    from .pipeline.chunks import chunked
+    from .pipeline.reader import record_pieces
+    from .pipeline.stream import Folder, folded
+
+    if on_invalid not in ("error", "skip"):
+        raise ValueError("on_invalid must be 'error' or 'skip'")
+    folder = Folder(algorithm, variant, device, threads, gpus, options, progress)
+    if rejected is None:
+        rejected = []
+    pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected)
+    for chunk, results in folded(chunked(pieces), folder):
+        for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results):
+            yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 
 
 def check_gpus(gpus: Sequence[int], device: str) -> list[int]:

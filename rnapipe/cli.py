@@ -12,10 +12,10 @@ import logging
 import os
 import sys
 import threading
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from . import __version__, config, errors
-from .errors import RnapipeError, UnavailableError, UsageError
+from .errors import InputError, RnapipeError, UnavailableError, UsageError
 
 log = logging.getLogger("rnapipe")
 
@@ -71,6 +71,17 @@ def _gpu_list(text: str) -> list[int]:
     if not gpus or min(gpus) < 0 or len(set(gpus)) != len(gpus):
         raise argparse.ArgumentTypeError(f"expected distinct GPU numbers like 0,1, not '{text}'")
     return gpus
+
+
+def _formats(known):
+    def parse(text: str) -> list[str]:
+        names = [x.strip() for x in text.split(",") if x.strip()]
+        wrong = [x for x in names if x not in known]
+        if not names or wrong:
+            raise argparse.ArgumentTypeError(f"invalid choice: '{text}' (choose from {', '.join(known)}; "
+                                             "several as db,tsv)")
+        return names
+    return parse
 
 
 def _nonnegative_int(text: str) -> int:
@@ -148,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                                "in input order.")
     fold.add_argument("-h", "--help", action=_FoldHelp, help="show this help (with the variants) and exit")
     fold.add_argument("inputs", nargs="+", metavar="INPUT", help="FASTA or gzipped FASTA file ('-': stdin)")
-    fold.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="output file ('-': stdout)")
+    fold.add_argument("-o", "--output", required=True, action="append", metavar="OUTPUT",
+                      help="output file ('-': stdout); give -o several times for several formats from one fold; "
+                      "a name ending in .gz is gzipped")
     fold.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,
                       help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
     fold.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
@@ -157,11 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --device gpu: GPUs to spread the batches over, e.g. 0,1 (default: GPU 0)")
     fold.add_argument("--threads", type=_positive_int, metavar="N",
                       help="CPU threads (default: the usable physical cores)")
-    fold.add_argument("--format", choices=FORMATS, help="output format (default from the output's suffix)")
+    fold.add_argument("--format", type=_formats(FORMATS), metavar="FMT[,FMT...]",
+                      help=f"output format ({', '.join(FORMATS)}; default from the output's suffix): one per -o, "
+                      "or several with one -o PREFIX, written to PREFIX.FMT")
+    fold.add_argument("--restart", action="store_true",
+                      help="discard the journal of an interrupted run on the same output and start over")
     fold.add_argument("--on-invalid", choices=("error", "skip"), default="error",
                       help="a bad record stops the run (error, default) or is skipped and reported (skip)")
     fold.add_argument("-q", "--quiet", action="store_true",
-                      help="no progress bar and no per-record skip lines (the summary stays)")
+                      help="no progress and no per-record skip lines (the summary stays)")
     fold.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                       help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(fold)
@@ -214,20 +231,6 @@ def _report_skipped(rejected, quiet: bool) -> None:
             print(f"rnapipe: skipped {_describe(r)}", file=sys.stderr)
 
 
-@contextlib.contextmanager
-def _progress(records: Sequence, quiet: bool) -> Iterator:
-    """A tqdm bar on stderr for long runs on a terminal; otherwise no callback at all."""
-    large = (len(records) >= config.PROGRESS_MIN_SEQUENCES
-             or sum(len(r.sequence) for r in records) >= config.PROGRESS_MIN_NUCLEOTIDES)
-    if quiet or not large or not sys.stderr.isatty():
-        yield None
-        return
-    from tqdm import tqdm
-
-    with tqdm(total=len(records), unit="seq", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
-        yield bar.update
-
-
 def _check_output(path: str) -> None:
     """Fail before folding, not after, when the output cannot be written."""
     if os.path.isdir(path):
@@ -239,55 +242,89 @@ def _check_output(path: str) -> None:
         raise UsageError(f"cannot write '{path}': no write permission in its directory")
 
 
+def _outputs(args) -> list[tuple[str, str | None]]:
+    """(path, format) of every output: -o paired with --format, or one -o PREFIX with several formats."""
+    paths, formats = args.output, args.format
+    if formats and len(formats) > 1 and len(paths) == 1:
+        if paths[0] == "-":
+            raise UsageError("several formats need file outputs: -o PREFIX writes PREFIX.db, PREFIX.tsv, ...")
+        return [(f"{paths[0]}.{fmt}", fmt) for fmt in formats]
+    if formats and len(formats) not in (1, len(paths)):
+        raise UsageError(f"{len(formats)} formats for {len(paths)} outputs: give one format per -o, or one -o")
+    if formats and len(formats) == 1:
+        formats = formats * len(paths)
+    pairs = list(zip(paths, formats or [None] * len(paths)))
+    if sum(1 for p, _ in pairs if p == "-") > 1:
+        raise UsageError("standard output ('-o -') can take one output only")
+    seen = set()
+    for path, _ in pairs:
+        key = path if path == "-" else os.path.abspath(path)
+        if key in seen:
+            raise UsageError(f"output '{path}' is given twice")
+        seen.add(key)
+    return pairs
+
+
 def _fold(args) -> int:
-    from .api import fold
-    from .engines import get_engine
-    from .io import read_records
-    from .io.writers import format_from_suffix, rejected_path, write_output, write_rejected
+    from .pipeline import job
+    from .pipeline.outputs import Sink, format_of
+    from .pipeline.stream import Folder
 
     options = _engine_options(args)
-    get_engine(args.algorithm, args.device, args.variant)  # a wrong request fails before any reading
-    if args.gpus is not None:
-        from .api import check_gpus
-        from .engines import resolve_device
-        check_gpus(args.gpus, resolve_device(args.algorithm, args.device))
-    to_stdout = args.output == "-"
-    fmt = args.format or ("db" if to_stdout else format_from_suffix(args.output))
-    if not to_stdout:
-        _check_output(args.output)
+    # a wrong request (algorithm, variant, device, GPUs) fails before any reading
+    folder = Folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options)
+    sinks = []
+    for path, fmt in _outputs(args):
+        if path != "-":
+            _check_output(path)
+        sinks.append(Sink(path, fmt or ("db" if path == "-" else format_of(path))))
 
-    rejected: list = []
-    # The whole input is held in memory before folding, as api.fold takes it at once; fine for
-    # transcriptome sets (a few hundred MB at most). Sharding large inputs is the workflow's job.
-    records = list(read_records(args.inputs, on_invalid=args.on_invalid, rejected=rejected))
-    _report_skipped(rejected, args.quiet)  # now, not after a long fold
-    with _progress(records, args.quiet) as progress:
-        results = fold(records, algorithm=args.algorithm, variant=args.variant, device=args.device,
-                       threads=args.threads, on_invalid=args.on_invalid, progress=progress, gpus=args.gpus,
-                       **options)
-    _report_skipped(results.rejected, args.quiet)
-    rejected = sorted(rejected + results.rejected, key=lambda r: r.index)
+    def report(rejected) -> None:
+        _report_skipped(rejected, args.quiet)
 
     try:
-        written = write_output(results, args.output, fmt)
-        if not to_stdout:
-            side = rejected_path(args.output)
-            if rejected:
-                write_rejected(rejected, side)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(side)
+        outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, args.quiet, report)
     except BrokenPipeError:
         raise
+    except KeyboardInterrupt:
+        _print_resume_hint(sinks)
+        raise
+    except InputError as err:
+        kept = _journal_of(sinks)
+        if kept is None:
+            raise
+        raise type(err)(f"{err.reason} (the chunks before it are kept in {kept}: correct the input and run the "
+                        "same command to go on from there)", err.file, err.record, err.position) from None
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
-        raise UsageError(f"cannot write '{err.filename or args.output}': {err.strerror or err}") from None
+        raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
 
-    if rejected:
-        files = sum(1 for r in rejected if r.id is None)
-        what = [f"{len(rejected) - files} record(s)"] + ([f"{files} file(s)"] if files else [])
-        listed = "" if to_stdout else f"; listed in {rejected_path(args.output)}"
-        print(f"rnapipe: skipped {' and '.join(what)}, folded {written}{listed}", file=sys.stderr)
+    if outcome.resumed_chunks and not args.quiet:
+        print(f"rnapipe: resumed an interrupted run: {outcome.resumed_chunks} chunk(s) were already done",
+              file=sys.stderr)
+    if outcome.rejected_records or outcome.rejected_files:
+        what = [f"{outcome.rejected_records} record(s)"]
+        if outcome.rejected_files:
+            what.append(f"{outcome.rejected_files} file(s)")
+        listed = f"; listed in {outcome.rejected_path}" if outcome.rejected_path else ""
+        print(f"rnapipe: skipped {' and '.join(what)}, folded {outcome.folded}{listed}", file=sys.stderr)
     return errors.EXIT_OK
+
+
+def _journal_of(sinks) -> str | None:
+    """The journal an interrupted run left beside the outputs, if any."""
+    from .pipeline.journal import journal_path
+
+    files = [s for s in sinks if not s.stdout]
+    if files and os.path.exists(journal_path(files[0].path)):
+        return journal_path(files[0].path)
+    return None
+
+
+def _print_resume_hint(sinks) -> None:
+    kept = _journal_of(sinks)
+    if kept is not None:
+        print(f"rnapipe: the chunks finished so far are kept ({kept}): run the same command again to go on "
+              "from there", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------------

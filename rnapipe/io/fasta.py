@@ -112,6 +112,11 @@ def open_text(path, name: str | None = None) -> TextIO:
     Raises :class:`InputError` for a missing or unreadable file, another compression, or binary content.
     Undecodable bytes become U+FFFD so that they are reported where they are, not as a crash.
     """
+    return io.TextIOWrapper(open_binary(path, name), encoding="utf-8-sig", errors="replace", newline=None)
+
+
+def open_binary(path, name: str | None = None):
+    """The checks of :func:`open_text`; returns the (decompressed) byte stream."""
     name = name or _display(path)
     try:
         raw = sys.stdin.buffer if path == STDIN else open(path, "rb")
@@ -147,7 +152,7 @@ def open_text(path, name: str | None = None) -> TextIO:
     except (OSError, EOFError, zlib.error) as err:
         raw.close()
         raise InputError(f"not a valid gzip file ({err})", file=name) from None
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=None)
+    return raw
 
 
 def _peek(raw, size: int) -> bytes:

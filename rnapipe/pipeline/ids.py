@@ -1,0 +1,130 @@
+"""Duplicate record ids over a whole stream, exactly, without holding the ids in memory.
+
+Each id's 64-bit hash goes into an open-addressing table (about 12 bytes an id); the ids themselves, with
+the file and line where each was first seen, go to a log on disk. A hash already in the table makes the id
+a suspect, and suspects are confirmed (or cleared, for the rare hash collision) by reading the log, so
+the answer is exact and names where the id was first seen.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from . import scan
+
+
+class IdSet:
+    """The ids seen so far in one stream."""
+
+    def __init__(self, directory: str | None = None):
+        self._table = np.zeros(1 << 16, dtype=np.uint64)
+        self._count = 0
+        fd, self._log_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".txt", dir=directory)
+        self._log = os.fdopen(fd, "w+b")
+        fd, self._where_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".where", dir=directory)
+        self._where = os.fdopen(fd, "w+b")
+        self._logged = 0
+
+    def close(self) -> None:
+        for handle, path in ((self._log, self._log_path), (self._where, self._where_path)):
+            try:
+                handle.close()
+            finally:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+    def _grow(self, extra: int) -> None:
+        need = self._count + extra
+        size = self._table.shape[0]
+        if need * 4 <= size * 3:
+            return
+        while need * 4 > size * 3:
+            size *= 2
+        table = np.zeros(size, dtype=np.uint64)
+        scan.table_rehash(self._table, table)
+        self._table = table
+
+    def add(self, ids: list[str], id_bytes: bytes | None, file_index: int,
+            header_lines) -> dict[int, tuple[int, int]]:
+        """Add the ids of one block of records (all from file ``file_index``; ``id_bytes``: the same ids
+        UTF-8 encoded one newline apart, if the caller has them). Returns ``{k: (file index, line)}`` for
+        each id k that was seen before (earlier in the stream or earlier in ``ids``): where it was first
+        seen. Duplicates are not added again."""
+        count = len(ids)
+        if count == 0:
+            return {}
+        if id_bytes is None:
+            id_bytes = "\n".join(ids).encode("utf-8", "surrogatepass")
+        buf = np.frombuffer(id_bytes + b"\n", dtype=np.uint8)
+        hashes = np.empty(count, dtype=np.uint64)
+        if scan.hash_lines(buf, hashes) != count:
+            raise RuntimeError("an id holds a newline")
+        self._grow(count)
+        hits = np.empty(count, dtype=np.uint8)
+        self._count += scan.table_add(self._table, hashes, hits)
+        lines = np.asarray(header_lines, dtype=np.int64)
+        suspects = np.flatnonzero(hits)
+        duplicates = self._confirm(ids, suspects, file_index, lines) if suspects.size else {}
+        keep = np.ones(count, dtype=bool)
+        if duplicates:
+            keep[list(duplicates)] = False
+            new_ids = [ids[k] for k in range(count) if keep[k]]
+            id_bytes = "\n".join(new_ids).encode("utf-8", "surrogatepass")
+            lines = lines[keep]
+            count = len(new_ids)
+        if count:
+            self._log.seek(0, os.SEEK_END)
+            self._log.write(id_bytes + b"\n")
+            where = np.empty((count, 2), dtype=np.int64)
+            where[:, 0] = file_index
+            where[:, 1] = lines
+            self._where.seek(0, os.SEEK_END)
+            self._where.write(where.tobytes())
+            self._logged += count
+        return duplicates
+
+    def _confirm(self, ids: list[str], suspects, file_index: int, lines) -> dict[int, tuple[int, int]]:
+        """Which suspects really were seen before, and where first."""
+        wanted: dict[str, list[int]] = {}
+        for k in suspects.tolist():
+            wanted.setdefault(ids[k], []).append(k)
+        first: dict[str, tuple[int, int]] = {}
+        if self._logged:
+            self._log.flush()
+            self._where.flush()
+            keys = {i.encode("utf-8", "surrogatepass"): i for i in wanted}
+            self._log.seek(0)
+            ordinal = 0
+            for line in self._log:
+                word = line[:-1]
+                if word in keys and keys[word] not in first:
+                    self._where.seek(16 * ordinal)
+                    f, n = np.frombuffer(self._where.read(16), dtype=np.int64).tolist()
+                    first[keys[word]] = (f, n)
+                    if len(first) == len(wanted):
+                        break
+                ordinal += 1
+        duplicates: dict[int, tuple[int, int]] = {}
+        need_block = [i for i in wanted if i not in first]
+        if need_block:
+            positions = {i: None for i in need_block}
+            last = max(max(wanted[i]) for i in need_block)
+            for k in range(last + 1):
+                i = ids[k]
+                if i in positions and positions[i] is None:
+                    positions[i] = k
+            for i in need_block:
+                p = positions[i]
+                if p is not None:
+                    first[i] = (file_index, int(lines[p]))
+                    wanted[i] = [k for k in wanted[i] if k != p]
+        for i, ks in wanted.items():
+            if i in first:
+                for k in ks:
+                    duplicates[k] = first[i]
+        return duplicates

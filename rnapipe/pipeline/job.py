@@ -1,0 +1,225 @@
+"""``rnapipe fold``'s run: FASTA files in, one fold, every output written a chunk at a time, a journal so
+that a killed run resumes (see :mod:`.journal`), progress on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import queue
+import threading
+from dataclasses import dataclass, field
+
+from .. import __version__
+from ..errors import UsageError
+from ..io.records import Rejected
+from ..io.writers import rejected_path
+from . import chunks as _chunks
+from .journal import Journal, journal_path, part_path
+from .outputs import REJECTED_HEADER, Sink, format_chunk, fsync_directory, header, rejected_rows
+from .progress import Progress
+from .reader import FastaReader
+from .stream import DEPTH, Folder, folded
+
+JOURNAL_VERSION = 1
+
+
+@dataclass
+class Outcome:
+    folded: int = 0
+    rejected_records: int = 0
+    rejected_files: int = 0
+    resumed_chunks: int = 0
+    folded_chunks: int = 0
+    rejected_path: str | None = None
+    new_rejected: list[Rejected] = field(default_factory=list)
+
+
+def _file_digest(path) -> str | None:
+    if path is None:
+        return None
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_invalid: str, options: dict) -> dict:
+    opts = {"algorithm": algorithm, "variant": variant, "on_invalid": on_invalid}
+    for key, value in sorted(options.items()):
+        if key == "params" and value is not None:
+            opts["params"] = [os.path.abspath(value), _file_digest(value)]
+        else:
+            opts[key] = value
+    return {"journal": JOURNAL_VERSION, "rnapipe": __version__,
+            "inputs": [os.path.abspath(p) if p != "-" else "-" for p in inputs],
+            "options": opts,
+            "outputs": [[os.path.abspath(s.path), s.fmt, s.gz] for s in sinks],
+            "chunking": [_chunks.CHUNK_RECORDS, _chunks.CHUNK_COST]}
+
+
+def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", restart: bool = False,
+        quiet: bool = False, report_skipped=None) -> Outcome:
+    """Fold ``inputs`` into every sink. Raises what the reader or the engine raises; the journal and the
+    parts of the chunks finished so far stay for a rerun (unless no chunk was finished)."""
+    files = [s for s in sinks if not s.stdout]
+    first = files[0].path if files else None
+    side = Sink(str(rejected_path(first)), "rejected", compressed=False) if first else None
+    journal = None
+    if first is not None:
+        header_ = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options)
+        journal = Journal(journal_path(first), header_, restart)
+    outcome = Outcome(rejected_path=str(side.path) if side else None)
+    done = len(journal.entries) if journal else 0
+    last = journal.entries[-1] if done else None
+    try:
+        if journal is not None and journal.complete:
+            _finish(journal, files, side, last)
+            _fill_counts(outcome, last, done)
+            return outcome
+        for k, sink in enumerate(sinks):
+            sink.open(last["sizes"][k] if last else None, header(sink.fmt))
+        if side is not None:
+            side.open(last["rejected_size"] if last else None, REJECTED_HEADER)
+        _fill_counts(outcome, last, 0)
+        outcome.resumed_chunks = done
+        progress = None if quiet else Progress(paths=inputs)
+        digests = {e["chunk"]: e["digest"] for e in journal.entries} if journal else {}
+
+        def check(chunk):
+            if digests.get(chunk.number) != chunk.digest():
+                raise UsageError(f"the input changed since the interrupted run (it differs before record "
+                                 f"{chunk.end + 1}): run with --restart to discard the journal "
+                                 f"{journal.path} and fold everything again")
+
+        reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None)
+        stream = folded(_chunks.chunked(reader), folder, done, check)
+        _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
+        if progress is not None:
+            progress.close()
+        if journal is not None:
+            entry = journal.entries[-1] if journal.entries else _entry(-1, "", sinks, side, outcome)
+            journal.finish(entry)
+            _finish(journal, files, side, entry)
+        else:
+            for sink in sinks:
+                sink.sync()
+        return outcome
+    except BaseException:
+        for sink in sinks:
+            sink.close()
+        if side is not None:
+            side.close()
+        if journal is not None:
+            if not journal.entries:       # nothing finished: leave nothing behind
+                for sink in files:
+                    sink.discard()
+                side.discard()
+                journal.remove()
+            else:
+                journal.close()
+        raise
+
+
+def _fill_counts(outcome: Outcome, last: dict | None, done: int) -> None:
+    if last:
+        outcome.folded = last["folded"]
+        outcome.rejected_records = last["rejected"]
+        outcome.rejected_files = last["rejected_files"]
+    outcome.resumed_chunks = done
+
+
+def _entry(number: int, digest: str, sinks, side, outcome: Outcome) -> dict:
+    return {"chunk": number, "digest": digest, "sizes": [s.size() for s in sinks],
+            "rejected_size": side.size() if side else 0, "folded": outcome.folded,
+            "rejected": outcome.rejected_records, "rejected_files": outcome.rejected_files}
+
+
+def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_skipped, algorithm: str) -> None:
+    """Write the folded chunks on a thread of their own (formatting overlaps the next fold)."""
+    q: queue.Queue = queue.Queue(maxsize=DEPTH)
+    failed: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            while True:
+                item = q.get()
+                if item is None:
+                    return
+                chunk, results = item
+                _write_chunk(chunk, results, sinks, side, journal, outcome, report_skipped, algorithm)
+                if progress is not None:
+                    progress.add(len(chunk.ids), chunk.nucleotides, chunk.cost)
+        except BaseException as err:
+            failed.append(err)
+            while q.get() is not None:    # let the producer finish putting
+                pass
+
+    thread = threading.Thread(target=writer, name="rnapipe-writer", daemon=True)
+    thread.start()
+    try:
+        for chunk, results in stream:
+            if results is None:
+                if progress is not None:
+                    progress.skipped(chunk.cost)
+                continue
+            if failed:
+                break
+            q.put((chunk, results))
+    finally:
+        q.put(None)
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_skipped, algorithm: str) -> None:
+    scores = [r[0] for r in results]
+    structures = [r[1] for r in results]
+    texts: dict[str, str] = {}
+    for sink in sinks:
+        if sink.fmt not in texts:
+            texts[sink.fmt] = format_chunk(sink.fmt, algorithm, chunk.ids, chunk.seqs, structures, scores)
+        sink.write(sink.encode(texts[sink.fmt]))
+    if chunk.rejected:
+        if side is not None:
+            side.write(rejected_rows(chunk.rejected).encode("utf-8", "surrogatepass"))
+        if report_skipped is not None:
+            report_skipped(chunk.rejected)
+        files = sum(1 for r in chunk.rejected if r.id is None)
+        outcome.rejected_files += files
+        outcome.rejected_records += len(chunk.rejected) - files
+        outcome.new_rejected.extend(chunk.rejected)
+    outcome.folded += len(chunk.ids)
+    outcome.folded_chunks += 1
+    if journal is not None:
+        for sink in sinks:
+            sink.sync()
+        if side is not None:
+            side.sync()
+        journal.record(_entry(chunk.number, chunk.digest(), sinks, side, outcome))
+
+
+def _finish(journal: Journal, files: list[Sink], side: Sink | None, entry: dict | None) -> None:
+    """Every chunk is done (the journal says so): parts onto the outputs, then the journal goes."""
+    for sink in files:
+        sink.finish()
+    if side is not None:
+        rejected = entry is not None and (entry["rejected"] or entry["rejected_files"])
+        if rejected:
+            side.finish()
+        else:
+            side.discard()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(side.path)
+    if files:
+        fsync_directory(files[0].path)
+    journal.remove()
+
+
+def clean(outputs) -> None:
+    """Remove the journal and part files of ``outputs`` (``--restart`` with nothing to run)."""
+    for path in outputs:
+        for name in (journal_path(path), part_path(path), part_path(str(rejected_path(path)))):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+

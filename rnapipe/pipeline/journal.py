@@ -1,0 +1,119 @@
+"""The journal of a ``rnapipe fold`` run: what is finished, so that a killed run goes on where it stopped.
+
+It lies beside the first output (``OUTPUT.journal``), next to a part file per output (``OUTPUT.part``,
+and ``OUTPUT.rejected.tsv.part``). Its first line says what the run is (inputs, options, outputs, chunk
+rule); after each finished chunk, whose bytes are already on disk in every part file, one line records
+the chunk's number, its digest (of its records: the input is unchanged up to there if the digests agree)
+and the size of every part file. A rerun of the same command truncates the parts to the last recorded
+sizes, reads the input again up to there (checking the digests, folding nothing) and goes on. When every
+chunk is done a last line says so, the parts are renamed onto the outputs, and the journal is removed.
+JSON, one object a line; a line cut short by a kill is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+from ..errors import UsageError
+
+try:
+    import fcntl
+except ImportError:                      # not POSIX: no lock, the rest works
+    fcntl = None
+
+SUFFIX = ".journal"
+PART = ".part"
+
+
+def journal_path(output: str) -> str:
+    return output + SUFFIX
+
+
+def part_path(output: str) -> str:
+    return output + PART
+
+
+def _fsync(handle) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+class Journal:
+    """An open journal (locked against a second run on the same outputs)."""
+
+    def __init__(self, path: str, header: dict, restart: bool):
+        self.path = path
+        self.header = header
+        self.entries: list[dict] = []
+        self.complete = False
+        self._handle = open(path, "a+b")
+        if fcntl is not None:
+            try:
+                fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                self._handle.close()
+                raise UsageError(f"another rnapipe run is writing the same output (its journal {path} is "
+                                 "locked); wait for it or choose another output") from None
+        self._handle.seek(0)
+        data = self._handle.read()
+        if restart or not data:
+            self._start()
+            return
+        good = 0
+        lines = []
+        for line in data.split(b"\n")[:-1]:          # the last piece is empty or a line cut short
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                break
+            good += len(line) + 1
+        if not lines or lines[0].get("journal") != header["journal"]:
+            raise UsageError(f"{path} is not a journal this version of rnapipe can resume: run again with "
+                             "--restart to discard it")
+        old = lines[0]
+        for key in ("inputs", "options", "outputs", "chunking"):
+            if old.get(key) != header.get(key):
+                raise UsageError(f"{path} belongs to an interrupted run with other {key} "
+                                 f"({_differ(old.get(key), header.get(key))}): run the same command to resume "
+                                 "it, or add --restart to discard it and start over")
+        for entry in lines[1:]:
+            if entry.get("complete"):
+                self.complete = True
+            elif "chunk" in entry:
+                self.entries.append(entry)
+        self._handle.truncate(good)
+        self._handle.seek(0, os.SEEK_END)
+
+    def _start(self) -> None:
+        self._handle.seek(0)
+        self._handle.truncate(0)
+        self._write(self.header)
+
+    def _write(self, obj: dict) -> None:
+        self._handle.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+        _fsync(self._handle)
+
+    def record(self, entry: dict) -> None:
+        self.entries.append(entry)
+        self._write(entry)
+
+    def finish(self, entry: dict) -> None:
+        self._write({"complete": True, **entry})
+
+    def remove(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()
+
+
+def _differ(old, new) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        return ", ".join(f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in keys)
+    return f"{old!r} then, {new!r} now"

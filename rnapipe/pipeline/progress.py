@@ -1,0 +1,129 @@
+"""Progress of a long fold, by predicted work (the sum of L³ over the sequences, not their count).
+
+On a terminal: one status line, redrawn. Otherwise (a cluster job's log): a plain line every
+``LOG_SECONDS``. The total comes from a quick survey of the input files on a thread of their own (lengths
+only); until it is known, or for standard input, the line says what is done without a share or an ETA.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+
+LOG_SECONDS = 30.0
+TTY_SECONDS = 0.5
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
+
+def _si(x: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= size:
+            return f"{x / size:.1f}{unit}"
+    return f"{x:.0f}"
+
+
+class Progress:
+    def __init__(self, stream=None, paths=None, interval: float | None = None):
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = interval if interval is not None else (TTY_SECONDS if self.tty else LOG_SECONDS)
+        self.start = time.monotonic()
+        self.last = self.start
+        self.records = 0              # folded in this run
+        self.nucleotides = 0
+        self.work = 0.0
+        self.skipped_work = 0.0       # finished by an earlier run (resumed)
+        self.total_work: float | None = None
+        self.total_records: int | None = None
+        self._shown = False
+        if paths and all(p != "-" for p in paths):
+            threading.Thread(target=self._survey, args=(list(paths),), daemon=True,
+                             name="rnapipe-survey").start()
+
+    def _survey(self, paths) -> None:
+        try:
+            records, work = survey(paths)
+        except Exception:                 # the fold itself reports unreadable input
+            return
+        self.total_records, self.total_work = records, work
+
+    def skipped(self, work: float) -> None:
+        self.skipped_work += work
+
+    def add(self, records: int, nucleotides: int, work: float) -> None:
+        self.records += records
+        self.nucleotides += nucleotides
+        self.work += work
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self._show(now)
+
+    def line(self, now: float | None = None) -> str:
+        now = now or time.monotonic()
+        elapsed = max(1e-9, now - self.start)
+        text = (f"{self.records:,} sequences folded, {self.records / elapsed:,.0f} seq/s, "
+                f"{_si(self.nucleotides / elapsed)} nt/s")
+        total = self.total_work
+        if total:
+            done = self.skipped_work + self.work
+            share = min(1.0, done / total)
+            text = f"{100 * share:5.1f}% of the predicted work; " + text
+            if self.work > 0 and share < 1:
+                text += f", ETA {_clock(elapsed * (total - done) / self.work)}"
+        return text
+
+    def _show(self, now: float) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + self.line(now))
+        else:
+            self.stream.write(f"rnapipe: {time.strftime('%H:%M:%S')} {self.line(now)}\n")
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown and self.tty:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+
+def survey(paths) -> tuple[int, float]:
+    """Records and Σ L³ of FASTA files (lengths only; nothing validated)."""
+    from ..io.fasta import open_binary
+    from . import scan
+
+    records, work = 0, 0.0
+    for path in paths:
+        raw = open_binary(path)
+        try:
+            carry = b""
+            while True:
+                data = raw.read(4 << 20)
+                buf = carry + data
+                if data:
+                    cut = buf.rfind(b"\n>") + 1
+                    if cut <= 0:
+                        carry = buf
+                        continue
+                    block, carry = buf[:cut], buf[cut:]
+                else:
+                    block, carry = buf, b""
+                at = block.find(b">")
+                if at >= 0:
+                    n, w = scan.lengths_block(np.frombuffer(block, dtype=np.uint8), at, scan._CLASS)
+                    records += n
+                    work += w
+                if not data:
+                    break
+        finally:
+            raw.close()
+    return records, work

@@ -1,0 +1,304 @@
+"""Records from FASTA files in blocks: read, parsed, normalised and validated in bulk.
+
+Yields :class:`Piece` objects (the valid records of one block, as lists and arrays, and the records it
+rejected) with the same outcome, record for record and message for message, as
+:func:`rnapipe.io.read_records`: blocks are parsed by the compiled scan (:mod:`.scan`), and a block with
+anything unusual in it is read again by that reader's own per-record rules.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+from Bio.SeqIO.FastaIO import SimpleFastaParser
+
+from ..alphabet import normalise
+from ..errors import InputError, SequenceTooLongError
+from ..io.fasta import (_WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason,
+                        check_on_invalid, open_binary)
+from ..io.records import Rejected
+from . import scan
+from .ids import IdSet
+
+READ_BYTES = 1 << 16          # one read from a file (a damaged gzip loses at most this much before the damage)
+BLOCK_BYTES = 4 << 20         # records are parsed in blocks of about this size
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+@dataclass
+class Piece:
+    """Valid records of one block in input order, and the records it rejected. ``end`` is the input index
+    after the block's last record (every record counts, rejected ones too)."""
+
+    ids: list[str]
+    seqs: list[str]
+    lens: np.ndarray
+    index: np.ndarray
+    rejected: list[Rejected] = field(default_factory=list)
+    end: int = 0
+    tags: list | None = None      # what the caller wants back per record (the API: its own indices)
+
+
+class LengthCheck:
+    """Refuses sequences that need more memory than the engine has (``bytes_of(n) > budget``)."""
+
+    def __init__(self, longest: int | None, describe: Callable[[int], str] | None = None):
+        self.longest = longest
+        self.describe = describe
+
+    def reason(self, n: int) -> str:
+        return self.describe(n)
+
+
+class _FileError(Exception):
+    def __init__(self, error: InputError, partial: bool):
+        super().__init__(error.format())
+        self.error = error
+        self.partial = partial
+
+
+class _File:
+    """Per-file state of the stream: ordinal of the next record, line of the next block."""
+
+    def __init__(self, path, file_index: int):
+        self.path = path
+        self.name = _display(path)
+        self.file_index = file_index
+        self.ordinal = 0
+        self.line = 1
+
+
+class FastaReader:
+    """The records of ``paths`` as :class:`Piece` objects (see the module docstring)."""
+
+    def __init__(self, paths, on_invalid: str = "error", length_check: LengthCheck | None = None,
+                 scratch: str | None = None):
+        check_on_invalid(on_invalid)
+        if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
+            paths = [paths]
+        self.paths = list(paths)
+        self.on_invalid = on_invalid
+        self.length_check = length_check or LengthCheck(None)
+        self.names = [_display(p) for p in self.paths]
+        self.scratch = scratch
+        self.index = 0
+
+    def __iter__(self) -> Iterator[Piece]:
+        ids = IdSet(self.scratch)
+        try:
+            for file_index, path in enumerate(self.paths):
+                state = _File(path, file_index)
+                try:
+                    for block, first in self._blocks(state):
+                        piece = self._piece(block, first, state, ids)
+                        if piece.ids or piece.rejected:
+                            yield piece
+                except _FileError as err:
+                    if self.on_invalid == "error":
+                        raise err.error from None
+                    tail = "the rest of the file was skipped" if err.partial else "the file was skipped"
+                    yield Piece([], [], np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                [Rejected(self.index, None, state.name, f"{err.error.reason}; {tail}")], self.index)
+        finally:
+            ids.close()
+
+    # -----------------------------------------------------------------------------------------------------
+    # blocks
+
+    def _blocks(self, state: _File) -> Iterator[tuple[bytes, bool]]:
+        """Blocks of whole records (cut before a '>' that starts a line); the first one of the file flagged."""
+        try:
+            raw = open_binary(state.path, state.name)
+        except InputError as err:
+            raise _FileError(err, partial=False) from None
+        try:
+            pending: list[bytes] = []
+            size = 0
+            first = True
+            while True:
+                try:
+                    data = raw.read(READ_BYTES)
+                except (OSError, EOFError, zlib.error) as err:
+                    # what was read before the damage: its whole records, then the file's error
+                    tail = b"".join(pending)
+                    cut = _cut(tail)
+                    if cut > 0:
+                        yield tail[:cut], first
+                        first = False
+                    done = state.ordinal
+                    where = f" after record {done}" if done else ""
+                    raise _FileError(InputError(f"corrupt or truncated data{where} ({err})", file=state.name),
+                                     partial=done > 0) from None
+                if data:
+                    pending.append(data)
+                    size += len(data)
+                    if size < BLOCK_BYTES:
+                        continue
+                    buf = b"".join(pending)
+                    cut = _cut(buf)
+                    if cut <= 0:
+                        pending, size = [buf], len(buf)
+                        continue
+                    pending, size = [buf[cut:]], len(buf) - cut
+                    yield buf[:cut], first
+                    first = False
+                    continue
+                buf = b"".join(pending)
+                if first or buf:
+                    yield buf, first
+                return
+        finally:
+            if state.path != "-":
+                raw.close()
+
+    # -----------------------------------------------------------------------------------------------------
+    # one block
+
+    def _piece(self, block: bytes, first: bool, state: _File, ids: IdSet) -> Piece:
+        start_line = state.line
+        body = block
+        if first:
+            text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig", errors="replace", newline=None)
+            _first_content_line(text, state.name)       # raises for an empty or non-FASTA file
+            at = block.find(b">")
+            prefix = block[:at]
+            if b"\r" in prefix:
+                return self._slow(block, True, state, ids)
+            start_line = 1 + prefix.count(b"\n")
+            body = block[at:]
+        count, seq_text, id_bytes, lens, lines, line_count, flagged = scan.parse_block(body, start_line)
+        if flagged:
+            return self._slow(block, first, state, ids)
+        state.line = start_line + line_count
+        first_index = self.index
+        self.index += count
+        state.ordinal += count
+        id_list = id_bytes.decode("ascii").split("\n")
+        seqs = seq_text.split("\n")
+        problems: dict[int, tuple[str, Exception | None]] = {}
+        for k, (f, line) in ids.add(id_list, id_bytes, state.file_index, lines).items():
+            problems[k] = self._duplicate(f, line, state.name, int(lines[k])), None
+        longest = self.length_check.longest
+        if longest is not None and count and int(lens.max()) > longest:
+            for k in np.flatnonzero(lens > longest).tolist():
+                if k not in problems:
+                    problems[k] = self.length_check.reason(int(lens[k])), SequenceTooLongError
+        index = np.arange(first_index, first_index + count, dtype=np.int64)
+        if not problems:
+            return Piece(id_list, seqs, lens, index, [], self.index)
+        rejected = []
+        for k in sorted(problems):
+            reason, kind = problems[k]
+            if self.on_invalid == "error":
+                raise (kind or InputError)(reason, file=state.name, record=id_list[k])
+            rejected.append(Rejected(first_index + k, id_list[k], state.name, reason))
+        keep = np.ones(count, dtype=bool)
+        keep[list(problems)] = False
+        where = np.flatnonzero(keep).tolist()
+        return Piece([id_list[k] for k in where], [seqs[k] for k in where], lens[keep], index[keep], rejected,
+                     self.index)
+
+    def _duplicate(self, f: int, line: int, name: str, header_line: int) -> str:
+        other = self.names[f]
+        again = " (the same file given twice?)" if (other, line) == (name, header_line) else ""
+        return _reason("duplicate id", f"first seen in {other} line {line}{again}", header_line)
+
+    def _slow(self, block: bytes, first: bool, state: _File, ids: IdSet) -> Piece:
+        """The block through the per-record rules of rnapipe.io.read_records (exact messages)."""
+        name = state.name
+        text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors="replace",
+                                newline=None)
+        if first:
+            number, head = _first_content_line(text, name)
+            tracker = _LineTracker(itertools.chain([head], text), number)
+        else:
+            tracker = _LineTracker(text, state.line)
+        out_ids, out_seqs, out_index, rejected = [], [], [], []
+        longest = self.length_check.longest
+        error = self.on_invalid == "error"
+        for title, raw in SimpleFastaParser(tracker.lines()):
+            header_line, lines = tracker.pop()
+            position = self.index
+            self.index += 1
+            ordinal = state.ordinal
+            state.ordinal += 1
+            words = title.split(None, 1)
+            if not words:
+                reason = _reason(f"empty id after '>' in record {ordinal + 1} of the file", "", header_line)
+                if error:
+                    raise InputError(reason, file=name)
+                rejected.append(Rejected(position, "", name, reason))
+                continue
+            record_id = words[0]
+            seen = ids.add([record_id], None, state.file_index, [header_line])
+            if seen:
+                f, line = seen[0]
+                reason = self._duplicate(f, line, name, header_line)
+                if error:
+                    raise InputError(reason, file=name, record=record_id)
+                rejected.append(Rejected(position, record_id, name, reason))
+                continue
+            sequence = _WHITESPACE.sub("", raw)
+            problem = _problem(sequence)
+            if problem is not None:
+                at, fault, hint = problem
+                reason = _reason(fault, hint, _line_of(header_line, lines, at))
+                if error:
+                    raise InputError(reason, file=name, record=record_id, position=at)
+                rejected.append(Rejected(position, record_id, name, InputError(reason, position=at).format()))
+                continue
+            if longest is not None and len(sequence) > longest:
+                reason = self.length_check.reason(len(sequence))
+                if error:
+                    raise SequenceTooLongError(reason, file=name, record=record_id)
+                rejected.append(Rejected(position, record_id, name, reason))
+                continue
+            out_ids.append(record_id)
+            out_seqs.append(normalise(sequence))
+            out_index.append(position)
+        state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
+        lens = np.fromiter(map(len, out_seqs), dtype=np.int64, count=len(out_seqs))
+        return Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), rejected, self.index)
+
+
+def _cut(buf: bytes) -> int:
+    """Where the last record of ``buf`` starts (a '>' after a line end), or -1."""
+    return max(buf.rfind(b"\n>"), buf.rfind(b"\r>")) + 1 if len(buf) else -1
+
+
+def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: list[Rejected],
+                  size: int = 1 << 14) -> Iterator[Piece]:
+    """Pieces from what :func:`rnapipe.fold` accepts (strings, pairs, Records, SeqRecords; see
+    :func:`rnapipe.io.as_records`). Chunks count records by their place in this stream; each record's own
+    index (a Record's, or its place) comes back as its tag. Rejected records go to ``rejected``."""
+    from ..io.fasta import as_records
+
+    check_on_invalid(on_invalid)
+    records = as_records(obj, on_invalid=on_invalid, rejected=rejected)
+    longest = length_check.longest
+    position = 0
+    while True:
+        batch = list(itertools.islice(records, size))
+        if not batch:
+            return
+        ids, seqs, index, tags = [], [], [], []
+        for record in batch:
+            if longest is not None and len(record.sequence) > longest:
+                reason = length_check.reason(len(record.sequence))
+                if on_invalid == "error":
+                    raise SequenceTooLongError(reason, file=record.file, record=record.id)
+                rejected.append(Rejected(record.index, record.id, record.file, reason))
+                continue
+            ids.append(record.id)
+            seqs.append(record.sequence)
+            index.append(position)
+            tags.append(record.index)
+            position += 1
+        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        yield Piece(ids, seqs, lens, np.array(index, dtype=np.int64), [], position, tags)

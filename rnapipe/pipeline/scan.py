@@ -1,0 +1,210 @@
+"""Compiled passes over raw FASTA bytes: a block of whole records parsed, normalised and validated in one
+pass, record ids hashed, and a hash table of the ids seen so far.
+
+The scan handles what real files hold (headers, sequence lines of nucleotide codes in either case, spaces,
+tabs, CRLF line ends). A record with anything else in it (a character that is not a nucleotide code, an
+empty id or sequence, a non-ASCII byte or an unusual control character in the id, a lone CR) is flagged,
+and the block it is in is read again by the exact per-record reader (rnapipe.io.fasta), so that every
+message is the one that reader gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..alphabet import ACCEPTED
+
+# byte class: 1 nucleotide code (either case), 2 space or tab, 3 CR, 0 anything else (flags the record)
+_CLASS = np.zeros(256, dtype=np.uint8)
+_NORM = np.zeros(256, dtype=np.uint8)
+for _c in ACCEPTED | {"T"}:
+    for _b in (ord(_c), ord(_c.lower())):
+        _CLASS[_b] = 1
+        _NORM[_b] = ord("U") if _c == "T" else ord(_c)
+_CLASS[ord(" ")] = _CLASS[ord("\t")] = 2
+_CLASS[ord("\r")] = 3
+# bytes that end an id word without doubt (str.split() agrees); any other byte below 33 or above 126 in an
+# id sends the block to the exact reader
+_ID_END = np.zeros(256, dtype=np.uint8)
+for _b in (9, 10, 13, 32):
+    _ID_END[_b] = 1
+
+
+@njit(nogil=True, cache=True)
+def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, flags):
+    """Parse ``buf`` (whole records, starting at a ``>``). Per record: header line number (``line0`` is
+    that of the block's first line), sequence length, and a flag (1: needs the exact reader). Normalised
+    sequences go to ``seq_out`` and ids to ``id_out``, each followed by a newline. Returns
+    ``(records, bytes of seq_out, bytes of id_out, lines in the block, any flag)``."""
+    n = buf.shape[0]
+    p = 0
+    r = 0
+    so = 0
+    io = 0
+    line = line0
+    flagged = False
+    while p < n:
+        flag = 0
+        lines[r] = line
+        p += 1                                           # the '>'
+        while p < n and (buf[p] == 32 or buf[p] == 9):
+            p += 1
+        start = p
+        while p < n:
+            c = buf[p]
+            if c > 32 and c < 127:
+                id_out[io] = c
+                io += 1
+                p += 1
+            else:
+                break
+        if p == start:
+            flag = 1
+        if p < n and id_end[buf[p]] == 0:
+            flag = 1
+        while p < n and buf[p] != 10:
+            if buf[p] == 13 and (p + 1 >= n or buf[p + 1] != 10):
+                flag = 1                                 # a lone CR is a line end to the exact reader
+            p += 1
+        p += 1
+        line += 1
+        first = so
+        while p < n and buf[p] != 62:                    # sequence lines until the next '>' at a line start
+            while p < n:
+                c = buf[p]
+                if c == 10:
+                    break
+                k = cls[c]
+                if k == 1:
+                    seq_out[so] = norm[c]
+                    so += 1
+                elif k == 3:
+                    if p + 1 >= n or buf[p + 1] != 10:
+                        flag = 1
+                elif k == 0:
+                    flag = 1
+                p += 1
+            p += 1
+            line += 1
+        seq_len[r] = so - first
+        if so == first:
+            flag = 1
+        seq_out[so] = 10
+        so += 1
+        id_out[io] = 10
+        io += 1
+        flags[r] = flag
+        if flag:
+            flagged = True
+        r += 1
+    return r, so, io, line - line0, flagged
+
+
+def parse_block(block: bytes, line0: int):
+    """Run :func:`scan_block` on ``block``; returns ``(count, seq_text, id_bytes, seq_len, lines, line_count,
+    flagged)``: the normalised sequences one newline apart (str), the ids' raw bytes one newline apart,
+    lengths and header line numbers (int64 arrays)."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    most = block.count(b">") + 1
+    seq_out = np.empty(len(block) + most, dtype=np.uint8)
+    id_out = np.empty(len(block) + most, dtype=np.uint8)
+    lines = np.empty(most, dtype=np.int64)
+    seq_len = np.empty(most, dtype=np.int64)
+    flags = np.empty(most, dtype=np.uint8)
+    count, so, io, line_count, flagged = scan_block(buf, line0, _CLASS, _NORM, _ID_END, seq_out, id_out, lines,
+                                                    seq_len, flags)
+    return (count, seq_out[:so - 1].tobytes().decode("ascii") if so else "", id_out[:io - 1].tobytes() if io else b"",
+            seq_len[:count], lines[:count], line_count, flagged)
+
+
+@njit(nogil=True, cache=True)
+def hash_lines(buf, out):
+    """64-bit hash (FNV-1a, then a splitmix64 finish) of each newline-terminated piece of ``buf``; never 0."""
+    h = np.uint64(0xcbf29ce484222325)
+    prime = np.uint64(0x100000001b3)
+    k = 0
+    for p in range(buf.shape[0]):
+        c = buf[p]
+        if c == 10:
+            z = h
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+            z = z ^ (z >> np.uint64(31))
+            if z == np.uint64(0):
+                z = np.uint64(1)
+            out[k] = z
+            k += 1
+            h = np.uint64(0xcbf29ce484222325)
+        else:
+            h = (h ^ np.uint64(c)) * prime
+    return k
+
+
+@njit(nogil=True, cache=True)
+def table_add(table, hashes, hits):
+    """Insert ``hashes`` into the open-addressing ``table`` (size a power of two, 0 = empty); ``hits[k]`` is
+    1 where hash k was there already (then nothing is inserted for it). Returns the number inserted."""
+    mask = np.uint64(table.shape[0] - 1)
+    added = 0
+    for k in range(hashes.shape[0]):
+        h = hashes[k]
+        slot = h & mask
+        hits[k] = 0
+        while True:
+            v = table[slot]
+            if v == np.uint64(0):
+                table[slot] = h
+                added += 1
+                break
+            if v == h:
+                hits[k] = 1
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return added
+
+
+@njit(nogil=True, cache=True)
+def table_rehash(old, new):
+    mask = np.uint64(new.shape[0] - 1)
+    for k in range(old.shape[0]):
+        h = old[k]
+        if h != np.uint64(0):
+            slot = h & mask
+            while new[slot] != np.uint64(0):
+                slot = (slot + np.uint64(1)) & mask
+            new[slot] = h
+
+
+@njit(nogil=True, cache=True)
+def cube_sum(lengths):
+    """Predicted work of a set of sequences: the sum of L³ (float64)."""
+    s = 0.0
+    for k in range(lengths.shape[0]):
+        x = float(lengths[k])
+        s += x * x * x
+    return s
+
+
+@njit(nogil=True, cache=True)
+def lengths_block(buf, start, cls):
+    """Records and Σ L³ of the records in ``buf[start:]`` (L: nucleotide codes of the sequence lines)."""
+    n = buf.shape[0]
+    p = start
+    records = 0
+    work = 0.0
+    while p < n:
+        while p < n and buf[p] != 10:            # the header line
+            p += 1
+        p += 1
+        length = 0
+        while p < n and buf[p] != 62:
+            while p < n and buf[p] != 10:
+                if cls[buf[p]] == 1:
+                    length += 1
+                p += 1
+            p += 1
+        x = float(length)
+        work += x * x * x
+        records += 1
+    return records, work
