@@ -74,16 +74,42 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
             if progress is not None:
                 progress(1)
         return results
+
+    def run(group: list[int]) -> int:
+        for k in group:
+            results[k] = fold_one(sequences[k])
+        return len(group)
+
     pool = ThreadPoolExecutor(max_workers=threads)
     try:
-        futures = {pool.submit(fold_one, sequences[k]): k for k in order}
+        futures = [pool.submit(run, group) for group in _groups(order, [len(s) for s in sequences], threads)]
         for future in as_completed(futures):
-            results[futures[future]] = future.result()
+            done = future.result()
             if progress is not None:
-                progress(1)
+                progress(done)
     except BaseException:
-        # Ctrl-C or a failed fold: drop the queued sequences rather than fold them all before stopping.
+        # Ctrl-C or a failed fold: drop the queued groups rather than fold them all before stopping.
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
     return results
+
+
+# A group of sequences is one task of the pool: a future per sequence costs more than folding a short one.
+# A group closes at GROUP_CELLS (sum of n²), or sooner so that each thread gets about four groups.
+GROUP_CELLS = 1 << 20
+
+
+def _groups(order: list[int], lengths: list[int], threads: int) -> list[list[int]]:
+    """Consecutive runs of ``order`` (longest first), so the longest start first."""
+    most = max(1, -(-len(order) // (4 * threads)))
+    groups, group, cells = [], [], 0
+    for k in order:
+        group.append(k)
+        cells += lengths[k] * lengths[k]
+        if cells >= GROUP_CELLS or len(group) >= most:
+            groups.append(group)
+            group, cells = [], 0
+    if group:
+        groups.append(group)
+    return groups

@@ -346,6 +346,90 @@ def _fold_one(sequence: str, variant: str, min_loop: int, tile: int, threads: in
     return score, out.tobytes().decode("ascii")
 
 
+@njit(nogil=True, cache=True)
+def _fold_range(codes, starts, order, lo, hi, naive, min_loop, tile, work, scores, out):
+    """Fold sequences ``order[lo:hi]`` of an encoded batch (sequence k is ``codes[starts[k]:starts[k+1]]``)
+    one after another in ``work`` (int16, at least n² cells of the longest); pairs go to ``scores[k]`` and
+    the dot-bracket to the same positions of ``out``. Returns -1, or the first k whose traceback does not
+    re-derive its score."""
+    for q in range(lo, hi):
+        k = order[q]
+        s = codes[starts[k]:starts[k + 1]]
+        n = s.shape[0]
+        M = work[:n * n].reshape((n, n))
+        M[:, :] = 0
+        if naive:
+            _fill_cpu1(s, _PAIR, min_loop, M)
+        else:
+            _fill_cpu2(s, _PAIR, min_loop, M, tile)
+        score = M[0, n - 1] if n else 0
+        if _traceback(s, _PAIR, min_loop, M, out[starts[k]:starts[k + 1]]) != score:
+            return k
+        scores[k] = score
+    return -1
+
+
+# Sequences up to this length are folded many to a task (one compiled call per group, a workspace per
+# thread); longer ones one to a task through map_longest_first and its memory gate.
+GROUP_MAX_N = 2048
+GROUP_CELLS = 1 << 21
+
+
+def _fold_short(sequences: list[str], variant: str, min_loop: int, tile: int, threads: int,
+                progress: Callable[[int], None] | None) -> list[tuple[int, str]]:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    count = len(sequences)
+    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=count)
+    starts = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    codes = encode("".join(sequences))
+    order = np.argsort(-lengths, kind="stable")
+    scores = np.zeros(count, dtype=np.int64)
+    out = np.full(codes.shape[0], 46, dtype=np.uint8)
+    most = max(1, -(-count // (4 * threads)))
+    bounds, lo, cells = [], 0, 0
+    for q, k in enumerate(order.tolist()):
+        cells += int(lengths[k]) ** 2
+        if cells >= GROUP_CELLS or q + 1 - lo >= most:
+            bounds.append((lo, q + 1))
+            lo, cells = q + 1, 0
+    if lo < count:
+        bounds.append((lo, count))
+    local = threading.local()
+    naive = variant == "naive"
+
+    def run(lo: int, hi: int) -> int:
+        need = int(lengths[order[lo]]) ** 2
+        work = getattr(local, "work", None)
+        if work is None or work.size < need:
+            work = local.work = np.empty(max(need, 1), dtype=np.int16)
+        bad = _fold_range(codes, starts, order, lo, hi, naive, min_loop, tile, work, scores, out)
+        if bad >= 0:
+            raise RuntimeError(f"nussinov traceback does not re-derive the score of sequence {bad}")
+        return hi - lo
+
+    if threads <= 1:
+        for lo, hi in bounds:
+            done = run(lo, hi)
+            if progress is not None:
+                progress(done)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            futures = [pool.submit(run, lo, hi) for lo, hi in bounds]
+            try:
+                for future in as_completed(futures):
+                    done = future.result()
+                    if progress is not None:
+                        progress(done)
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    text = out.tobytes().decode("ascii")
+    st = starts.tolist()
+    return list(zip(scores.tolist(), [text[st[k]:st[k + 1]] for k in range(count)]))
+
+
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict | None = None,
                progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
     """Fold every sequence; ``(pairs, dot-bracket)`` in input order.
@@ -364,5 +448,18 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict |
             if progress is not None:
                 progress(1)
         return results
-    return map_longest_first(lambda seq: _fold_one(seq, variant, min_loop, tile, 1), sequences, threads, progress,
-                             bytes_of=lambda n: bytes_needed(n, variant), budget=host_budget(options))
+    short = [k for k, seq in enumerate(sequences) if len(seq) <= GROUP_MAX_N]
+    if len(short) == len(sequences):
+        return _fold_short(sequences, variant, min_loop, tile, threads, progress)
+    results: list = [None] * len(sequences)
+    if short:
+        for k, r in zip(short, _fold_short([sequences[k] for k in short], variant, min_loop, tile, threads,
+                                           progress)):
+            results[k] = r
+    rest = [k for k, seq in enumerate(sequences) if len(seq) > GROUP_MAX_N]
+    for k, r in zip(rest, map_longest_first(lambda seq: _fold_one(seq, variant, min_loop, tile, 1),
+                                            [sequences[k] for k in rest], threads, progress,
+                                            bytes_of=lambda n: bytes_needed(n, variant),
+                                            budget=host_budget(options))):
+        results[k] = r
+    return results

@@ -10,6 +10,7 @@ tells whether the input is still the same up to it.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -20,6 +21,12 @@ from .reader import Piece
 
 CHUNK_RECORDS = 1 << 16
 CHUNK_COST = 1e11             # Σ L³: 65,536 × 68 nt is 2·10¹⁰; one sequence of 4,642 nt or more is alone
+
+
+def limits() -> tuple[int, float]:
+    """(records, cost) of a chunk; ``RNAPIPE_CHUNK_RECORDS`` sets a smaller record limit (tests)."""
+    records = int(os.environ.get("RNAPIPE_CHUNK_RECORDS") or CHUNK_RECORDS)
+    return max(1, records), CHUNK_COST
 
 
 @dataclass
@@ -54,8 +61,11 @@ def cubes(lens: np.ndarray) -> np.ndarray:
     return x * x * x
 
 
-def chunked(pieces: Iterable[Piece], records: int = CHUNK_RECORDS, cost: float = CHUNK_COST) -> Iterator[Chunk]:
-    """Cut the records of ``pieces`` into chunks (see the module docstring)."""
+def chunked(pieces: Iterable[Piece], records: int | None = None, cost: float | None = None) -> Iterator[Chunk]:
+    """Cut the records of ``pieces`` into chunks (see the module docstring; default sizes: limits())."""
+    default_records, default_cost = limits()
+    records = records or default_records
+    cost = cost or default_cost
     number = 0
     start = 0                                   # input index where the open chunk starts
     parts: list[tuple] = []

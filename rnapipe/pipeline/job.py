@@ -20,7 +20,7 @@ from .journal import Journal, journal_path, part_path
 from .outputs import REJECTED_HEADER, Sink, format_chunk, fsync_directory, header, rejected_rows
 from .progress import Progress
 from .reader import FastaReader
-from .stream import DEPTH, Folder, folded
+from .stream import DEPTH, Folder, folded, pause_point
 
 JOURNAL_VERSION = 1
 
@@ -54,7 +54,7 @@ def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_i
             "inputs": [os.path.abspath(p) if p != "-" else "-" for p in inputs],
             "options": opts,
             "outputs": [[os.path.abspath(s.path), s.fmt, s.gz] for s in sinks],
-            "chunking": [_chunks.CHUNK_RECORDS, _chunks.CHUNK_COST]}
+            "chunking": list(_chunks.limits())}
 
 
 def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", restart: bool = False,
@@ -197,11 +197,14 @@ def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_
         if side is not None:
             side.sync()
         journal.record(_entry(chunk.number, chunk.digest(), sinks, side, outcome))
+    pause_point(f"written:{chunk.number}")
 
 
 def _finish(journal: Journal, files: list[Sink], side: Sink | None, entry: dict | None) -> None:
     """Every chunk is done (the journal says so): parts onto the outputs, then the journal goes."""
-    for sink in files:
+    for k, sink in enumerate(files):
+        if k:
+            pause_point(f"rename:{k}")
         sink.finish()
     if side is not None:
         rejected = entry is not None and (entry["rejected"] or entry["rejected_files"])

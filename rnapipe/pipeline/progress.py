@@ -37,7 +37,7 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = interval if interval is not None else (TTY_SECONDS if self.tty else LOG_SECONDS)
         self.start = time.monotonic()
-        self.last = self.start
+        self.last = float("-inf") if self.tty else self.start
         self.records = 0              # folded in this run
         self.nucleotides = 0
         self.work = 0.0
@@ -45,9 +45,11 @@ class Progress:
         self.total_work: float | None = None
         self.total_records: int | None = None
         self._shown = False
+        self._survey_thread = None
         if paths and all(p != "-" for p in paths):
-            threading.Thread(target=self._survey, args=(list(paths),), daemon=True,
-                             name="rnapipe-survey").start()
+            self._survey_thread = threading.Thread(target=self._survey, args=(list(paths),), daemon=True,
+                                                   name="rnapipe-survey")
+            self._survey_thread.start()
 
     def _survey(self, paths) -> None:
         try:
@@ -71,7 +73,10 @@ class Progress:
     def line(self, now: float | None = None) -> str:
         now = now or time.monotonic()
         elapsed = max(1e-9, now - self.start)
-        text = (f"{self.records:,} sequences folded, {self.records / elapsed:,.0f} seq/s, "
+        count = f"{self.records:,}"
+        if self.total_records is not None:
+            count += f"/{self.total_records:,}"
+        text = (f"{count} sequences folded, {self.records / elapsed:,.0f} seq/s, "
                 f"{_si(self.nucleotides / elapsed)} nt/s")
         total = self.total_work
         if total:
@@ -91,6 +96,10 @@ class Progress:
         self._shown = True
 
     def close(self) -> None:
+        if self.tty and self.records:
+            if self._survey_thread is not None:
+                self._survey_thread.join(timeout=2.0)
+            self._show(time.monotonic())
         if self._shown and self.tty:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()

@@ -121,9 +121,10 @@ class FastaReader:
             pending: list[bytes] = []
             size = 0
             first = True
+            read = getattr(raw, "read1", raw.read)     # read1: what is there now, before any damage
             while True:
                 try:
-                    data = raw.read(READ_BYTES)
+                    data = read(READ_BYTES)
                 except (OSError, EOFError, zlib.error) as err:
                     # what was read before the damage: its whole records, then the file's error
                     tail = b"".join(pending)
@@ -142,7 +143,7 @@ class FastaReader:
                         continue
                     buf = b"".join(pending)
                     cut = _cut(buf)
-                    if cut <= 0:
+                    if cut <= 0 or (first and buf.find(b">", 0, cut) < 0):    # the first block has a record
                         pending, size = [buf], len(buf)
                         continue
                     pending, size = [buf[cut:]], len(buf) - cut
@@ -165,7 +166,7 @@ class FastaReader:
         body = block
         if first:
             text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig", errors="replace", newline=None)
-            _first_content_line(text, state.name)       # raises for an empty or non-FASTA file
+            _file_start(text, state.name)               # raises for an empty or non-FASTA file
             at = block.find(b">")
             prefix = block[:at]
             if b"\r" in prefix:
@@ -215,7 +216,7 @@ class FastaReader:
         text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors="replace",
                                 newline=None)
         if first:
-            number, head = _first_content_line(text, name)
+            number, head = _file_start(text, name)
             tracker = _LineTracker(itertools.chain([head], text), number)
         else:
             tracker = _LineTracker(text, state.line)
@@ -267,9 +268,18 @@ class FastaReader:
         return Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), rejected, self.index)
 
 
+def _file_start(text, name: str):
+    try:
+        return _first_content_line(text, name)
+    except InputError as err:
+        raise _FileError(err, partial=False) from None
+
+
 def _cut(buf: bytes) -> int:
-    """Where the last record of ``buf`` starts (a '>' after a line end), or -1."""
-    return max(buf.rfind(b"\n>"), buf.rfind(b"\r>")) + 1 if len(buf) else -1
+    """Where the last record of ``buf`` whose header line is complete starts (a '>' after a line end), or 0:
+    the records before it are whole (a record ends where the next header line is read)."""
+    end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+    return max(buf.rfind(b"\n>", 0, end), buf.rfind(b"\r>", 0, end)) + 1
 
 
 def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: list[Rejected],

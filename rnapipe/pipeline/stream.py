@@ -6,8 +6,10 @@ on in input order, so that parsing chunk k+1 and writing chunk k-1 overlap foldi
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
+import time
 from typing import Callable, Iterable, Iterator
 
 from .. import config
@@ -59,6 +61,16 @@ class Folder:
             with cupy.cuda.Device(self.gpus[0]):
                 return self.engine.fold_batch(sequences, self.variant, self.threads, self.options, self.progress)
         return self.engine.fold_batch(sequences, self.variant, self.threads, self.options, self.progress)
+
+
+def pause_point(name: str) -> None:
+    """Tests of kill and resume: with ``RNAPIPE_PAUSE_AT=name`` the run stops here (it creates the file
+    ``RNAPIPE_PAUSE_FILE`` and sleeps) until the test kills it."""
+    if os.environ.get("RNAPIPE_PAUSE_AT") == name:
+        with open(os.environ["RNAPIPE_PAUSE_FILE"], "w") as handle:
+            handle.write(str(os.getpid()))
+        while True:
+            time.sleep(1)
 
 
 class _End:
@@ -160,6 +172,8 @@ def _fold_batches(source: Background, folder: Folder, done: int, limit: int):
                 raise RuntimeError("a finished chunk after an unfinished one")
             batch.append(more)
             size += len(more.ids)
+        for c in batch:
+            pause_point(f"fold:{c.number}")
         sequences = batch[0].seqs if len(batch) == 1 else [s for c in batch for s in c.seqs]
         results = folder.fold(sequences) if sequences else []
         at = 0

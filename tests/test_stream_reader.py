@@ -1,0 +1,207 @@
+"""The streaming reader and the chunks, against the per-record reader rnapipe.io.read_records.
+
+read_records is the reference here: slow, simple, and tested on its own in test_io.py. The streaming
+reader must give the same records, the same rejected records and the same messages, whatever the block
+boundaries are.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rnapipe.errors import InputError
+from rnapipe.io import read_records
+from rnapipe.pipeline import chunks as chunks_mod
+from rnapipe.pipeline import reader as reader_mod
+from rnapipe.pipeline.chunks import chunked
+from rnapipe.pipeline.reader import FastaReader, LengthCheck
+from test_io import BAD_FILES, DATA, write
+
+
+def streamed(paths, on_invalid="error", length=None):
+    records, rejected = [], []
+    check = LengthCheck(length, (lambda n: f"too long: {n}") if length else None)
+    for piece in FastaReader(paths, on_invalid, check):
+        assert len(piece.ids) == len(piece.seqs) == len(piece.lens) == len(piece.index)
+        assert [len(s) for s in piece.seqs] == piece.lens.tolist()
+        records += list(zip(piece.ids, piece.seqs, piece.index.tolist()))
+        rejected += piece.rejected
+    return records, rejected
+
+
+def reference(paths, on_invalid="error"):
+    rejected = []
+    records = [(r.id, r.sequence, r.index) for r in read_records(paths, on_invalid, rejected)]
+    return records, rejected
+
+
+@pytest.fixture(params=[(1 << 16, 4 << 20), (7, 64), (1, 1)], ids=["default", "small", "tiny"])
+def blocks(request, monkeypatch):
+    """Read and block sizes: the defaults, and small ones that cut blocks everywhere."""
+    read, block = request.param
+    monkeypatch.setattr(reader_mod, "READ_BYTES", read)
+    monkeypatch.setattr(reader_mod, "BLOCK_BYTES", block)
+    return request.param
+
+
+def same_outcome(paths, on_invalid):
+    """Both readers give the same records and rejected records, or raise the same error."""
+    try:
+        expected = reference(paths, on_invalid)
+    except InputError as err:
+        with pytest.raises(InputError) as got:
+            streamed(paths, on_invalid)
+        assert str(got.value) == str(err)
+        assert (got.value.file, got.value.record, got.value.position) == (err.file, err.record, err.position)
+        return
+    assert streamed(paths, on_invalid) == expected
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+@pytest.mark.parametrize("on_invalid", ["error", "skip"])
+def test_bad_files_same_as_the_record_reader(tmp_path, name, on_invalid, blocks):
+    content = BAD_FILES[name][0]
+    path = write(tmp_path / name, content)
+    same_outcome([path], on_invalid)
+
+
+def test_several_files_missing_ones_and_duplicates_across_files(tmp_path, blocks):
+    a = write(tmp_path / "a.fa", ">x desc\nacgt\nACGU\n\n>y\nGG\n")
+    b = write(tmp_path / "b.fa.gz", gzip.compress(b">z\nUUU\n>x\nCCC\n>w\nA-C\n"))
+    for on_invalid in ("error", "skip"):
+        same_outcome([a, tmp_path / "missing.fa", b, a], on_invalid)
+
+
+def test_truncated_gzip_same_records_before_the_damage(tmp_path):
+    body = "".join(f">s{k}\nACGUACGUACGU\n" for k in range(20000)).encode()
+    packed = gzip.compress(body)
+    path = write(tmp_path / "t.fa.gz", packed[: len(packed) // 2])
+    records, rejected = streamed([path], "skip")
+    assert 0 < len(records) < 20000
+    assert [r[0] for r in records] == [f"s{k}" for k in range(len(records))]
+    assert len(rejected) == 1 and rejected[0].id is None
+    assert "the rest of the file was skipped" in rejected[0].reason
+
+
+LINE_PIECES = [">a", ">b c", ">a", "> ", ">", ">x\t1", "ACGU", "acgt", "AC GU", "ACG-U", "NNRY", "", "  ",
+               "AC\rGU", "ACGU\r", "\u00e9", ">\u00e9t\u00e9", "A1", ";c", " >q", "ACGUACGUACGUACGUACGU"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(LINE_PIECES), min_size=0, max_size=25),
+       st.sampled_from(["\n", "\r\n"]), st.booleans(), st.integers(1, 50))
+def test_random_files_same_as_the_record_reader(tmp_path_factory, lines, newline, bom, block):
+    text = newline.join(lines) + (newline if lines and random.Random(block).random() < 0.7 else "")
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")
+    path = tmp_path_factory.mktemp("r") / "in.fa"
+    path.write_bytes(data)
+    old = reader_mod.READ_BYTES, reader_mod.BLOCK_BYTES
+    reader_mod.READ_BYTES, reader_mod.BLOCK_BYTES = block, block
+    try:
+        for on_invalid in ("error", "skip"):
+            same_outcome([path], on_invalid)
+    finally:
+        reader_mod.READ_BYTES, reader_mod.BLOCK_BYTES = old
+
+
+@pytest.mark.skipif(not (DATA / "transcripts").is_dir(), reason="../shared/data not present")
+@pytest.mark.parametrize("name", ["miRBase21_hairpin_all_species.fa", "tRNAs_GtRNAdb_6species.fa"])
+def test_shared_data_same_as_the_record_reader(name):
+    path = DATA / "transcripts" / name
+    same_outcome([path], "skip")
+    same_outcome([path], "error")
+
+
+def test_too_long_sequences(tmp_path, blocks):
+    path = write(tmp_path / "a.fa", ">a\nACGU\n>b\nACGUACGU\n>c\nAC\n")
+    records, rejected = streamed([path], "skip", length=5)
+    assert [r[0] for r in records] == ["a", "c"]
+    assert [(r.index, r.id, r.reason) for r in rejected] == [(1, "b", "too long: 8")]
+    with pytest.raises(InputError, match="too long: 8") as err:
+        streamed([path], "error", length=5)
+    assert err.value.record == "b" and err.value.exit_code == 4
+
+
+def test_duplicates_found_exactly_beyond_the_first_hash_table(tmp_path):
+    # enough ids that the table grows; the duplicates are the last records, first seen at the start
+    count = 200_000
+    body = "".join(f">id{k}\nACGU\n" for k in range(count)) + ">id7\nGG\n>id150000\nCC\n>new\nA\n"
+    path = write(tmp_path / "a.fa", body)
+    records, rejected = streamed([path], "skip")
+    assert len(records) == count + 1
+    assert [(r.id, r.index) for r in rejected] == [("id7", count), ("id150000", count + 1)]
+    assert "first seen in" in rejected[0].reason and "line 15" in rejected[0].reason
+    assert rejected == reference([path], "skip")[1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# chunks
+
+
+def slow_chunks(lens_by_index: dict[int, int], total: int, records: int, cost: float) -> list[int]:
+    """Chunk ends by the rule, one record at a time (a rejected record has no length and costs nothing)."""
+    ends, start, spent = [], 0, 0.0
+    for index in range(total):
+        n = lens_by_index.get(index)
+        if n is not None:
+            spent += float(n) ** 3
+        if index + 1 - start >= records or spent >= cost:
+            ends.append(index + 1)
+            start, spent = index + 1, 0.0
+    if start < total:
+        ends.append(total)
+    return ends
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(1, 60)), min_size=1, max_size=120), st.integers(1, 9),
+       st.sampled_from([1e3, 3e4, 1e5, 1e12]), st.integers(1, 30))
+def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
+    from rnapipe.io.records import Rejected
+    from rnapipe.pipeline.reader import Piece
+
+    pieces = []
+    for lo in range(0, len(lens), piece):
+        hi = min(len(lens), lo + piece)
+        keep = [k for k in range(lo, hi) if lens[k] is not None]
+        pieces.append(Piece([f"r{k}" for k in keep], ["A" * lens[k] for k in keep],
+                            np.array([lens[k] for k in keep], dtype=np.int64), np.array(keep, dtype=np.int64),
+                            [Rejected(k, f"r{k}", None, "bad") for k in range(lo, hi) if lens[k] is None], hi))
+    got = list(chunked(pieces, records, cost))
+    assert [c.end for c in got] == slow_chunks({k: n for k, n in enumerate(lens) if n is not None}, len(lens),
+                                               records, cost)
+    assert [c.number for c in got] == list(range(len(got)))
+    start = 0
+    for c in got:
+        inside = [k for k in range(start, c.end)]
+        assert c.index.tolist() == [k for k in inside if lens[k] is not None]
+        assert c.ids == [f"r{k}" for k in c.index.tolist()]
+        assert [r.index for r in c.rejected] == [k for k in inside if lens[k] is None]
+        assert c.cost == pytest.approx(sum(float(lens[k]) ** 3 for k in c.index.tolist()))
+        start = c.end
+
+
+def test_chunk_digest_changes_with_any_record(tmp_path):
+    from rnapipe.pipeline.reader import Piece
+
+    def one(ids, seqs):
+        p = Piece(ids, seqs, np.array([len(s) for s in seqs]), np.arange(len(ids)), [], len(ids))
+        return next(chunked([p], 10, 1e12)).digest()
+
+    base = one(["a", "b"], ["ACGU", "GG"])
+    assert base == one(["a", "b"], ["ACGU", "GG"])
+    assert base != one(["a", "c"], ["ACGU", "GG"])
+    assert base != one(["a", "b"], ["ACGU", "GA"])
+    assert base != one(["a", "b"], ["ACG", "UGG"])
+
+
+def test_chunk_limit_from_the_environment(monkeypatch):
+    monkeypatch.setenv("RNAPIPE_CHUNK_RECORDS", "3")
+    assert chunks_mod.limits() == (3, chunks_mod.CHUNK_COST)
