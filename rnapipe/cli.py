@@ -298,9 +298,9 @@ def _fold(args) -> int:
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
         raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
 
-    if outcome.resumed_chunks and not args.quiet:
-        print(f"rnapipe: resumed an interrupted run: {outcome.resumed_chunks} chunk(s) were already done",
-              file=sys.stderr)
+    if outcome.resumed_chunks:                  # a summary line: shown with --quiet too
+        print(f"rnapipe: resumed an interrupted run: {outcome.resumed_chunks} chunk(s) were done already, "
+              f"{outcome.folded_chunks} folded now", file=sys.stderr)
     if outcome.rejected_records or outcome.rejected_files:
         what = [f"{outcome.rejected_records} record(s)"]
         if outcome.rejected_files:

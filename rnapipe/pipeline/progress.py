@@ -7,6 +7,7 @@ only); until it is known, or for standard input, the line says what is done with
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -35,7 +36,9 @@ class Progress:
     def __init__(self, stream=None, paths=None, interval: float | None = None):
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.interval = interval if interval is not None else (TTY_SECONDS if self.tty else LOG_SECONDS)
+        if interval is None:
+            interval = float(os.environ.get("RNAPIPE_PROGRESS_SECONDS") or (TTY_SECONDS if self.tty else LOG_SECONDS))
+        self.interval = interval
         self.start = time.monotonic()
         self.last = float("-inf") if self.tty else self.start
         self.records = 0              # folded in this run

@@ -56,6 +56,15 @@ class LengthCheck:
         return self.describe(n)
 
 
+class _Stop(Exception):
+    """A bad record under on_invalid='error': the piece of valid records before it, and its error."""
+
+    def __init__(self, piece: Piece, error: InputError):
+        super().__init__(str(error))
+        self.piece = piece
+        self.error = error
+
+
 class _FileError(Exception):
     def __init__(self, error: InputError, partial: bool):
         super().__init__(error.format())
@@ -96,7 +105,12 @@ class FastaReader:
                 state = _File(path, file_index)
                 try:
                     for block, first in self._blocks(state):
-                        piece = self._piece(block, first, state, ids)
+                        try:
+                            piece = self._piece(block, first, state, ids)
+                        except _Stop as stop:     # error mode: the valid records before the bad one first
+                            if stop.piece.ids:
+                                yield stop.piece
+                            raise stop.error from None
                         if piece.ids or piece.rejected:
                             yield piece
                 except _FileError as err:
@@ -197,7 +211,8 @@ class FastaReader:
         for k in sorted(problems):
             reason, kind = problems[k]
             if self.on_invalid == "error":
-                raise (kind or InputError)(reason, file=state.name, record=id_list[k])
+                before = Piece(id_list[:k], seqs[:k], lens[:k], index[:k], [], first_index + k)
+                raise _Stop(before, (kind or InputError)(reason, file=state.name, record=id_list[k]))
             rejected.append(Rejected(first_index + k, id_list[k], state.name, reason))
         keep = np.ones(count, dtype=bool)
         keep[list(problems)] = False
@@ -221,6 +236,18 @@ class FastaReader:
         else:
             tracker = _LineTracker(text, state.line)
         out_ids, out_seqs, out_index, rejected = [], [], [], []
+        try:
+            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, rejected)
+        except InputError as err:
+            lens = np.fromiter(map(len, out_seqs), dtype=np.int64, count=len(out_seqs))
+            raise _Stop(Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), [], self.index),
+                        err) from None
+        state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
+        lens = np.fromiter(map(len, out_seqs), dtype=np.int64, count=len(out_seqs))
+        return Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), rejected, self.index)
+
+    def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, rejected) -> None:
+        name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
         for title, raw in SimpleFastaParser(tracker.lines()):
@@ -263,9 +290,6 @@ class FastaReader:
             out_ids.append(record_id)
             out_seqs.append(normalise(sequence))
             out_index.append(position)
-        state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
-        lens = np.fromiter(map(len, out_seqs), dtype=np.int64, count=len(out_seqs))
-        return Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), rejected, self.index)
 
 
 def _file_start(text, name: str):

@@ -1,0 +1,306 @@
+"""`rnapipe fold` streaming: several outputs from one fold, compressed outputs, and runs killed (SIGKILL to
+the process group) at chosen points and run again, ending byte-identical to an uninterrupted run.
+
+The reference outputs come from rnapipe.fold (list in, list out) and the writers of rnapipe.io.writers, the
+path every earlier test checks against naive folds and RNAfold.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import rnapipe
+from rnapipe.io import read_records, writers
+from test_cli import ROOT, one_error_line
+
+CHUNK = 4                                    # records per chunk in these tests (RNAPIPE_CHUNK_RECORDS)
+FORMATS = ["db", "tsv", "ct", "bpseq"]
+
+
+def env(**extra) -> dict:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
+    e.pop("RNAPIPE_DEBUG", None)
+    e["RNAPIPE_CHUNK_RECORDS"] = str(CHUNK)
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+def cli(args, cwd, **extra) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rnapipe", *map(str, args)], cwd=cwd, env=env(**extra),
+                          capture_output=True, text=True, timeout=300)
+
+
+def make_input(path: Path, count: int = 38, seed: int = 5, bad: int | None = 9) -> None:
+    rng = random.Random(seed)
+    lines = []
+    for k in range(count):
+        seq = "".join(rng.choice("ACGU") for _ in range(rng.randint(8, 70)))
+        if k == bad:
+            seq = seq[:3] + "X" + seq[3:]
+        lines.append(f">r{k} some description\n{seq[:30]}\n{seq[30:]}\n")
+    path.write_text("".join(lines))
+
+
+def expected(path: Path, fmt: str, algorithm: str, on_invalid: str = "skip") -> bytes:
+    """The reference text: rnapipe.fold on read_records, written by rnapipe.io.writers."""
+    results = rnapipe.fold(list(read_records([path], on_invalid=on_invalid)), algorithm=algorithm, threads=1)
+    out = path.parent / f".expected.{fmt}"
+    writers.write_output(results, out, fmt)
+    return out.read_bytes()
+
+
+def read_output(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+OUTPUTS = ["out.db", "out.tsv", "out.ct.gz", "out.bpseq"]
+FOLD = ["fold", "in.fa", "--algorithm", "nussinov", "--threads", "1", "--on-invalid", "skip", "-q"] + \
+       [x for o in OUTPUTS for x in ("-o", o)]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("resume")
+    make_input(d / "in.fa")
+    return d
+
+
+@pytest.fixture(scope="module")
+def clean_run(workdir):
+    """An uninterrupted run: its outputs, checked against the reference writers."""
+    proc = cli(FOLD, workdir)
+    assert proc.returncode == 0, proc.stderr
+    outputs = {name: (workdir / name).read_bytes() for name in OUTPUTS + ["out.db.rejected.tsv"]}
+    for name in OUTPUTS:
+        fmt = name.split(".")[1]
+        assert read_output(workdir / name) == expected(workdir / "in.fa", fmt, "nussinov"), name
+    rows = (workdir / "out.db.rejected.tsv").read_text().splitlines()
+    assert rows[0].split("\t") == list(writers.REJECTED_COLUMNS) and rows[1].split("\t")[:2] == ["9", "r9"]
+    assert sorted(p.name for p in workdir.iterdir()) == sorted(["in.fa"] + list(outputs) + [
+        p.name for p in workdir.iterdir() if p.name.startswith(".expected")])
+    return outputs
+
+
+def chunks_in(path: Path) -> int:
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return sum(1 for x in lines if "chunk" in x)
+
+
+def killed_at(point: str, workdir: Path, args=FOLD) -> None:
+    """Start the run, wait until it reaches ``point`` and SIGKILL its process group."""
+    flag = workdir / "paused"
+    flag.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *args], cwd=workdir,
+                            env=env(RNAPIPE_PAUSE_AT=point, RNAPIPE_PAUSE_FILE=flag),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before {point}: {proc.stderr.read().decode()}")
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"the run never reached {point}")
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    flag.unlink()
+
+
+def resumed(proc) -> tuple[int, int]:
+    match = re.search(r"resumed an interrupted run: (\d+) chunk\(s\) were done already, (\d+) folded now",
+                      proc.stderr)
+    assert match, proc.stderr
+    return int(match.group(1)), int(match.group(2))
+
+
+def total_chunks() -> int:
+    return -(-38 // CHUNK)
+
+
+@pytest.mark.parametrize("point, done_at_kill", [("written:0", 1), ("written:4", 5), ("fold:9", None)])
+def test_killed_while_folding_resumes_byte_identical(workdir, clean_run, point, done_at_kill):
+    for name in clean_run:
+        (workdir / name).unlink()
+    killed_at(point, workdir)
+    assert not any((workdir / name).exists() for name in clean_run)     # nothing under an output name
+    journal = workdir / "out.db.journal"
+    done = chunks_in(journal)
+    if done_at_kill is not None:
+        assert done == done_at_kill
+    else:                                    # killed before folding the last chunk: at most the chunks in flight
+        assert total_chunks() - 1 - done <= 4
+    proc = cli(FOLD, workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (done, total_chunks() - done)
+    for name, data in clean_run.items():
+        assert (workdir / name).read_bytes() == data, name
+    assert not journal.exists() and not list(workdir.glob("*.part"))
+
+
+@pytest.mark.parametrize("point", ["rename:1", "rename:3"])
+def test_killed_during_the_final_rename_resumes_without_folding(workdir, clean_run, point):
+    for name in clean_run:
+        (workdir / name).unlink()
+    killed_at(point, workdir)
+    renamed = int(point.split(":")[1])
+    assert [(workdir / n).exists() for n in OUTPUTS] == [k < renamed for k in range(len(OUTPUTS))]
+    proc = cli(FOLD, workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert not (workdir / "out.db.journal").exists()
+    for name, data in clean_run.items():
+        assert (workdir / name).read_bytes() == data, name
+
+
+def test_killed_at_random_moments(tmp_path):
+    make_input(tmp_path / "in.fa", count=3000, seed=8, bad=None)
+    args = ["fold", "in.fa", "--algorithm", "nussinov", "--threads", "2", "-q", "-o", "out.db", "-o", "out.tsv.gz"]
+    ref = cli(args + ["--restart"], tmp_path, RNAPIPE_CHUNK_RECORDS=50)
+    assert ref.returncode == 0, ref.stderr
+    want = {n: (tmp_path / n).read_bytes() for n in ("out.db", "out.tsv.gz")}
+    rng = random.Random(1)
+    for _ in range(3):
+        for n in want:
+            (tmp_path / n).unlink()
+        proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *args], cwd=tmp_path,
+                                env=env(RNAPIPE_CHUNK_RECORDS=50), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rng.uniform(0.3, 2.0))
+        with pytest.raises(ProcessLookupError) if proc.poll() is not None else _nothing():
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        again = cli(args, tmp_path, RNAPIPE_CHUNK_RECORDS=50)
+        assert again.returncode == 0, again.stderr
+        for n, data in want.items():
+            assert (tmp_path / n).read_bytes() == data
+        assert not list(tmp_path.glob("*.journal")) and not list(tmp_path.glob("*.part"))
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_changed_input_or_options_refuse_to_resume(tmp_path):
+    make_input(tmp_path / "in.fa")
+    killed_at("written:4", tmp_path)
+    # another option: refused, nothing touched
+    proc = cli(FOLD + ["--min-loop", "2"], tmp_path)
+    assert proc.returncode == 2
+    assert "other options" in one_error_line(proc) and "--restart" in proc.stderr
+    # the input changed in a finished chunk: refused
+    text = (tmp_path / "in.fa").read_text().replace(">r2 ", ">r2x ")
+    (tmp_path / "in.fa").write_text(text)
+    proc = cli(FOLD, tmp_path)
+    assert proc.returncode == 2
+    assert "input changed" in one_error_line(proc)
+    assert (tmp_path / "out.db.journal").exists()
+    # --restart folds everything again: the outputs of the changed input
+    proc = cli(FOLD + ["--restart"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.db").read_bytes() == expected(tmp_path / "in.fa", "db", "nussinov")
+    assert not (tmp_path / "out.db.journal").exists()
+
+
+def test_a_bad_record_mid_stream_then_a_corrected_rerun_resumes(tmp_path):
+    make_input(tmp_path / "in.fa", bad=30)
+    args = ["fold", "in.fa", "--algorithm", "nussinov", "--threads", "1", "-o", "out.db", "-o", "out.tsv"]
+    proc = cli(args, tmp_path)
+    assert proc.returncode == 2
+    line = one_error_line(proc)
+    assert "record 'r30'" in line and "invalid character 'X'" in line and "correct the input" in line
+    assert not (tmp_path / "out.db").exists() and not (tmp_path / "out.tsv").exists()
+    done = chunks_in(tmp_path / "out.db.journal")
+    assert 1 <= done <= 30 // CHUNK
+    fixed = (tmp_path / "in.fa").read_text().replace("X", "")
+    (tmp_path / "in.fa").write_text(fixed)
+    proc = cli(args + ["-q"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (done, total_chunks() - done)
+    assert (tmp_path / "out.db").read_bytes() == expected(tmp_path / "in.fa", "db", "nussinov", "error")
+    assert (tmp_path / "out.tsv").read_bytes() == expected(tmp_path / "in.fa", "tsv", "nussinov", "error")
+
+
+def test_a_second_run_on_the_same_output_is_refused(tmp_path):
+    make_input(tmp_path / "in.fa")
+    flag = tmp_path / "paused"
+    first = subprocess.Popen([sys.executable, "-m", "rnapipe", *FOLD], cwd=tmp_path,
+                             env=env(RNAPIPE_PAUSE_AT="written:1", RNAPIPE_PAUSE_FILE=flag),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc = cli(FOLD, tmp_path)
+        assert proc.returncode == 2
+        assert "another rnapipe run" in one_error_line(proc)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+
+
+@pytest.mark.parametrize("algorithm", ["nussinov", "zuker"])
+def test_several_outputs_formats_and_prefix(tmp_path, algorithm):
+    make_input(tmp_path / "in.fa", count=12, bad=None)
+    proc = cli(["fold", "in.fa", "--algorithm", algorithm, "-o", "all", "--format", "db,tsv,ct,bpseq"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for fmt in FORMATS:
+        assert (tmp_path / f"all.{fmt}").read_bytes() == expected(tmp_path / "in.fa", fmt, algorithm), fmt
+    proc = cli(["fold", "in.fa", "--algorithm", algorithm, "-o", "x.txt.gz", "-o", "-", "--format", "tsv"],
+               tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    want = expected(tmp_path / "in.fa", "tsv", algorithm)
+    assert gzip.decompress((tmp_path / "x.txt.gz").read_bytes()) == want
+    assert proc.stdout.encode() == want
+
+
+def test_output_usage_errors(tmp_path):
+    make_input(tmp_path / "in.fa", count=3, bad=None)
+    for args, words in [(["-o", "a.db", "-o", "a.db"], "given twice"), (["-o", "-", "-o", "-"], "one output"),
+                        (["-o", "a", "-o", "b", "-o", "c", "--format", "db,tsv"], "2 formats for 3 outputs")]:
+        proc = cli(["fold", "in.fa", *args], tmp_path)
+        assert proc.returncode == 2, args
+        assert words in one_error_line(proc)
+
+
+def test_progress_lines_in_a_log(tmp_path):
+    make_input(tmp_path / "in.fa", count=20, bad=None)
+    proc = cli(["fold", "in.fa", "--algorithm", "nussinov", "-o", "o.db"], tmp_path, RNAPIPE_PROGRESS_SECONDS=0)
+    assert proc.returncode == 0
+    lines = proc.stderr.splitlines()
+    assert lines and all(re.match(r"rnapipe: \d\d:\d\d:\d\d .*sequences folded, .* seq/s, .* nt/s", x) for x in lines)
+    quiet = cli(["fold", "in.fa", "--algorithm", "nussinov", "-o", "o.db", "-q"], tmp_path,
+                RNAPIPE_PROGRESS_SECONDS=0)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_progress_share_and_eta_by_predicted_work():
+    import io
+
+    from rnapipe.pipeline.progress import Progress
+
+    out = io.StringIO()
+    p = Progress(stream=out, interval=0.0)
+    p.total_work, p.total_records = 1000.0 + 8.0, 2
+    p.start -= 10.0                          # 10 s in
+    p.add(1, 2, 8.0)                         # the short record: 8 of 1,008 units of work
+    line = out.getvalue().splitlines()[-1]
+    assert "1/2 sequences folded" in line
+    assert "0.8% of the predicted work" in line
+    # 8 units took 10 s: the other 1,000 need about 1,250 s
+    assert re.search(r"ETA 0:20:(4[89]|5[0-2])", line), line
