@@ -29,9 +29,11 @@ def streamed(paths, on_invalid="error", length=None):
     records, rejected = [], []
     check = LengthCheck(length, (lambda n: f"too long: {n}") if length else None)
     for piece in FastaReader(paths, on_invalid, check):
-        assert len(piece.ids) == len(piece.seqs) == len(piece.lens) == len(piece.index)
-        assert [len(s) for s in piece.seqs] == piece.lens.tolist()
-        records += list(zip(piece.ids, piece.seqs, piece.index.tolist()))
+        r = piece.records
+        assert len(r.ids) == len(r.seqs) == len(r.lens) == len(r.index) == len(r.id_lens)
+        assert [len(s) for s in r.seqs] == r.lens.tolist()
+        assert [len(i.encode()) for i in r.ids] == r.id_lens.tolist()
+        records += list(zip(r.ids, r.seqs, r.index.tolist()))
         rejected += piece.rejected
     return records, rejected
 
@@ -166,13 +168,13 @@ def slow_chunks(lens_by_index: dict[int, int], total: int, records: int, cost: f
 def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
     from rnapipe.io.records import Rejected
     from rnapipe.pipeline.reader import Piece
+    from rnapipe.pipeline.records import Records
 
     pieces = []
     for lo in range(0, len(lens), piece):
         hi = min(len(lens), lo + piece)
         keep = [k for k in range(lo, hi) if lens[k] is not None]
-        pieces.append(Piece([f"r{k}" for k in keep], ["A" * lens[k] for k in keep],
-                            np.array([lens[k] for k in keep], dtype=np.int64), np.array(keep, dtype=np.int64),
+        pieces.append(Piece(Records.from_lists([f"r{k}" for k in keep], ["A" * lens[k] for k in keep], keep),
                             [Rejected(k, f"r{k}", None, "bad") for k in range(lo, hi) if lens[k] is None], hi))
     got = list(chunked(pieces, records, cost))
     assert [c.end for c in got] == slow_chunks({k: n for k, n in enumerate(lens) if n is not None}, len(lens),
@@ -183,6 +185,7 @@ def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
         inside = [k for k in range(start, c.end)]
         assert c.index.tolist() == [k for k in inside if lens[k] is not None]
         assert c.ids == [f"r{k}" for k in c.index.tolist()]
+        assert c.seqs == ["A" * lens[k] for k in c.index.tolist()]
         assert [r.index for r in c.rejected] == [k for k in inside if lens[k] is None]
         assert c.cost == pytest.approx(sum(float(lens[k]) ** 3 for k in c.index.tolist()))
         start = c.end
@@ -190,9 +193,10 @@ def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
 
 def test_chunk_digest_changes_with_any_record(tmp_path):
     from rnapipe.pipeline.reader import Piece
+    from rnapipe.pipeline.records import Records
 
     def one(ids, seqs):
-        p = Piece(ids, seqs, np.array([len(s) for s in seqs]), np.arange(len(ids)), [], len(ids))
+        p = Piece(Records.from_lists(ids, seqs, range(len(ids))), [], len(ids))
         return next(chunked([p], 10, 1e12)).digest()
 
     base = one(["a", "b"], ["ACGU", "GG"])
@@ -205,3 +209,32 @@ def test_chunk_digest_changes_with_any_record(tmp_path):
 def test_chunk_limit_from_the_environment(monkeypatch):
     monkeypatch.setenv("RNAPIPE_CHUNK_RECORDS", "3")
     assert chunks_mod.limits() == (3, chunks_mod.CHUNK_COST)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the compiled db / TSV writer against rnapipe.io.writers
+
+
+@pytest.mark.parametrize("algorithm", ["zuker", "nussinov"])
+@pytest.mark.parametrize("fmt", ["db", "tsv"])
+def test_compiled_text_equals_the_writers(fmt, algorithm):
+    from rnapipe.api import Result
+    from rnapipe.io import writers
+    from rnapipe.pipeline.textout import render
+
+    rng = random.Random(4)
+    scores = [0, 5, -5, 99, -99, 100, -100, -120, -1234, -99999, 123456, -1, 1, 10, 999, -1000000]
+    scores += [rng.randint(-200000, 3000) for _ in range(200)]
+    records = []
+    for k, score in enumerate(scores):
+        n = rng.randint(0, 30)
+        seq = "".join(rng.choice("ACGUN") for _ in range(n))
+        structure = "".join(rng.choice(".()") for _ in range(n))
+        score = abs(score) % 5000 if algorithm == "nussinov" else score
+        records.append(Result(f"id{k}\u00e9" if k % 7 == 0 else f"r{k}", seq, structure, score, algorithm, k))
+    want = "".join(writers._FORMATTERS[fmt](r) for r in records).encode("utf-8")
+    got = render(fmt, algorithm, "".join(r.id + "\n" for r in records).encode("utf-8"),
+                 "".join(r.sequence + "\n" for r in records).encode(),
+                 "".join(r.structure + "\n" for r in records).encode(),
+                 np.array([r.score_int for r in records], dtype=np.int64))
+    assert got == want

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..io.records import Rejected
 from .reader import Piece
+from .records import Records
 
 CHUNK_RECORDS = 1 << 16
 CHUNK_COST = 1e11             # Σ L³: 65,536 × 68 nt is 2·10¹⁰; one sequence of 4,642 nt or more is alone
@@ -32,21 +33,48 @@ def limits() -> tuple[int, float]:
 @dataclass
 class Chunk:
     number: int
-    ids: list[str]
-    seqs: list[str]
-    lens: np.ndarray
-    index: np.ndarray
+    records: Records
     rejected: list[Rejected] = field(default_factory=list)
     end: int = 0              # input index after the chunk's last record
     cost: float = 0.0
-    tags: list | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return self.records.ids
+
+    @property
+    def seqs(self) -> list[str]:
+        return self.records.seqs
+
+    @property
+    def lens(self) -> np.ndarray:
+        return self.records.lens
+
+    @property
+    def index(self) -> np.ndarray:
+        return self.records.index
+
+    @property
+    def tags(self) -> list | None:
+        return self.records.tags
+
+    @property
+    def ids_text(self) -> bytes:
+        return self.records.ids_text
+
+    @property
+    def seqs_text(self) -> bytes:
+        return self.records.seqs_text
+
+    def __len__(self) -> int:
+        return len(self.records)
 
     def digest(self) -> str:
         h = hashlib.blake2b(digest_size=16)
         h.update(str(self.end).encode())
-        h.update("\n".join(self.ids).encode("utf-8", "surrogatepass"))
+        h.update(self.ids_text)
         h.update(b"\x00")
-        h.update("\n".join(self.seqs).encode("ascii"))
+        h.update(self.seqs_text)
         h.update(b"\x00")
         h.update(repr([tuple(r) for r in self.rejected]).encode("utf-8", "surrogatepass"))
         return h.hexdigest()
@@ -68,51 +96,45 @@ def chunked(pieces: Iterable[Piece], records: int | None = None, cost: float | N
     cost = cost or default_cost
     number = 0
     start = 0                                   # input index where the open chunk starts
-    parts: list[tuple] = []
+    parts: list[Records] = []
     rejected: list[Rejected] = []
     spent = 0.0
     last_end = 0
 
     def close(end: int) -> Chunk:
         nonlocal number, start, parts, rejected, spent
-        if len(parts) == 1:
-            ids, seqs, lens, index, tags = parts[0]
-        else:
-            ids = [i for p in parts for i in p[0]]
-            seqs = [s for p in parts for s in p[1]]
-            lens = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
-            index = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
-            tags = None if not parts or parts[0][4] is None else [t for p in parts for t in p[4]]
-        chunk = Chunk(number, ids, seqs, lens, index, rejected, end, spent, tags)
+        chunk = Chunk(number, Records.concat(parts), rejected, end, spent)
         number += 1
         start, parts, rejected, spent = end, [], [], 0.0
         return chunk
 
     for piece in pieces:
-        ids, seqs, lens, index, tags = piece.ids, piece.seqs, piece.lens, piece.index, piece.tags
+        recs = piece.records
+        index = recs.index
+        count = len(recs)
         pending = sorted(piece.rejected, key=lambda r: r.index)
         at = 0                                  # first record of the piece not yet in a chunk
-        cum = np.cumsum(cubes(lens)) if len(lens) else np.zeros(0)
+        cum = np.cumsum(cubes(recs.lens)) if count else np.zeros(0)
         base = 0.0                              # cum value already given to closed chunks
         while True:
             # the cost cut: the first record that brings the open chunk to `cost`
             k = int(np.searchsorted(cum, base + (cost - spent), side="left"))
-            by_cost = int(index[k]) + 1 if k < len(ids) else None
+            by_cost = int(index[k]) + 1 if k < count else None
             by_count = start + records
             end = min(by_count, by_cost) if by_cost is not None else by_count
             if end > piece.end:
                 break
             hi = int(np.searchsorted(index, end, side="left"))
             if hi > at:
-                parts.append((ids[at:hi], seqs[at:hi], lens[at:hi], index[at:hi], tags and tags[at:hi]))
+                parts.append(recs.take(at, hi))
                 spent += float(cum[hi - 1] - base)
                 base = float(cum[hi - 1])
             while pending and pending[0].index < end:
                 rejected.append(pending.pop(0))
             at = hi
             yield close(end)
-        if at < len(ids):
-            parts.append((ids[at:], seqs[at:], lens[at:], index[at:], tags and tags[at:]))
+        if at < count:
+            parts.append(recs.take(at, count))
             spent += float(cum[-1] - base)
         rejected.extend(pending)
         last_end = piece.end

@@ -20,7 +20,7 @@ class IdSet:
     """The ids seen so far in one stream."""
 
     def __init__(self, directory: str | None = None):
-        self._table = np.zeros(1 << 16, dtype=np.uint64)
+        self._table = np.zeros(1 << 20, dtype=np.uint64)
         self._count = 0
         fd, self._log_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".txt", dir=directory)
         self._log = os.fdopen(fd, "w+b")
@@ -49,18 +49,18 @@ class IdSet:
         scan.table_rehash(self._table, table)
         self._table = table
 
-    def add(self, ids: list[str], id_bytes: bytes | None, file_index: int,
-            header_lines) -> dict[int, tuple[int, int]]:
+    def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines) -> dict[int, tuple[int, int]]:
         """Add the ids of one block of records (all from file ``file_index``; ``id_bytes``: the same ids
-        UTF-8 encoded one newline apart, if the caller has them). Returns ``{k: (file index, line)}`` for
-        each id k that was seen before (earlier in the stream or earlier in ``ids``): where it was first
-        seen. Duplicates are not added again."""
-        count = len(ids)
+        UTF-8 encoded, each followed by a newline, if the caller has them; ``ids`` a list of them, or a
+        callable that makes it, needed only when an id may be a duplicate). Returns ``{k: (file index,
+        line)}`` for each id k that was seen before (earlier in the stream or earlier in ``ids``): where it
+        was first seen. Duplicates are not added again."""
+        if id_bytes is None:
+            id_bytes = ("\n".join(ids) + "\n").encode("utf-8", "surrogatepass") if ids else b""
+        count = len(header_lines)
         if count == 0:
             return {}
-        if id_bytes is None:
-            id_bytes = "\n".join(ids).encode("utf-8", "surrogatepass")
-        buf = np.frombuffer(id_bytes + b"\n", dtype=np.uint8)
+        buf = np.frombuffer(id_bytes, dtype=np.uint8)
         hashes = np.empty(count, dtype=np.uint64)
         if scan.hash_lines(buf, hashes) != count:
             raise RuntimeError("an id holds a newline")
@@ -69,17 +69,21 @@ class IdSet:
         self._count += scan.table_add(self._table, hashes, hits)
         lines = np.asarray(header_lines, dtype=np.int64)
         suspects = np.flatnonzero(hits)
-        duplicates = self._confirm(ids, suspects, file_index, lines) if suspects.size else {}
-        keep = np.ones(count, dtype=bool)
+        duplicates = {}
+        if suspects.size:
+            if callable(ids):
+                ids = ids()
+            duplicates = self._confirm(ids, suspects, file_index, lines)
         if duplicates:
+            keep = np.ones(count, dtype=bool)
             keep[list(duplicates)] = False
             new_ids = [ids[k] for k in range(count) if keep[k]]
-            id_bytes = "\n".join(new_ids).encode("utf-8", "surrogatepass")
+            id_bytes = ("\n".join(new_ids) + "\n").encode("utf-8", "surrogatepass") if new_ids else b""
             lines = lines[keep]
             count = len(new_ids)
         if count:
             self._log.seek(0, os.SEEK_END)
-            self._log.write(id_bytes + b"\n")
+            self._log.write(id_bytes)
             where = np.empty((count, 2), dtype=np.int64)
             where[:, 0] = file_index
             where[:, 1] = lines

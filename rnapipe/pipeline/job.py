@@ -11,13 +11,15 @@ import queue
 import threading
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .. import __version__
 from ..errors import UsageError
 from ..io.records import Rejected
 from ..io.writers import rejected_path
 from . import chunks as _chunks
 from .journal import Journal, journal_path, part_path
-from .outputs import REJECTED_HEADER, Sink, format_chunk, fsync_directory, header, rejected_rows
+from .outputs import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
 from .progress import Progress
 from .reader import FastaReader
 from .stream import DEPTH, Folder, folded, pause_point
@@ -148,7 +150,7 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 chunk, results = item
                 _write_chunk(chunk, results, sinks, side, journal, outcome, report_skipped, algorithm)
                 if progress is not None:
-                    progress.add(len(chunk.ids), chunk.nucleotides, chunk.cost)
+                    progress.add(len(chunk), chunk.nucleotides, chunk.cost)
         except BaseException as err:
             failed.append(err)
             while q.get() is not None:    # let the producer finish putting
@@ -173,12 +175,12 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
 
 
 def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_skipped, algorithm: str) -> None:
-    scores = [r[0] for r in results]
-    structures = [r[1] for r in results]
-    texts: dict[str, str] = {}
+    scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=len(results))
+    structures = ("\n".join([r[1] for r in results]) + "\n").encode("ascii") if results else b""
+    texts: dict[str, bytes] = {}
     for sink in sinks:
         if sink.fmt not in texts:
-            texts[sink.fmt] = format_chunk(sink.fmt, algorithm, chunk.ids, chunk.seqs, structures, scores)
+            texts[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk, structures, scores)
         sink.write(sink.encode(texts[sink.fmt]))
     if chunk.rejected:
         if side is not None:
@@ -189,7 +191,7 @@ def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_
         outcome.rejected_files += files
         outcome.rejected_records += len(chunk.rejected) - files
         outcome.new_rejected.extend(chunk.rejected)
-    outcome.folded += len(chunk.ids)
+    outcome.folded += len(chunk)
     outcome.folded_chunks += 1
     if journal is not None:
         for sink in sinks:

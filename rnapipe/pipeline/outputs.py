@@ -64,6 +64,18 @@ def format_chunk(fmt: str, algorithm: str, ids, seqs, structures, scores) -> str
     return "".join([formatter(_Row(i, s, t, e, algorithm)) for i, s, t, e in zip(ids, seqs, structures, scores)])
 
 
+def chunk_bytes(fmt: str, algorithm: str, chunk, structures_text: bytes, scores) -> bytes:
+    """Uncompressed output bytes of one chunk (``structures_text``: the structures one newline apart, with a
+    final newline; ``scores``: int64 array). db and TSV by the compiled writer, CT and BPSEQ a record at a
+    time."""
+    if fmt in ("db", "tsv"):
+        from .textout import render
+        return render(fmt, algorithm, chunk.ids_text, chunk.seqs_text, structures_text, scores)
+    structures = structures_text.decode("ascii").split("\n")[:-1]
+    return format_chunk(fmt, algorithm, chunk.ids, chunk.seqs, structures, scores.tolist()).encode(
+        "utf-8", "surrogatepass")
+
+
 def header(fmt: str) -> str:
     return "\t".join(writers.TSV_COLUMNS) + "\n" if fmt == "tsv" else ""
 
@@ -91,8 +103,8 @@ class Sink:
         self.part = None if self.stdout else part_path(path)
         self._fd = None
 
-    def encode(self, text: str) -> bytes:
-        data = text.encode("utf-8", "surrogatepass")
+    def encode(self, text: str | bytes) -> bytes:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
         if self.gz and data:
             return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
         return data

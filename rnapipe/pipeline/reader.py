@@ -25,6 +25,7 @@ from ..io.fasta import (_WHITESPACE, _display, _first_content_line, _LineTracker
 from ..io.records import Rejected
 from . import scan
 from .ids import IdSet
+from .records import Records
 
 READ_BYTES = 1 << 16          # one read from a file (a damaged gzip loses at most this much before the damage)
 BLOCK_BYTES = 4 << 20         # records are parsed in blocks of about this size
@@ -36,13 +37,9 @@ class Piece:
     """Valid records of one block in input order, and the records it rejected. ``end`` is the input index
     after the block's last record (every record counts, rejected ones too)."""
 
-    ids: list[str]
-    seqs: list[str]
-    lens: np.ndarray
-    index: np.ndarray
+    records: Records
     rejected: list[Rejected] = field(default_factory=list)
     end: int = 0
-    tags: list | None = None      # what the caller wants back per record (the API: its own indices)
 
 
 class LengthCheck:
@@ -108,16 +105,16 @@ class FastaReader:
                         try:
                             piece = self._piece(block, first, state, ids)
                         except _Stop as stop:     # error mode: the valid records before the bad one first
-                            if stop.piece.ids:
+                            if len(stop.piece.records):
                                 yield stop.piece
                             raise stop.error from None
-                        if piece.ids or piece.rejected:
+                        if len(piece.records) or piece.rejected:
                             yield piece
                 except _FileError as err:
                     if self.on_invalid == "error":
                         raise err.error from None
                     tail = "the rest of the file was skipped" if err.partial else "the file was skipped"
-                    yield Piece([], [], np.zeros(0, np.int64), np.zeros(0, np.int64),
+                    yield Piece(Records.empty(),
                                 [Rejected(self.index, None, state.name, f"{err.error.reason}; {tail}")], self.index)
         finally:
             ids.close()
@@ -187,38 +184,35 @@ class FastaReader:
                 return self._slow(block, True, state, ids)
             start_line = 1 + prefix.count(b"\n")
             body = block[at:]
-        count, seq_text, id_bytes, lens, lines, line_count, flagged = scan.parse_block(body, start_line)
+        count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged = scan.parse_block(body, start_line)
         if flagged:
             return self._slow(block, first, state, ids)
         state.line = start_line + line_count
         first_index = self.index
         self.index += count
         state.ordinal += count
-        id_list = id_bytes.decode("ascii").split("\n")
-        seqs = seq_text.split("\n")
-        problems: dict[int, tuple[str, Exception | None]] = {}
-        for k, (f, line) in ids.add(id_list, id_bytes, state.file_index, lines).items():
+        index = np.arange(first_index, first_index + count, dtype=np.int64)
+        records = Records(ids_text, seqs_text, id_lens, lens, index)
+        problems: dict[int, tuple[str, type | None]] = {}
+        for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines).items():
             problems[k] = self._duplicate(f, line, state.name, int(lines[k])), None
         longest = self.length_check.longest
         if longest is not None and count and int(lens.max()) > longest:
             for k in np.flatnonzero(lens > longest).tolist():
                 if k not in problems:
                     problems[k] = self.length_check.reason(int(lens[k])), SequenceTooLongError
-        index = np.arange(first_index, first_index + count, dtype=np.int64)
         if not problems:
-            return Piece(id_list, seqs, lens, index, [], self.index)
+            return Piece(records, [], self.index)
         rejected = []
         for k in sorted(problems):
             reason, kind = problems[k]
             if self.on_invalid == "error":
-                before = Piece(id_list[:k], seqs[:k], lens[:k], index[:k], [], first_index + k)
-                raise _Stop(before, (kind or InputError)(reason, file=state.name, record=id_list[k]))
-            rejected.append(Rejected(first_index + k, id_list[k], state.name, reason))
+                before = Piece(records.take(0, k), [], first_index + k)
+                raise _Stop(before, (kind or InputError)(reason, file=state.name, record=records.ids[k]))
+            rejected.append(Rejected(first_index + k, records.ids[k], state.name, reason))
         keep = np.ones(count, dtype=bool)
         keep[list(problems)] = False
-        where = np.flatnonzero(keep).tolist()
-        return Piece([id_list[k] for k in where], [seqs[k] for k in where], lens[keep], index[keep], rejected,
-                     self.index)
+        return Piece(records.keep(keep), rejected, self.index)
 
     def _duplicate(self, f: int, line: int, name: str, header_line: int) -> str:
         other = self.names[f]
@@ -239,12 +233,9 @@ class FastaReader:
         try:
             self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, rejected)
         except InputError as err:
-            lens = np.fromiter(map(len, out_seqs), dtype=np.int64, count=len(out_seqs))
-            raise _Stop(Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), [], self.index),
-                        err) from None
+            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index), [], self.index), err) from None
         state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
-        lens = np.fromiter(map(len, out_seqs), dtype=np.int64, count=len(out_seqs))
-        return Piece(out_ids, out_seqs, lens, np.array(out_index, dtype=np.int64), rejected, self.index)
+        return Piece(Records.from_lists(out_ids, out_seqs, out_index), rejected, self.index)
 
     def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, rejected) -> None:
         name = state.name
@@ -334,5 +325,4 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
             index.append(position)
             tags.append(record.index)
             position += 1
-        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
-        yield Piece(ids, seqs, lens, np.array(index, dtype=np.int64), [], position, tags)
+        yield Piece(Records.from_lists(ids, seqs, index, tags), [], position)

@@ -32,7 +32,7 @@ for _b in (9, 10, 13, 32):
 
 
 @njit(nogil=True, cache=True)
-def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, flags):
+def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, id_len, flags):
     """Parse ``buf`` (whole records, starting at a ``>``). Per record: header line number (``line0`` is
     that of the block's first line), sequence length, and a flag (1: needs the exact reader). Normalised
     sequences go to ``seq_out`` and ids to ``id_out``, each followed by a newline. Returns
@@ -59,6 +59,7 @@ def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, f
                 p += 1
             else:
                 break
+        id_len[r] = p - start
         if p == start:
             flag = 1
         if p < n and id_end[buf[p]] == 0:
@@ -102,8 +103,8 @@ def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, f
 
 
 def parse_block(block: bytes, line0: int):
-    """Run :func:`scan_block` on ``block``; returns ``(count, seq_text, id_bytes, seq_len, lines, line_count,
-    flagged)``: the normalised sequences one newline apart (str), the ids' raw bytes one newline apart,
+    """Run :func:`scan_block` on ``block``; returns ``(count, seqs_text, ids_text, seq_len, id_len, lines,
+    line_count, flagged)``: the normalised sequences and the ids' bytes, each followed by a newline,
     lengths and header line numbers (int64 arrays)."""
     buf = np.frombuffer(block, dtype=np.uint8)
     most = block.count(b">") + 1
@@ -111,11 +112,12 @@ def parse_block(block: bytes, line0: int):
     id_out = np.empty(len(block) + most, dtype=np.uint8)
     lines = np.empty(most, dtype=np.int64)
     seq_len = np.empty(most, dtype=np.int64)
+    id_len = np.empty(most, dtype=np.int64)
     flags = np.empty(most, dtype=np.uint8)
     count, so, io, line_count, flagged = scan_block(buf, line0, _CLASS, _NORM, _ID_END, seq_out, id_out, lines,
-                                                    seq_len, flags)
-    return (count, seq_out[:so - 1].tobytes().decode("ascii") if so else "", id_out[:io - 1].tobytes() if io else b"",
-            seq_len[:count], lines[:count], line_count, flagged)
+                                                    seq_len, id_len, flags)
+    return (count, seq_out[:so].tobytes(), id_out[:io].tobytes(), seq_len[:count], id_len[:count], lines[:count],
+            line_count, flagged)
 
 
 @njit(nogil=True, cache=True)

@@ -158,7 +158,7 @@ def _fold_batches(source: Background, folder: Folder, done: int, limit: int):
             yield chunk, None
             continue
         batch = [chunk]
-        size = len(chunk.ids)
+        size = len(chunk)
         # take whatever more is parsed already, for one larger engine call
         while size < limit and source.ready():
             try:
@@ -171,14 +171,14 @@ def _fold_batches(source: Background, folder: Folder, done: int, limit: int):
             if more.number < done:
                 raise RuntimeError("a finished chunk after an unfinished one")
             batch.append(more)
-            size += len(more.ids)
+            size += len(more)
         for c in batch:
             pause_point(f"fold:{c.number}")
         sequences = batch[0].seqs if len(batch) == 1 else [s for c in batch for s in c.seqs]
         results = folder.fold(sequences) if sequences else []
         at = 0
         for c in batch:
-            yield c, results[at:at + len(c.seqs)]
-            at += len(c.seqs)
+            yield c, results[at:at + len(c)]
+            at += len(c)
         if pending is not None:
             raise pending
