@@ -304,3 +304,23 @@ def test_progress_share_and_eta_by_predicted_work():
     assert "0.8% of the predicted work" in line
     # 8 units took 10 s: the other 1,000 need about 1,250 s
     assert re.search(r"ETA 0:20:(4[89]|5[0-2])", line), line
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("point", ["written:2", "fold:9", "rename:1"])
+def test_gpu_run_killed_and_resumed_equals_the_cpu_run(tmp_path, point):
+    make_input(tmp_path / "in.fa")
+    outputs = ["z.db", "z.tsv.gz"]
+    base = ["fold", "in.fa", "--on-invalid", "skip", "-q"] + [x for o in outputs for x in ("-o", o)]
+    cpu = cli(base + ["--device", "cpu"], tmp_path)
+    assert cpu.returncode == 0, cpu.stderr
+    want = {o: (tmp_path / o).read_bytes() for o in outputs}
+    for o in outputs:
+        (tmp_path / o).unlink()
+    killed_at(point, tmp_path, base + ["--device", "gpu"])
+    done = chunks_in(tmp_path / "z.db.journal")
+    proc = cli(base + ["--device", "gpu"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (done, total_chunks() - done)
+    for o, data in want.items():
+        assert (tmp_path / o).read_bytes() == data, o
