@@ -131,8 +131,11 @@ def test_too_long_sequences(tmp_path, blocks):
     assert err.value.record == "b" and err.value.exit_code == 4
 
 
-def test_duplicates_found_exactly_beyond_the_first_hash_table(tmp_path):
+def test_duplicates_found_exactly_beyond_the_first_hash_table(tmp_path, monkeypatch):
     # enough ids that the table grows; the duplicates are the last records, first seen at the start
+    from rnapipe.pipeline.ids import IdSet
+
+    monkeypatch.setattr(IdSet, "INITIAL_SLOTS", 1 << 10)
     count = 200_000
     body = "".join(f">id{k}\nACGU\n" for k in range(count)) + ">id7\nGG\n>id150000\nCC\n>new\nA\n"
     path = write(tmp_path / "a.fa", body)
@@ -141,6 +144,28 @@ def test_duplicates_found_exactly_beyond_the_first_hash_table(tmp_path):
     assert [(r.id, r.index) for r in rejected] == [("id7", count), ("id150000", count + 1)]
     assert "first seen in" in rejected[0].reason and "line 15" in rejected[0].reason
     assert rejected == reference([path], "skip")[1]
+
+
+def test_colliding_hashes_are_checked_against_the_ids(tmp_path, monkeypatch):
+    """With a hash that gives only 5 values, almost every id is a suspect: the answer must still be exact."""
+    from rnapipe.pipeline import ids as ids_mod
+
+    def weak(buf, out):
+        words = bytes(buf).split(b"\n")[:-1]
+        for k, w in enumerate(words):
+            out[k] = np.uint64(1 + (sum(w) % 5) * (1 << 40))
+        return len(words)
+
+    monkeypatch.setattr(ids_mod.scan, "hash_lines", weak)
+    monkeypatch.setattr(ids_mod.IdSet, "INITIAL_SLOTS", 1 << 4)
+    rng = random.Random(2)
+    names = [f"s{rng.randint(0, 400)}" for _ in range(600)]
+    body = "".join(f">{n}\nACGU\n" for n in names)
+    path = write(tmp_path / "a.fa", body)
+    for read, block in ((1 << 16, 4 << 20), (5, 40)):
+        monkeypatch.setattr(reader_mod, "READ_BYTES", read)
+        monkeypatch.setattr(reader_mod, "BLOCK_BYTES", block)
+        assert streamed([path], "skip") == reference([path], "skip")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Duplicate record ids over a whole stream, exactly, without holding the ids in memory.
 
-Each id's 64-bit hash goes into an open-addressing table (about 12 bytes an id); the ids themselves, with
-the file and line where each was first seen, go to a log on disk. A hash already in the table makes the id
-a suspect, and suspects are confirmed (or cleared, for the rare hash collision) by reading the log, so
-the answer is exact and names where the id was first seen.
+Each id's 64-bit hash goes into an open-addressing table: the low bits choose the slot, the high 32 bits
+are stored (about 6 bytes an id, so 10 million ids take 64 MB). The ids themselves, with the file and line
+where each was first seen, and their full hashes go to files on disk (the hashes refill a larger table when
+it grows). A fingerprint already in the table makes the id a suspect; suspects are confirmed (or cleared,
+for the rare collision) by reading the log, so the answer is exact and names where the id was first seen.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from . import scan
 class IdSet:
     """The ids seen so far in one stream."""
 
+    INITIAL_SLOTS = 1 << 20
+
     def __init__(self, directory: str | None = None):
-        self._table = np.zeros(1 << 20, dtype=np.uint64)
+        self._table = np.zeros(self.INITIAL_SLOTS, dtype=np.uint32)
         self._count = 0
+        fd, self._hash_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".hash", dir=directory)
+        self._hashes = os.fdopen(fd, "w+b")
         fd, self._log_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".txt", dir=directory)
         self._log = os.fdopen(fd, "w+b")
         fd, self._where_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".where", dir=directory)
@@ -29,7 +34,8 @@ class IdSet:
         self._logged = 0
 
     def close(self) -> None:
-        for handle, path in ((self._log, self._log_path), (self._where, self._where_path)):
+        for handle, path in ((self._log, self._log_path), (self._where, self._where_path),
+                             (self._hashes, self._hash_path)):
             try:
                 handle.close()
             finally:
@@ -45,8 +51,17 @@ class IdSet:
             return
         while need * 4 > size * 3:
             size *= 2
-        table = np.zeros(size, dtype=np.uint64)
-        scan.table_rehash(self._table, table)
+        self._table = None                      # the old table goes before the new one is filled
+        table = np.zeros(size, dtype=np.uint32)
+        self._hashes.flush()
+        self._hashes.seek(0)
+        hits = np.empty(1 << 20, dtype=np.uint8)
+        while True:
+            data = self._hashes.read(8 * hits.size)
+            if not data:
+                break
+            part = np.frombuffer(data, dtype=np.uint64)
+            scan.table_add(table, part, hits[:part.size])
         self._table = table
 
     def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines) -> dict[int, tuple[int, int]]:
@@ -77,6 +92,7 @@ class IdSet:
         if duplicates:
             keep = np.ones(count, dtype=bool)
             keep[list(duplicates)] = False
+            hashes = hashes[keep]
             new_ids = [ids[k] for k in range(count) if keep[k]]
             id_bytes = ("\n".join(new_ids) + "\n").encode("utf-8", "surrogatepass") if new_ids else b""
             lines = lines[keep]
@@ -89,6 +105,8 @@ class IdSet:
             where[:, 1] = lines
             self._where.seek(0, os.SEEK_END)
             self._where.write(where.tobytes())
+            self._hashes.seek(0, os.SEEK_END)
+            self._hashes.write(hashes.tobytes())
             self._logged += count
         return duplicates
 

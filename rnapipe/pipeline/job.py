@@ -18,6 +18,7 @@ from ..errors import UsageError
 from ..io.records import Rejected
 from ..io.writers import rejected_path
 from . import chunks as _chunks
+from . import timeline
 from .journal import Journal, journal_path, part_path
 from .outputs import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
 from .progress import Progress
@@ -63,6 +64,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         quiet: bool = False, report_skipped=None) -> Outcome:
     """Fold ``inputs`` into every sink. Raises what the reader or the engine raises; the journal and the
     parts of the chunks finished so far stay for a rerun (unless no chunk was finished)."""
+    started = timeline.since_start()
     files = [s for s in sinks if not s.stdout]
     first = files[0].path if files else None
     side = Sink(str(rejected_path(first)), "rejected", compressed=False) if first else None
@@ -98,13 +100,15 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
         if progress is not None:
             progress.close()
-        if journal is not None:
-            entry = journal.entries[-1] if journal.entries else _entry(-1, "", sinks, side, outcome)
-            journal.finish(entry)
-            _finish(journal, files, side, entry)
-        else:
-            for sink in sinks:
-                sink.sync()
+        with timeline.timed("finish"):
+            if journal is not None:
+                entry = journal.entries[-1] if journal.entries else _entry(-1, "", sinks, side, outcome)
+                journal.finish(entry)
+                _finish(journal, files, side, entry)
+            else:
+                for sink in sinks:
+                    sink.sync()
+        timeline.write(records=outcome.folded, start_of_run=started)
         return outcome
     except BaseException:
         for sink in sinks:
@@ -148,7 +152,8 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 if item is None:
                     return
                 chunk, results = item
-                _write_chunk(chunk, results, sinks, side, journal, outcome, report_skipped, algorithm)
+                with timeline.timed("write"):
+                    _write_chunk(chunk, results, sinks, side, journal, outcome, report_skipped, algorithm)
                 if progress is not None:
                     progress.add(len(chunk), chunk.nucleotides, chunk.cost)
         except BaseException as err:

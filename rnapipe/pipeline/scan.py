@@ -145,37 +145,28 @@ def hash_lines(buf, out):
 
 @njit(nogil=True, cache=True)
 def table_add(table, hashes, hits):
-    """Insert ``hashes`` into the open-addressing ``table`` (size a power of two, 0 = empty); ``hits[k]`` is
-    1 where hash k was there already (then nothing is inserted for it). Returns the number inserted."""
+    """Insert ``hashes`` into the open-addressing ``table`` of 32-bit fingerprints (size a power of two,
+    0 = empty): hash h lives in the run of slots from ``h & (size - 1)``, as its high 32 bits (made odd).
+    ``hits[k]`` is 1 where an equal fingerprint is in hash k's run already (nothing is inserted for it): the
+    id may have been seen before, and the caller checks. Returns the number inserted."""
     mask = np.uint64(table.shape[0] - 1)
     added = 0
     for k in range(hashes.shape[0]):
         h = hashes[k]
+        fp = np.uint32((h >> np.uint64(32)) | np.uint64(1))
         slot = h & mask
         hits[k] = 0
         while True:
             v = table[slot]
-            if v == np.uint64(0):
-                table[slot] = h
+            if v == np.uint32(0):
+                table[slot] = fp
                 added += 1
                 break
-            if v == h:
+            if v == fp:
                 hits[k] = 1
                 break
             slot = (slot + np.uint64(1)) & mask
     return added
-
-
-@njit(nogil=True, cache=True)
-def table_rehash(old, new):
-    mask = np.uint64(new.shape[0] - 1)
-    for k in range(old.shape[0]):
-        h = old[k]
-        if h != np.uint64(0):
-            slot = h & mask
-            while new[slot] != np.uint64(0):
-                slot = (slot + np.uint64(1)) & mask
-            new[slot] = h
 
 
 @njit(nogil=True, cache=True)

@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 from .. import config
 from ..engines import get_engine, longest_fitting, resolve_device
+from . import timeline
 from .chunks import Chunk
 from .reader import LengthCheck
 
@@ -104,7 +105,12 @@ class Background:
 
     def _run(self, items) -> None:
         try:
-            for item in items:
+            items = iter(items)
+            while True:
+                with timeline.timed("read"):
+                    item = next(items, _End)
+                if item is _End:
+                    break
                 if not self._put(item):
                     return
             self._put(_End)
@@ -117,7 +123,8 @@ class Background:
     def __next__(self):
         if self._ended:
             raise StopIteration
-        item = self._q.get()
+        with timeline.timed("wait for a chunk"):
+            item = self._q.get()
         if item is _End:
             self._ended = True
             raise StopIteration
@@ -174,8 +181,10 @@ def _fold_batches(source: Background, folder: Folder, done: int, limit: int):
             size += len(more)
         for c in batch:
             pause_point(f"fold:{c.number}")
-        sequences = batch[0].seqs if len(batch) == 1 else [s for c in batch for s in c.seqs]
-        results = folder.fold(sequences) if sequences else []
+        with timeline.timed("sequence lists"):
+            sequences = batch[0].seqs if len(batch) == 1 else [s for c in batch for s in c.seqs]
+        with timeline.timed("fold"):
+            results = folder.fold(sequences) if sequences else []
         at = 0
         for c in batch:
             yield c, results[at:at + len(c)]
