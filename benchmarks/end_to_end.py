@@ -91,20 +91,39 @@ def engine_one_list(engine, variant, seqs, threads):
     return time.perf_counter() - t, results
 
 
-def run_cli(path: Path, out: Path, device: str, algorithm: str, threads: int) -> tuple[float, float, str]:
-    args = [sys.executable, "-m", "rnapipe", "fold", str(path), "-o", str(out), "--device", device,
+# `python -m rnapipe` that prints its own peak RSS (getrusage of the process itself) as it exits
+_CLI = ("import atexit, resource, runpy, sys; "
+        "atexit.register(lambda: sys.stderr.write('peak_rss_kb %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+        "sys.argv[0] = 'rnapipe'; runpy.run_module('rnapipe', run_name='__main__')")
+
+
+def run_cli(path: Path, out: Path, device: str, algorithm: str, threads: int, timeline: Path | None = None):
+    """Wall seconds, peak RSS (MB) and stderr of one `rnapipe fold` process."""
+    args = [sys.executable, "-c", _CLI, "fold", str(path), "-o", str(out), "--device", device,
             "--algorithm", algorithm, "--threads", str(threads), "-q", "--on-invalid", "skip", "--restart"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    if timeline is not None:
+        env["RNAPIPE_TIMELINE"] = str(timeline)
     t = time.perf_counter()
-    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(args, env=env, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t
-    err = proc.stderr.read().decode()
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"rnapipe fold failed ({proc.returncode}): {err}")
-    return wall, usage.ru_maxrss / 1024.0, err.strip()
+        raise RuntimeError(f"rnapipe fold failed ({proc.returncode}): {proc.stderr}")
+    peak = [int(x.split()[1]) for x in proc.stderr.splitlines() if x.startswith("peak_rss_kb ")]
+    return wall, peak[-1] / 1024.0, proc.stderr.strip()
+
+
+def _count(path: Path) -> tuple[int, int]:
+    from rnapipe.pipeline.progress import survey
+
+    records, _ = survey([path])
+    nt = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            if not line.startswith(b">"):
+                nt += len(line.strip())
+    return records, nt
 
 
 def parse_db(path: Path, zuker: bool):
@@ -130,6 +149,7 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument("--no-append", action="store_true")
     ap.add_argument("--skip-engine-list", action="store_true", help="no one-list engine run (memory sets)")
+    ap.add_argument("--skip-engine", action="store_true", help="the CLI alone (memory sets)")
     args = ap.parse_args()
 
     from rnapipe.engines import get_engine
@@ -154,22 +174,27 @@ def main() -> None:
         else:
             path = Path(rest)
             label = path.name
-        ids, seqs = read_sequences(path)
-        count = len(seqs)
-        nt = sum(map(len, seqs))
-        batch_rate = engine_rate_batches(engine, variant, seqs, args.threads, args.repeat) if kind == "random" \
-            else None
-        one_list = None
-        results = None
-        if not args.skip_engine_list:
+        batch_rate = one_list = results = None
+        if args.skip_engine:
+            ids = seqs = None
+            count, nt = _count(path)
+        else:
+            ids, seqs = read_sequences(path)
+            count = len(seqs)
+            nt = sum(map(len, seqs))
+            if kind == "random":
+                batch_rate = engine_rate_batches(engine, variant, seqs, args.threads, args.repeat)
+        if not args.skip_engine_list and not args.skip_engine:
             seconds, results = engine_one_list(engine, variant, seqs, args.threads)
             one_list = count / seconds
         out = args.work / "out.db"
         walls, rss = [], []
+        timeline = args.work / "timeline.json"
         for _ in range(args.cli_repeat):
-            wall, peak, _err = run_cli(path, out, args.device, args.algorithm, args.threads)
+            wall, peak, _err = run_cli(path, out, args.device, args.algorithm, args.threads, timeline)
             walls.append(wall)
             rss.append(peak)
+            print(f"  {label}: CLI {wall:.2f} s, stages (s): {timeline.read_text()}", flush=True)
         wall = float(np.median(walls))
         same = "not checked"
         if results is not None:
@@ -177,9 +202,9 @@ def main() -> None:
         del results, seqs, ids
         gc.collect()
         cli_rate = count / wall
-        ref = batch_rate or one_list
         row = dict(label=label, count=count, nt=nt, batch=batch_rate, one=one_list, wall=wall, cli=cli_rate,
-                   ratio=(cli_rate / ref) if ref else None, rss=max(rss), same=same)
+                   ratio=(cli_rate / batch_rate) if batch_rate else None,
+                   ratio_one=(cli_rate / one_list) if one_list else None, rss=max(rss), same=same)
         rows.append(row)
         print(_row(row), flush=True)
 
@@ -187,8 +212,8 @@ def main() -> None:
     text = [f"\n### End to end, {args.algorithm} on {args.device} ({stamp})\n",
             f"{device}; host {machine.cpu_name()}, {args.threads} threads. `{' '.join(sys.argv)}`\n",
             "| set | records | engine, batches of 20,000 (seq/s) | engine, one list (seq/s) | CLI wall (s) | "
-            "CLI seq/s | CLI / engine | CLI peak RSS (MB) | CLI = engine |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "CLI seq/s | CLI / engine (batches) | CLI / engine (one list) | CLI peak RSS (MB) | CLI = engine |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     text += [_row(r) for r in rows]
     report = "\n".join(text) + "\n"
     print(report)
@@ -199,9 +224,9 @@ def main() -> None:
 
 def _row(r) -> str:
     f = lambda x: "" if x is None else f"{x:,.0f}"  # noqa: E731
-    ratio = "" if r["ratio"] is None else f"{100 * r['ratio']:.1f}%"
+    pct = lambda x: "" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     return (f"| {r['label']} | {r['count']:,} | {f(r['batch'])} | {f(r['one'])} | {r['wall']:.2f} | {f(r['cli'])} | "
-            f"{ratio} | {r['rss']:,.0f} | {r['same']} |")
+            f"{pct(r['ratio'])} | {pct(r['ratio_one'])} | {r['rss']:,.0f} | {r['same']} |")
 
 
 if __name__ == "__main__":
