@@ -92,7 +92,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected)
     for chunk, results in folded(chunked(pieces), folder):
-        for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results):
+        for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 
 

@@ -263,3 +263,39 @@ def test_compiled_text_equals_the_writers(fmt, algorithm):
                  "".join(r.structure + "\n" for r in records).encode(),
                  np.array([r.score_int for r in records], dtype=np.int64))
     assert got == want
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the engines' packed entry (fold_packed), against the naive reference and their own fold_batch
+
+
+@pytest.mark.parametrize("variant", ["transposed", "naive", "parallel"])
+def test_nussinov_fold_packed_is_exact(variant):
+    from naive import check_nussinov_structure, nussinov_score
+
+    from rnapipe.cpu import nussinov
+
+    rng = random.Random(17)
+    seqs = ["".join(rng.choice("ACGUN") for _ in range(rng.randint(0, 90))) for _ in range(150)] + ["", "GC"]
+    rng.shuffle(seqs)
+    text = "".join(s + "\n" for s in seqs).encode()
+    scores, structures = nussinov.fold_packed(text, np.array([len(s) for s in seqs]), variant, 2, {})
+    got = list(zip(scores.tolist(), structures.decode().split("\n")[:-1]))
+    assert got == nussinov.fold_batch(seqs, variant, 2, {})
+    for s, (score, structure) in zip(seqs, got):
+        assert score == nussinov_score(s)
+        check_nussinov_structure(s, structure, score)
+
+
+def test_folder_packed_list_fallback_equals_the_engine():
+    """An engine without fold_packed (Zuker on the CPU) goes through fold_batch: same results."""
+    from rnapipe.cpu import zuker
+    from rnapipe.pipeline.records import Records
+    from rnapipe.pipeline.stream import Folder
+
+    rng = random.Random(18)
+    seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(0, 40))) for _ in range(40)]
+    parts = [Records.from_lists([f"a{k}" for k in range(20)], seqs[:20], range(20)),
+             Records.from_lists([f"b{k}" for k in range(20)], seqs[20:], range(20, 40))]
+    scores, structures = Folder("zuker", threads=2).fold_packed(parts)
+    assert list(zip(scores.tolist(), structures.decode().split("\n")[:-1])) == zuker.fold_batch(seqs, "default", 2, {})

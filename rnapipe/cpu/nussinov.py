@@ -347,14 +347,14 @@ def _fold_one(sequence: str, variant: str, min_loop: int, tile: int, threads: in
 
 
 @njit(nogil=True, cache=True)
-def _fold_range(codes, starts, order, lo, hi, naive, min_loop, tile, work, scores, out):
-    """Fold sequences ``order[lo:hi]`` of an encoded batch (sequence k is ``codes[starts[k]:starts[k+1]]``)
-    one after another in ``work`` (int16, at least n² cells of the longest); pairs go to ``scores[k]`` and
-    the dot-bracket to the same positions of ``out``. Returns -1, or the first k whose traceback does not
-    re-derive its score."""
+def _fold_range(codes, starts, lens, order, lo, hi, naive, min_loop, tile, work, scores, out):
+    """Fold sequences ``order[lo:hi]`` of an encoded batch (sequence k is ``codes[starts[k]:starts[k] +
+    lens[k]]``) one after another in ``work`` (int16, at least n² cells of the longest); pairs go to
+    ``scores[k]`` and the dot-bracket to the same positions of ``out``. Returns -1, or the first k whose
+    traceback does not re-derive its score."""
     for q in range(lo, hi):
         k = order[q]
-        s = codes[starts[k]:starts[k + 1]]
+        s = codes[starts[k]:starts[k] + lens[k]]
         n = s.shape[0]
         M = work[:n * n].reshape((n, n))
         M[:, :] = 0
@@ -363,7 +363,7 @@ def _fold_range(codes, starts, order, lo, hi, naive, min_loop, tile, work, score
         else:
             _fill_cpu2(s, _PAIR, min_loop, M, tile)
         score = M[0, n - 1] if n else 0
-        if _traceback(s, _PAIR, min_loop, M, out[starts[k]:starts[k + 1]]) != score:
+        if _traceback(s, _PAIR, min_loop, M, out[starts[k]:starts[k] + n]) != score:
             return k
         scores[k] = score
     return -1
@@ -375,22 +375,23 @@ GROUP_MAX_N = 2048
 GROUP_CELLS = 1 << 21
 
 
-def _fold_short(sequences: list[str], variant: str, min_loop: int, tile: int, threads: int,
-                progress: Callable[[int], None] | None) -> list[tuple[int, str]]:
+def _fold_short(text: bytes, lens: np.ndarray, variant: str, min_loop: int, tile: int, threads: int,
+                progress: Callable[[int], None] | None) -> tuple[np.ndarray, bytes]:
+    """Sequences packed in ``text`` (a newline after each; ``lens`` their lengths): pairs (int64) and the
+    structures in the same layout."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    count = len(sequences)
-    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=count)
+    count = len(lens)
     starts = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    codes = encode("".join(sequences))
-    order = np.argsort(-lengths, kind="stable")
+    np.cumsum(lens + 1, out=starts[1:])
+    codes = encode(text.decode("ascii"))
+    order = np.argsort(-lens, kind="stable")
     scores = np.zeros(count, dtype=np.int64)
-    out = np.full(codes.shape[0], 46, dtype=np.uint8)
+    out = np.frombuffer(text, dtype=np.uint8).copy()   # newlines where they are; each fold writes its own
     most = max(1, -(-count // (4 * threads)))
     bounds, lo, cells = [], 0, 0
     for q, k in enumerate(order.tolist()):
-        cells += int(lengths[k]) ** 2
+        cells += int(lens[k]) ** 2
         if cells >= GROUP_CELLS or q + 1 - lo >= most:
             bounds.append((lo, q + 1))
             lo, cells = q + 1, 0
@@ -400,11 +401,11 @@ def _fold_short(sequences: list[str], variant: str, min_loop: int, tile: int, th
     naive = variant == "naive"
 
     def run(lo: int, hi: int) -> int:
-        need = int(lengths[order[lo]]) ** 2
+        need = int(lens[order[lo]]) ** 2
         work = getattr(local, "work", None)
         if work is None or work.size < need:
             work = local.work = np.empty(max(need, 1), dtype=np.int16)
-        bad = _fold_range(codes, starts, order, lo, hi, naive, min_loop, tile, work, scores, out)
+        bad = _fold_range(codes, starts, lens, order, lo, hi, naive, min_loop, tile, work, scores, out)
         if bad >= 0:
             raise RuntimeError(f"nussinov traceback does not re-derive the score of sequence {bad}")
         return hi - lo
@@ -425,9 +426,21 @@ def _fold_short(sequences: list[str], variant: str, min_loop: int, tile: int, th
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
-    text = out.tobytes().decode("ascii")
-    st = starts.tolist()
-    return list(zip(scores.tolist(), [text[st[k]:st[k + 1]] for k in range(count)]))
+    return scores, out.tobytes()
+
+
+def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict | None = None,
+                progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, bytes]:
+    """:func:`fold_batch` for packed input (``text``: the sequences, a newline after each; ``lens``: their
+    lengths): pairs (int64) and the structures in the same layout."""
+    lens = np.asarray(lens, dtype=np.int64)
+    if variant in ("naive", "transposed") and (len(lens) == 0 or int(lens.max()) <= GROUP_MAX_N):
+        min_loop, tile = _parse_options(options)
+        return _fold_short(text, lens, variant, min_loop, tile, max(1, int(threads or 1)), progress)
+    results = fold_batch(text[:-1].decode("ascii").split("\n") if len(lens) else [], variant, threads, options,
+                         progress)
+    return (np.array([r[0] for r in results], dtype=np.int64),
+            "".join(r[1] + "\n" for r in results).encode("ascii"))
 
 
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict | None = None,
@@ -449,13 +462,16 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict |
                 progress(1)
         return results
     short = [k for k, seq in enumerate(sequences) if len(seq) <= GROUP_MAX_N]
-    if len(short) == len(sequences):
-        return _fold_short(sequences, variant, min_loop, tile, threads, progress)
     results: list = [None] * len(sequences)
     if short:
-        for k, r in zip(short, _fold_short([sequences[k] for k in short], variant, min_loop, tile, threads,
-                                           progress)):
-            results[k] = r
+        seqs = sequences if len(short) == len(sequences) else [sequences[k] for k in short]
+        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        scores, text = _fold_short(("\n".join(seqs) + "\n").encode("ascii"), lens, variant, min_loop, tile,
+                                   threads, progress)
+        for k, score, structure in zip(short, scores.tolist(), text.decode("ascii").split("\n")):
+            results[k] = (score, structure)
+        if len(short) == len(sequences):
+            return results
     rest = [k for k, seq in enumerate(sequences) if len(seq) > GROUP_MAX_N]
     for k, r in zip(rest, map_longest_first(lambda seq: _fold_one(seq, variant, min_loop, tile, 1),
                                             [sequences[k] for k in rest], threads, progress,

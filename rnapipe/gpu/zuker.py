@@ -456,3 +456,116 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     at[order] = np.arange(order.size)
     done.append((0, ""))
     return list(map(done.__getitem__, at.tolist()))
+
+
+@njit(cache=True, nogil=True)
+def _gather(src, starts, order, lens, out_starts, out):
+    """Records ``order`` of a packed text (record k at ``src[starts[k]:starts[k] + lens[k]]``, a newline
+    after each) one after another into ``out`` at ``out_starts``."""
+    for q in range(order.shape[0]):
+        k = order[q]
+        a = starts[k]
+        b = out_starts[q]
+        for p in range(lens[k] + 1):
+            out[b + p] = src[a + p]
+
+
+@njit(cache=True, nogil=True)
+def _scatter(src, src_starts, order, lens, starts, out):
+    """The inverse of _gather: record q of ``src`` goes to record ``order[q]``'s place in ``out``."""
+    for q in range(order.shape[0]):
+        k = order[q]
+        a = src_starts[q]
+        b = starts[k]
+        for p in range(lens[k] + 1):
+            out[b + p] = src[a + p]
+
+
+def _offsets(lens: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens + 1, out=out[1:])
+    return out
+
+
+def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
+                progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, bytes]:
+    """:func:`fold_batch` for packed input: ``text`` holds the sequences in order, each followed by a
+    newline, ``lens`` their lengths. Returns int64 MFEs and the structures in the same layout, with the
+    same results as fold_batch, and no Python object a sequence on the short-sequence path."""
+    import cupy
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}")
+    options = options or {}
+    lens = np.asarray(lens, dtype=np.int64)
+    count = len(lens)
+    starts = _offsets(lens)
+    if any(options.get(k) is not None for k in ("gpu_fill", "host_traceback", "gpu_traceback")) or count == 0:
+        sequences = text[:-1].decode("ascii").split("\n") if count else []
+        results = fold_batch(sequences, variant, threads, options, progress)
+        return (np.array([r[0] for r in results], dtype=np.int64),
+                "".join(r[1] + "\n" for r in results).encode("ascii"))
+    model = Model.from_options(options)
+    src = np.frombuffer(text, dtype=np.uint8)
+    in_order = bool(lens[-1] > 0 and np.all(lens[:-1] >= lens[1:]))
+    if in_order:
+        order = np.arange(count, dtype=np.int64)
+        slens, sstarts, stext = lens, starts, src
+    else:
+        order = np.argsort(-lens, kind="stable")
+        order = order[lens[order] > 0]
+        slens = lens[order]
+        sstarts = _offsets(slens)
+        stext = np.empty(int(sstarts[-1]), dtype=np.uint8)
+        _gather(src, starts, order, lens, sstarts, stext)
+    energies = np.zeros(order.size, dtype=np.int64)
+    structures = np.empty(int(sstarts[-1]), dtype=np.uint8)
+    if order.size:
+        budget = memory_budget()
+        longest = int(slens[0])
+        if bytes_needed(longest) > budget:
+            from ..errors import SequenceTooLongError
+            raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} "
+                                       f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
+        pending, at = [], 0                                # (kind, a, b): positions in the sorted order
+        for kind, idxs in _plan(order, lens, budget, None):
+            pending.append((kind, at, at + len(idxs)))
+            at += len(idxs)
+        try:
+            while pending:
+                kind, a, b = pending.pop(0)
+                lo, hi = int(sstarts[a]), int(sstarts[b])
+                block_tb = BLOCK_TRACEBACK and kind in ("diag", "tiled")
+                host = not block_tb and slens[a] > HOST_TRACEBACK_N
+                try:
+                    if kind == "short":
+                        e, st = zuker_short.fold_group_packed(stext[lo:hi], slens[a:b], model)
+                        energies[a:b] = e
+                        structures[lo:hi] = st
+                    else:
+                        zuker_short.release()              # the longer fills want the memory
+                        seqs = bytes(stext[lo:hi - 1]).decode("ascii").split("\n")
+                        out = _fold_group(seqs, model, kind, host, block_tb)
+                        energies[a:b] = [r[0] for r in out]
+                        structures[lo:hi] = np.frombuffer("".join(r[1] + "\n" for r in out).encode("ascii"),
+                                                          dtype=np.uint8)
+                except cupy.cuda.memory.OutOfMemoryError:
+                    if b - a == 1:
+                        raise
+                    log.warning("GPU out of memory on a batch of %d; splitting it", b - a)
+                    zuker_short.release()
+                    cupy.get_default_memory_pool().free_all_blocks()
+                    half = (a + b) // 2
+                    pending[0:0] = [(kind, a, half), (kind, half, b)]
+                    continue
+                if progress is not None:
+                    progress(b - a)
+        finally:
+            cupy.get_default_memory_pool().free_all_blocks()
+    if in_order:
+        return energies, structures.tobytes()
+    out_energies = np.zeros(count, dtype=np.int64)
+    out_energies[order] = energies
+    out = np.full(int(starts[-1]), 10, dtype=np.uint8)       # empty sequences: an empty line
+    _scatter(structures, sstarts, order, lens, starts, out)
+    return out_energies, out.tobytes()

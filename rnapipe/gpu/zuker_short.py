@@ -229,13 +229,35 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
     (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
     work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
     one stream share one device pool (the stream orders them)."""
-    import cupy
-
     count = len(seqs)
     if count == 0:
         return []
     if lens is None:
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
+    out: list[tuple[int, str]] = []
+    _run_group(_Group(seqs, lens, model), lambda job: _finish(job, out))
+    return out
+
+
+def fold_group_packed(text: np.ndarray, lens: np.ndarray, model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fold_group` for sequences given packed: ``text`` (uint8) holds them longest first, each
+    followed by a newline. Returns the MFEs (int64) and the structures in the layout of ``text``: no Python
+    object a sequence on the way in or out."""
+    lens = np.asarray(lens, dtype=np.int64)
+    energies = np.zeros(len(lens), dtype=np.int64)
+    structures = np.empty(len(text), dtype=np.uint8)
+    if len(lens):
+        group = _Group(None, lens, model, text=text)
+        _run_group(group, lambda job: _finish_packed(job, group, energies, structures))
+    return energies, structures
+
+
+def _run_group(group: "_Group", collect) -> None:
+    """fold_group's chunks of ``group``, each handed to ``collect`` as it finishes, in order."""
+    import cupy
+
+    lens = group.lens
+    count = len(lens)
     big = int(np.count_nonzero(lens > SMEM_MAX_N))
     parts = []
     for lo, hi, smem in ((0, big, False), (big, count, True)):
@@ -244,7 +266,6 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
             parts.append((lo, lo + size, smem))
             lo += size
     streams = _streams() if len(parts) > 1 else [None]
-    group = _Group(seqs, lens, model)
     if streams[0] is not None:            # tables made on the default stream must be there first
         if big:
             group.extra(False)
@@ -255,16 +276,14 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
     for k, (a, b, _) in enumerate(parts):
         need[k % len(streams)] = max(need[k % len(streams)], group.words(a, b))
     pools = None if "keep" in TUNING else _stream_pools(need)    # "keep": a pool per chunk
-    out: list[tuple[int, str]] = []
     jobs: list[dict] = []
     for k, (a, b, smem) in enumerate(parts):
         slot = k % len(streams)
         jobs.append(group.start(a, b, smem, streams[slot], pools and pools[slot]))
         while len(jobs) > 2 and jobs[0]["done"].done:     # collect what is ready, two chunks still queued
-            _finish(jobs.pop(0), out)
+            collect(jobs.pop(0))
     for job in jobs:
-        _finish(job, out)
-    return out
+        collect(job)
 
 
 CHUNK = 8192                  # sequences per chunk in the middle of a large group, at most
@@ -401,9 +420,11 @@ class _Group:
     """The host side of one fold_group: offsets of every sequence's text and matrices computed once, each
     chunk's kernels, tables and launch settings looked up once, raw device addresses (no CuPy views)."""
 
-    def __init__(self, seqs: list[str], lens: np.ndarray, model: Model, ring16: bool | None = None):
+    def __init__(self, seqs: list[str] | None, lens: np.ndarray, model: Model, ring16: bool | None = None,
+                 text: np.ndarray | None = None):
         self.seqs, self.lens, self.model = seqs, np.asarray(lens, dtype=np.int64), model
-        count = len(seqs)
+        self.text = text                                         # or the sequences packed, '\n' after each
+        count = len(self.lens)
         self.ce = np.zeros(count + 1, dtype=np.int64)            # text offsets: one '\n' after each sequence
         np.cumsum(self.lens + 1, out=self.ce[1:])
         self.cw = np.zeros(count + 1, dtype=np.int64)            # pool words (zs_fold or zs_fold_smem)
@@ -417,6 +438,11 @@ class _Group:
         self._pv = np.zeros(24, dtype=np.uint64)
         self._pp = self._pv.ctypes.data + 8 * np.arange(24, dtype=np.uint64)
         self._params = self._pp.ctypes.data
+
+    def sequence(self, k: int) -> str:
+        if self.seqs is not None:
+            return self.seqs[k]
+        return bytes(self.text[int(self.ce[k]):int(self.ce[k + 1]) - 1]).decode("ascii")
 
     def words(self, a: int, b: int) -> int:
         """Pool words of chunk [a, b): matrices, then input and output."""
@@ -481,13 +507,16 @@ class _Group:
         np.subtract(cw[a:b], cw[a], out=host[o_poff:o_lens].view(np.int64))
         host[o_lens:o_lens + 4 * count].view(np.int32)[:] = lens
         seqs = self.seqs
-        for p in range(a, b, PIECE):             # the text, a piece at a time
-            q = min(b, p + PIECE)
-            at = o_text + int(ce[p] - ce[a])
-            end = o_text + int(ce[q] - ce[a]) - 1
-            host[at:end] = np.frombuffer("\n".join(seqs[p:q]).encode("ascii"), dtype=np.uint8)
-            if q < b:
-                host[end] = 10
+        if self.text is not None:                # packed: the chunk's text is one slice
+            host[o_text:o_text + total] = self.text[int(ce[a]):int(ce[b]) - 1]
+        else:
+            for p in range(a, b, PIECE):         # the text, a piece at a time
+                q = min(b, p + PIECE)
+                at = o_text + int(ce[p] - ce[a])
+                end = o_text + int(ce[q] - ce[a]) - 1
+                host[at:end] = np.frombuffer("\n".join(seqs[p:q]).encode("ascii"), dtype=np.uint8)
+                if q < b:
+                    host[end] = 10
         words = mwords + _io_words(count, total)
         if pool is None:
             pool = cupy.empty(words, dtype=cupy.int32)
@@ -495,7 +524,7 @@ class _Group:
             raise RuntimeError(f"stream pool of {pool.size} words for a chunk of {words}")
         io = pool.data.ptr + 4 * ((mwords + 3) // 4 * 4)    # after the matrices, 16-byte aligned
         out = io + o_out                                      # mfe, status (int32), the structures
-        job = {"count": count, "seqs": seqs, "first": a, "lens": lens, "model": self.model, "ring16": ring16,
+        job = {"count": count, "group": self, "first": a, "lens": lens, "model": self.model, "ring16": ring16,
                "host_out": host[o_out:]}
         rt, drv = cupy.cuda.runtime, cupy.cuda.driver
         with stream if stream is not None else contextlib.nullcontext():
@@ -559,9 +588,10 @@ def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, 
     return _Group(seqs, lens, model, ring16).start(0, len(seqs), smem, stream, pool)
 
 
-def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
-    """Wait for a chunk started by _Group.start and return its (MFE, dot-bracket) in order, appended to
-    out if given (no list of its own)."""
+def _done(job: dict):
+    """Wait for a chunk started by _Group.start and check it: its MFEs (an int32 view), its structures'
+    text (one '\n' apart, a view) and the positions to fold again with the int32 ring. The views are of
+    the chunk's pinned buffer: read them before _release(job)."""
     import cupy
 
     job["done"].synchronize()
@@ -573,8 +603,30 @@ def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
     failed = int(np.count_nonzero(status))
     refold = np.flatnonzero(status == 2) if failed and job["ring16"] else np.zeros(0, dtype=np.int64)
     bad = failed - refold.size
-    energies = host_out[:4 * count].view(np.int32).tolist()
+    energies = host_out[:4 * count].view(np.int32)
     text = host_out[8 * count:]
+    if "keep" in TUNING:                  # debugging: the matrices and status, no error raised
+        TUNING["keep"] = {"pool": job["keep"][1].get(), "poff": job["poff"], "status": status.copy(),
+                          "mfe": energies.tolist(), "text": str(text, "ascii")}
+        bad = 0
+    if bad:
+        raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
+    return energies, text, refold
+
+
+def _refold(job: dict, refold: np.ndarray) -> list[tuple[int, str]]:
+    """The sequences of a chunk whose values passed the int16 ring, again with the int32 one."""
+    group, a = job["group"], job["first"]
+    return _finish(_start([group.sequence(a + k) for k in refold.tolist()], job["lens"][refold], job["model"],
+                          True, None, ring16=False))
+
+
+def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
+    """Wait for a chunk started by _Group.start and return its (MFE, dot-bracket) in order, appended to
+    out if given (no list of its own)."""
+    energies, text, refold = _done(job)
+    count = job["count"]
+    energies = energies.tolist()
     structures: list[str] = []
     at = 0
     for p in range(0, count, PIECE):          # decoded a piece at a time (small temporaries)
@@ -582,13 +634,7 @@ def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
         end = at + int(job["lens"][p:q].sum()) + (q - p) - 1
         structures += str(text[at:end], "ascii").split("\n")
         at = end + 1
-    if "keep" in TUNING:                  # debugging: the matrices and status, no error raised
-        TUNING["keep"] = {"pool": job["keep"][1].get(), "poff": job["poff"], "status": status.copy(),
-                          "mfe": energies, "text": str(text, "ascii")}
-        bad = 0
     del job["keep"]
-    if bad:
-        raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad} sequence(s)")
     if len(structures) != count:
         raise RuntimeError(f"GPU Zuker returned {len(structures)} structures for {count} sequences")
     if out is None:
@@ -596,9 +642,23 @@ def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
     first = len(out)
     out += zip(energies, structures)
     if refold.size:                       # a value too large for the int16 ring: again with the int32 one
-        seqs, a = job["seqs"], job["first"]
-        again = _finish(_start([seqs[a + k] for k in refold.tolist()], job["lens"][refold], job["model"], True, None,
-                               ring16=False))
-        for k, r in zip(refold.tolist(), again):
+        for k, r in zip(refold.tolist(), _refold(job, refold)):
             out[first + k] = r
     return out
+
+
+def _finish_packed(job: dict, group: _Group, energies: np.ndarray, structures: np.ndarray) -> None:
+    """_finish for fold_group_packed: the chunk's MFEs and structures copied into place in ``energies``
+    and ``structures`` (the layout of the group's packed text)."""
+    mfe, text, refold = _done(job)
+    a, count = job["first"], job["count"]
+    energies[a:a + count] = mfe
+    o0, o1 = int(group.ce[a]), int(group.ce[a + count])
+    structures[o0:o1 - 1] = text[:o1 - 1 - o0]
+    structures[o1 - 1] = 10
+    del job["keep"]
+    if refold.size:
+        for k, (e, st) in zip(refold.tolist(), _refold(job, refold)):
+            energies[a + k] = e
+            at = int(group.ce[a + k])
+            structures[at:at + len(st)] = np.frombuffer(st.encode("ascii"), dtype=np.uint8)

@@ -11,7 +11,6 @@ import queue
 import threading
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from .. import __version__
 from ..errors import UsageError
@@ -142,7 +141,7 @@ def _entry(number: int, digest: str, sinks, side, outcome: Outcome) -> dict:
 
 def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_skipped, algorithm: str) -> None:
     """Write the folded chunks on a thread of their own (formatting overlaps the next fold)."""
-    q: queue.Queue = queue.Queue(maxsize=DEPTH)
+    q: queue.Queue = queue.Queue(maxsize=DEPTH)        # folded chunks waiting to be written
     failed: list[BaseException] = []
 
     def writer() -> None:
@@ -180,8 +179,7 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
 
 
 def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_skipped, algorithm: str) -> None:
-    scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=len(results))
-    structures = ("\n".join([r[1] for r in results]) + "\n").encode("ascii") if results else b""
+    scores, structures = results.scores, results.structures
     texts: dict[str, bytes] = {}
     for sink in sinks:
         if sink.fmt not in texts:

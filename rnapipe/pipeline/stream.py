@@ -6,11 +6,13 @@ on in input order, so that parsing chunk k+1 and writing chunk k-1 overlap foldi
 
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import threading
 import time
 from typing import Callable, Iterable, Iterator
+
+import numpy as np
 
 from .. import config
 from ..engines import get_engine, longest_fitting, resolve_device
@@ -19,9 +21,9 @@ from .chunks import Chunk
 from .reader import LengthCheck
 
 DEPTH = 2
-# One engine call takes the chunks already parsed, up to this many records: a GPU wants large batches,
-# the CPU engines balance their threads within one chunk.
-BATCH_RECORDS = {"cpu": 1 << 16, "gpu": 1 << 19}
+# One engine call takes the chunks already parsed, up to this many (records, nucleotides): a GPU wants
+# large batches; the CPU engines want enough sequences to keep their threads busy to the end.
+BATCH = {"cpu": (1 << 16, 1 << 22), "gpu": (1 << 20, 1 << 26)}
 
 
 class Folder:
@@ -51,6 +53,29 @@ class Folder:
             return (f"sequence of {n} nt needs about {need(n) / 2**30:.1f} GiB to fold, "
                     f"more than the {budget / 2**30:.1f} GiB available")
         return LengthCheck(longest_fitting(need, budget), describe)
+
+    def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
+        """Fold the records of ``parts`` (:class:`Records`) in order: int64 scores and the structures, each
+        followed by a newline. Through the engine's ``fold_packed`` where it has one (no object a
+        sequence), else its ``fold_batch``."""
+        count = sum(len(p) for p in parts)
+        if count == 0:
+            return np.zeros(0, dtype=np.int64), b""
+        packed = getattr(self.engine, "fold_packed", None)
+        if packed is not None and not (self.gpus and len(self.gpus) > 1):
+            text = parts[0].seqs_text if len(parts) == 1 else b"".join(p.seqs_text for p in parts)
+            lens = parts[0].lens if len(parts) == 1 else np.concatenate([p.lens for p in parts])
+            if self.gpus:
+                import cupy
+                with cupy.cuda.Device(self.gpus[0]):
+                    return packed(text, lens, self.variant, self.threads, self.options, self.progress)
+            return packed(text, lens, self.variant, self.threads, self.options, self.progress)
+        with timeline.timed("sequence lists"):
+            sequences = parts[0].seqs if len(parts) == 1 else [s for p in parts for s in p.seqs]
+        results = self.fold(sequences)
+        scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=count)
+        structures = ("\n".join([r[1] for r in results]) + "\n").encode("ascii")
+        return scores, structures
 
     def fold(self, sequences: list[str]) -> list[tuple[int, str]]:
         if self.gpus and len(self.gpus) > 1:
@@ -84,24 +109,31 @@ class _Failed:
 
 
 class Background:
-    """Iterate ``items`` on a thread of its own, ``depth`` items ahead; its errors come out in order.
-    ``ready()`` says whether the next item can be had without waiting."""
+    """Iterate ``items`` on a thread of its own, ahead of the consumer by at most ``depth`` items and, with
+    ``weight``, by at most ``limit`` of their summed weight (one item always goes); its errors come out in
+    order. ``ready()`` says whether the next item can be had without waiting."""
 
-    def __init__(self, items: Iterable, depth: int = DEPTH, name: str = "rnapipe-reader"):
-        self._q: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
+    def __init__(self, items: Iterable, depth: int = DEPTH, name: str = "rnapipe-reader",
+                 weight: Callable[[object], float] | None = None, limit: float = float("inf")):
+        self._q: collections.deque = collections.deque()
+        self._cv = threading.Condition()
+        self._depth, self._weight, self._limit = depth, weight, limit
+        self._held = 0.0
+        self._stop = False
         self._ended = False
         self._thread = threading.Thread(target=self._run, args=(items,), name=name, daemon=True)
         self._thread.start()
 
-    def _put(self, item) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+    def _put(self, item, weight: float) -> bool:
+        with self._cv:
+            while not self._stop and self._q and (len(self._q) >= self._depth or self._held + weight > self._limit):
+                self._cv.wait()
+            if self._stop:
+                return False
+            self._q.append((item, weight))
+            self._held += weight
+            self._cv.notify_all()
+            return True
 
     def _run(self, items) -> None:
         try:
@@ -111,11 +143,11 @@ class Background:
                     item = next(items, _End)
                 if item is _End:
                     break
-                if not self._put(item):
+                if not self._put(item, self._weight(item) if self._weight else 0.0):
                     return
-            self._put(_End)
+            self._put(_End, 0.0)
         except BaseException as err:           # handed to the consumer, raised there
-            self._put(_Failed(err))
+            self._put(_Failed(err), 0.0)
 
     def __iter__(self):
         return self
@@ -123,8 +155,12 @@ class Background:
     def __next__(self):
         if self._ended:
             raise StopIteration
-        with timeline.timed("wait for a chunk"):
-            item = self._q.get()
+        with timeline.timed("wait for a chunk"), self._cv:
+            while not self._q:
+                self._cv.wait()
+            item, weight = self._q.popleft()
+            self._held -= weight
+            self._cv.notify_all()
         if item is _End:
             self._ended = True
             raise StopIteration
@@ -134,40 +170,61 @@ class Background:
         return item
 
     def ready(self) -> bool:
-        return not self._ended and not self._q.empty()
+        with self._cv:
+            return not self._ended and bool(self._q)
 
     def close(self) -> None:
-        self._stop.set()
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+
+
+class Folded:
+    """One chunk's results, packed: ``scores`` (int64, pairs or dcal/mol) and ``structures`` (each followed by
+    a newline), in the chunk's order."""
+
+    __slots__ = ("scores", "structures")
+
+    def __init__(self, scores: np.ndarray, structures: bytes):
+        self.scores = scores
+        self.structures = structures
+
+    def pairs(self) -> list[tuple[int, str]]:
+        """``[(score, structure), ...]`` (what the engines' fold_batch returns)."""
+        text = self.structures[:-1].decode("ascii").split("\n") if len(self.scores) else []
+        return list(zip(self.scores.tolist(), text))
 
 
 def folded(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
-           check: Callable[[Chunk], None] | None = None) -> Iterator[tuple[Chunk, list | None]]:
-    """``(chunk, [(score, structure), ...])`` in order; the first ``done`` chunks are not folded (``None``)
-    but passed to ``check`` (a resumed run's digest check, on the reading thread)."""
+           check: Callable[[Chunk], None] | None = None) -> Iterator[tuple[Chunk, Folded | None]]:
+    """``(chunk, Folded)`` in input order; the first ``done`` chunks are not folded (``None``) but passed to
+    ``check`` (a resumed run's digest check, on the reading thread)."""
     def checked():
         for chunk in chunks:
             if chunk.number < done and check is not None:
                 check(chunk)
             yield chunk
 
-    limit = BATCH_RECORDS.get(folder.device, BATCH_RECORDS["cpu"])
-    source = Background(checked())
+    records, nucleotides = BATCH.get(folder.device, BATCH["cpu"])
+    # parsed chunks wait, up to two batches' worth, so that a batch can be gathered from what is ready
+    source = Background(checked(), depth=1 << 30, weight=lambda c: len(c) / records + c.nucleotides / nucleotides,
+                        limit=4.0)
     try:
-        yield from _fold_batches(source, folder, done, limit)
+        yield from _fold_batches(source, folder, done, records, nucleotides)
     finally:
         source.close()
 
 
-def _fold_batches(source: Background, folder: Folder, done: int, limit: int):
+def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int):
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
     for chunk in source:
         if chunk.number < done:
             yield chunk, None
             continue
         batch = [chunk]
-        size = len(chunk)
+        size, nt = len(chunk), chunk.nucleotides
         # take whatever more is parsed already, for one larger engine call
-        while size < limit and source.ready():
+        while size < records and nt < nucleotides and source.ready():
             try:
                 more = next(source)
             except StopIteration:
@@ -179,15 +236,17 @@ def _fold_batches(source: Background, folder: Folder, done: int, limit: int):
                 raise RuntimeError("a finished chunk after an unfinished one")
             batch.append(more)
             size += len(more)
+            nt += more.nucleotides
         for c in batch:
             pause_point(f"fold:{c.number}")
-        with timeline.timed("sequence lists"):
-            sequences = batch[0].seqs if len(batch) == 1 else [s for c in batch for s in c.seqs]
         with timeline.timed("fold"):
-            results = folder.fold(sequences) if sequences else []
-        at = 0
+            scores, structures = folder.fold_packed([c.records for c in batch])
+        at, offset = 0, 0
         for c in batch:
-            yield c, results[at:at + len(c)]
-            at += len(c)
+            n = len(c)
+            end = offset + int(c.lens.sum()) + n
+            yield c, Folded(scores[at:at + n], structures[offset:end])
+            at += n
+            offset = end
         if pending is not None:
             raise pending
