@@ -325,3 +325,23 @@ def test_gpu_run_killed_and_resumed_equals_the_cpu_run(tmp_path, point):
     assert resumed(proc) == (done, total_chunks() - done)
     for o, data in want.items():
         assert (tmp_path / o).read_bytes() == data, o
+
+
+def test_parts_shorter_than_the_journal_resume_from_the_last_whole_chunk(workdir, clean_run):
+    """A machine that went down may leave journal lines whose bytes never reached the disk: the rerun goes on
+    from the last chunk whose bytes are all in the part files."""
+    for name in clean_run:
+        (workdir / name).unlink()
+    killed_at("written:6", workdir)
+    journal = workdir / "out.db.journal"
+    entries = [json.loads(x) for x in journal.read_text().splitlines()]
+    chunk_lines = [e for e in entries if "chunk" in e]
+    assert len(chunk_lines) == 7
+    cut = chunk_lines[3]["sizes"][0] + 5                  # out.db holds chunks 0-3 and a bit of chunk 4
+    with open(workdir / "out.db.part", "r+b") as handle:
+        handle.truncate(cut)
+    proc = cli(FOLD, workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (4, total_chunks() - 4)
+    for name, data in clean_run.items():
+        assert (workdir / name).read_bytes() == data, name

@@ -262,7 +262,7 @@ def test_compiled_text_equals_the_writers(fmt, algorithm):
                  "".join(r.sequence + "\n" for r in records).encode(),
                  "".join(r.structure + "\n" for r in records).encode(),
                  np.array([r.score_int for r in records], dtype=np.int64))
-    assert got == want
+    assert bytes(got) == want
 
 
 # ---------------------------------------------------------------------------------------------------------

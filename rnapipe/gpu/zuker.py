@@ -481,7 +481,8 @@ def _scatter(src, src_starts, order, lens, starts, out):
             out[b + p] = src[a + p]
 
 
-def _offsets(lens: np.ndarray) -> np.ndarray:
+def _text_offsets(lens: np.ndarray) -> np.ndarray:
+    """Where each record of a packed text starts (a newline after each), and the total."""
     out = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(lens + 1, out=out[1:])
     return out
@@ -499,7 +500,7 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
     options = options or {}
     lens = np.asarray(lens, dtype=np.int64)
     count = len(lens)
-    starts = _offsets(lens)
+    starts = _text_offsets(lens)
     if any(options.get(k) is not None for k in ("gpu_fill", "host_traceback", "gpu_traceback")) or count == 0:
         sequences = text[:-1].decode("ascii").split("\n") if count else []
         results = fold_batch(sequences, variant, threads, options, progress)
@@ -515,7 +516,7 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
         order = np.argsort(-lens, kind="stable")
         order = order[lens[order] > 0]
         slens = lens[order]
-        sstarts = _offsets(slens)
+        sstarts = _text_offsets(slens)
         stext = np.empty(int(sstarts[-1]), dtype=np.uint8)
         _gather(src, starts, order, lens, sstarts, stext)
     energies = np.zeros(order.size, dtype=np.int64)

@@ -9,12 +9,12 @@ import hashlib
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 
 from .. import __version__
 from ..errors import UsageError
-from ..io.records import Rejected
 from ..io.writers import rejected_path
 from . import chunks as _chunks
 from . import timeline
@@ -25,6 +25,9 @@ from .reader import FastaReader
 from .stream import DEPTH, Folder, folded, pause_point
 
 JOURNAL_VERSION = 1
+# Part files and the journal are flushed to the disk at most this often (and at the end): a killed process
+# loses nothing (what it wrote is with the OS); a machine that goes down loses at most this much work.
+SYNC_SECONDS = 10.0
 
 
 @dataclass
@@ -35,7 +38,7 @@ class Outcome:
     resumed_chunks: int = 0
     folded_chunks: int = 0
     rejected_path: str | None = None
-    new_rejected: list[Rejected] = field(default_factory=list)
+    synced: float = field(default_factory=time.monotonic)
 
 
 def _file_digest(path) -> str | None:
@@ -68,10 +71,12 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
     first = files[0].path if files else None
     side = Sink(str(rejected_path(first)), "rejected", compressed=False) if first else None
     journal = None
-    if first is not None:
+    if first is not None and len(files) == len(sinks):    # standard output cannot be resumed: no journal
         header_ = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options)
         journal = Journal(journal_path(first), header_, restart)
     outcome = Outcome(rejected_path=str(side.path) if side else None)
+    if journal is not None and journal.entries and not journal.complete:
+        _consistent(journal, files, side)
     done = len(journal.entries) if journal else 0
     last = journal.entries[-1] if done else None
     try:
@@ -100,13 +105,15 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         if progress is not None:
             progress.close()
         with timeline.timed("finish"):
+            for sink in sinks:
+                sink.sync()
+            if side is not None:
+                side.sync()
+            entry = _entry(-1, "", sinks, side, outcome)
             if journal is not None:
-                entry = journal.entries[-1] if journal.entries else _entry(-1, "", sinks, side, outcome)
+                entry = journal.entries[-1] if journal.entries else entry
                 journal.finish(entry)
-                _finish(journal, files, side, entry)
-            else:
-                for sink in sinks:
-                    sink.sync()
+            _finish(journal, files, side, entry)
         timeline.write(records=outcome.folded, start_of_run=started)
         return outcome
     except BaseException:
@@ -114,15 +121,37 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
             sink.close()
         if side is not None:
             side.close()
-        if journal is not None:
-            if not journal.entries:       # nothing finished: leave nothing behind
-                for sink in files:
-                    sink.discard()
+        if journal is None or not journal.entries:      # nothing to resume: leave nothing behind
+            for sink in files:
+                sink.discard()
+            if side is not None:
                 side.discard()
+            if journal is not None:
                 journal.remove()
-            else:
-                journal.close()
+        else:
+            journal.close()
         raise
+
+
+def _consistent(journal: Journal, files: list[Sink], side: Sink | None) -> None:
+    """Keep the journal's chunks whose bytes are all in the part files (after a crash of the machine the
+    last lines may be ahead of the data)."""
+    def size(path) -> int:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return -1
+
+    have = [size(s.part) for s in files]
+    side_have = size(side.part) if side is not None else 0
+    good = 0
+    for k, entry in enumerate(journal.entries):
+        if all(0 <= want <= got for want, got in zip(entry["sizes"], have)) and entry["rejected_size"] <= side_have:
+            good = k + 1
+        else:
+            break
+    if good < len(journal.entries):
+        journal.keep(good)
 
 
 def _fill_counts(outcome: Outcome, last: dict | None, done: int) -> None:
@@ -193,19 +222,22 @@ def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_
         files = sum(1 for r in chunk.rejected if r.id is None)
         outcome.rejected_files += files
         outcome.rejected_records += len(chunk.rejected) - files
-        outcome.new_rejected.extend(chunk.rejected)
     outcome.folded += len(chunk)
     outcome.folded_chunks += 1
     if journal is not None:
-        for sink in sinks:
-            sink.sync()
-        if side is not None:
-            side.sync()
-        journal.record(_entry(chunk.number, chunk.digest(), sinks, side, outcome))
+        now = time.monotonic()
+        durable = now - outcome.synced >= SYNC_SECONDS
+        if durable:
+            for sink in sinks:
+                sink.sync()
+            if side is not None:
+                side.sync()
+            outcome.synced = now
+        journal.record(_entry(chunk.number, chunk.digest(), sinks, side, outcome), durable)
     pause_point(f"written:{chunk.number}")
 
 
-def _finish(journal: Journal, files: list[Sink], side: Sink | None, entry: dict | None) -> None:
+def _finish(journal: Journal | None, files: list[Sink], side: Sink | None, entry: dict | None) -> None:
     """Every chunk is done (the journal says so): parts onto the outputs, then the journal goes."""
     for k, sink in enumerate(files):
         if k:
@@ -221,7 +253,8 @@ def _finish(journal: Journal, files: list[Sink], side: Sink | None, entry: dict 
                 os.unlink(side.path)
     if files:
         fsync_directory(files[0].path)
-    journal.remove()
+    if journal is not None:
+        journal.remove()
 
 
 def clean(outputs) -> None:

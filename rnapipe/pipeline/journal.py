@@ -91,13 +91,28 @@ class Journal:
         self._handle.truncate(0)
         self._write(self.header)
 
-    def _write(self, obj: dict) -> None:
+    def _write(self, obj: dict, durable: bool = True) -> None:
         self._handle.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
-        _fsync(self._handle)
+        if durable:
+            _fsync(self._handle)
+        else:
+            self._handle.flush()
 
-    def record(self, entry: dict) -> None:
+    def record(self, entry: dict, durable: bool = True) -> None:
+        """Add a finished chunk's line. Written to the OS at once (a killed process loses nothing);
+        ``durable`` also flushes it to the disk (the parts must be flushed before)."""
         self.entries.append(entry)
-        self._write(entry)
+        self._write(entry, durable)
+
+    def keep(self, count: int) -> None:
+        """Forget all but the first ``count`` chunk lines (a crash left parts shorter than the rest say)."""
+        del self.entries[count:]
+        self._handle.seek(0)
+        self._handle.truncate(0)
+        self._write(self.header, durable=False)
+        for entry in self.entries:
+            self._write(entry, durable=False)
+        _fsync(self._handle)
 
     def finish(self, entry: dict) -> None:
         self._write({"complete": True, **entry})

@@ -64,8 +64,8 @@ def format_chunk(fmt: str, algorithm: str, ids, seqs, structures, scores) -> str
     return "".join([formatter(_Row(i, s, t, e, algorithm)) for i, s, t, e in zip(ids, seqs, structures, scores)])
 
 
-def chunk_bytes(fmt: str, algorithm: str, chunk, structures_text: bytes, scores) -> bytes:
-    """Uncompressed output bytes of one chunk (``structures_text``: the structures one newline apart, with a
+def chunk_bytes(fmt: str, algorithm: str, chunk, structures_text: bytes, scores):
+    """Uncompressed output bytes (a bytes-like object) of one chunk (``structures_text``: the structures one newline apart, with a
     final newline; ``scores``: int64 array). db and TSV by the compiled writer, CT and BPSEQ a record at a
     time."""
     if fmt in ("db", "tsv"):
@@ -103,9 +103,10 @@ class Sink:
         self.part = None if self.stdout else part_path(path)
         self._fd = None
 
-    def encode(self, text: str | bytes) -> bytes:
+    def encode(self, text):
+        """The bytes to write for ``text`` (str, or a bytes-like object): gzipped for a .gz output."""
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-        if self.gz and data:
+        if self.gz and len(data):
             return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
         return data
 
@@ -126,11 +127,11 @@ class Sink:
             os.ftruncate(self._fd, size)
             os.lseek(self._fd, size, os.SEEK_SET)
 
-    def write(self, data: bytes) -> None:
+    def write(self, data) -> None:
         if self.stdout:
             sys.stdout.buffer.write(data)
             return
-        view = memoryview(data)
+        view = memoryview(data).cast("B")
         while view:
             n = os.write(self._fd, view)
             view = view[n:]

@@ -27,7 +27,8 @@ from . import scan
 from .ids import IdSet
 from .records import Records
 
-READ_BYTES = 1 << 16          # one read from a file (a damaged gzip loses at most this much before the damage)
+READ_BYTES = 1 << 22          # at most one read from a file (read1: a gzip gives what one step decompressed,
+                              # so the records before a damaged part are still read)
 BLOCK_BYTES = 4 << 20         # records are parsed in blocks of about this size
 _LONE_CR = re.compile(rb"\r(?!\n)")
 

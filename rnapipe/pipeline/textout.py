@@ -29,10 +29,9 @@ def _digits(value, out, at):
 
 
 @njit(nogil=True, cache=True)
-def _score(value, zuker, width, out, at):
+def _score(value, zuker, width, out, at, tmp):
     """The score as the writers print it: Zuker kcal/mol ``-1.20``, Nussinov pairs ``12``; right-aligned in
-    ``width`` (0: no padding)."""
-    tmp = np.empty(24, dtype=np.uint8)
+    ``width`` (0: no padding). ``tmp``: 24 bytes of scratch."""
     k = 0
     if zuker:
         v = value
@@ -77,50 +76,48 @@ def _render(ids, seqs, sts, scores, zuker, tsv, algorithm, out):
     ie = _line_ends(ids, count)
     se = _line_ends(seqs, count)
     te = _line_ends(sts, count)
+    tmp = np.empty(24, dtype=np.uint8)
     at = 0
     i0 = 0
     s0 = 0
     t0 = 0
     for k in range(count):
+        ni = ie[k] - i0
+        ns = se[k] - s0
+        nt = te[k] - t0
         if tsv:
-            for p in range(i0, ie[k]):
-                out[at] = ids[p]
-                at += 1
+            out[at:at + ni] = ids[i0:ie[k]]
+            at += ni
             out[at] = 9
-            at = _digits(se[k] - s0, out, at + 1)
+            at = _digits(ns, out, at + 1)
             out[at] = 9
-            at = _score(scores[k], zuker, 0, out, at + 1)
-            out[at] = 9
-            at += 1
-            for p in range(t0, te[k]):
-                out[at] = sts[p]
-                at += 1
+            at = _score(scores[k], zuker, 0, out, at + 1, tmp)
             out[at] = 9
             at += 1
-            for p in range(algorithm.shape[0]):
-                out[at] = algorithm[p]
-                at += 1
+            out[at:at + nt] = sts[t0:te[k]]
+            at += nt
+            out[at] = 9
+            at += 1
+            out[at:at + algorithm.shape[0]] = algorithm
+            at += algorithm.shape[0]
             out[at] = 10
             at += 1
         else:
             out[at] = 62
             at += 1
-            for p in range(i0, ie[k]):
-                out[at] = ids[p]
-                at += 1
+            out[at:at + ni] = ids[i0:ie[k]]
+            at += ni
             out[at] = 10
             at += 1
-            for p in range(s0, se[k]):
-                out[at] = seqs[p]
-                at += 1
+            out[at:at + ns] = seqs[s0:se[k]]
+            at += ns
             out[at] = 10
             at += 1
-            for p in range(t0, te[k]):
-                out[at] = sts[p]
-                at += 1
+            out[at:at + nt] = sts[t0:te[k]]
+            at += nt
             out[at] = 32
             out[at + 1] = 40
-            at = _score(scores[k], zuker, 6 if zuker else 3, out, at + 2)
+            at = _score(scores[k], zuker, 6 if zuker else 3, out, at + 2, tmp)
             out[at] = 41
             out[at + 1] = 10
             at += 2
@@ -131,16 +128,16 @@ def _render(ids, seqs, sts, scores, zuker, tsv, algorithm, out):
 
 
 def render(fmt: str, algorithm: str, ids_text: bytes, seqs_text: bytes, structures_text: bytes,
-           scores: np.ndarray) -> bytes:
+           scores: np.ndarray) -> np.ndarray:
     """``fmt`` (db or tsv) text of records given as newline-joined ids, sequences and structures (UTF-8
-    bytes, each with a final newline) and int64 scores."""
+    bytes, each with a final newline) and int64 scores, as a uint8 array (no copy into a bytes object)."""
     count = scores.shape[0]
     if count == 0:
-        return b""
+        return np.zeros(0, dtype=np.uint8)
     tsv = fmt == "tsv"
     name = np.frombuffer(algorithm.encode("ascii"), dtype=np.uint8)
     size = len(ids_text) + len(seqs_text) + len(structures_text) + count * (48 + len(name))
     out = np.empty(size, dtype=np.uint8)
     end = _render(np.frombuffer(ids_text, dtype=np.uint8), np.frombuffer(seqs_text, dtype=np.uint8),
                   np.frombuffer(structures_text, dtype=np.uint8), scores, algorithm == "zuker", tsv, name, out)
-    return out[:end].tobytes()
+    return out[:end]
