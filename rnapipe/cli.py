@@ -272,7 +272,11 @@ def _fold(args) -> int:
 
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
+    from .pipeline import timeline
+
+    timeline.mark("options read")
     folder = Folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options)
+    timeline.mark("engine ready")
     sinks = []
     for path, fmt in _outputs(args):
         if path != "-":

@@ -19,8 +19,6 @@ import zlib
 from collections.abc import Mapping
 from typing import Iterable, Iterator, TextIO
 
-from Bio.SeqIO.FastaIO import SimpleFastaParser
-
 from ..alphabet import normalise
 from ..errors import InputError
 from .records import Record, Rejected
@@ -228,6 +226,8 @@ def _scan(path, name: str) -> Iterator[tuple[int, str, str, int, list[str]]]:
 
     File-level faults raise :class:`_FileError`.
     """
+    from Bio.SeqIO.FastaIO import SimpleFastaParser        # here: Bio.SeqIO's import is slow
+
     ordinal = -1
     try:
         text = open_text(path, name)

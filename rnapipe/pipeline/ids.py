@@ -64,21 +64,23 @@ class IdSet:
             scan.table_add(table, part, hits[:part.size])
         self._table = table
 
-    def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines) -> dict[int, tuple[int, int]]:
+    def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines,
+            hashes: np.ndarray | None = None) -> dict[int, tuple[int, int]]:
         """Add the ids of one block of records (all from file ``file_index``; ``id_bytes``: the same ids
         UTF-8 encoded, each followed by a newline, if the caller has them; ``ids`` a list of them, or a
         callable that makes it, needed only when an id may be a duplicate). Returns ``{k: (file index,
         line)}`` for each id k that was seen before (earlier in the stream or earlier in ``ids``): where it
-        was first seen. Duplicates are not added again."""
+        was first seen. Duplicates are not added again. ``hashes``: :func:`scan.hash_lines` of ``id_bytes``,
+        if the caller has them."""
         if id_bytes is None:
             id_bytes = ("\n".join(ids) + "\n").encode("utf-8", "surrogatepass") if ids else b""
         count = len(header_lines)
         if count == 0:
             return {}
-        buf = np.frombuffer(id_bytes, dtype=np.uint8)
-        hashes = np.empty(count, dtype=np.uint64)
-        if scan.hash_lines(buf, hashes) != count:
-            raise RuntimeError("an id holds a newline")
+        if hashes is None:
+            hashes = np.empty(count, dtype=np.uint64)
+            if scan.hash_lines(np.frombuffer(id_bytes, dtype=np.uint8), hashes) != count:
+                raise RuntimeError("an id holds a newline")
         self._grow(count)
         hits = np.empty(count, dtype=np.uint8)
         self._count += scan.table_add(self._table, hashes, hits)

@@ -10,8 +10,8 @@ import os
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-
 
 from .. import __version__
 from ..errors import UsageError
@@ -21,13 +21,14 @@ from . import timeline
 from .journal import Journal, journal_path, part_path
 from .outputs import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
 from .progress import Progress
-from .reader import FastaReader
+from .reader import PARSE_THREADS, FastaReader
 from .stream import DEPTH, Folder, folded, pause_point
 
 JOURNAL_VERSION = 1
 # Part files and the journal are flushed to the disk at most this often (and at the end): a killed process
 # loses nothing (what it wrote is with the OS); a machine that goes down loses at most this much work.
 SYNC_SECONDS = 10.0
+RENDER_THREADS = PARSE_THREADS         # chunks formatted at once (the compiled writer runs without the GIL)
 
 
 @dataclass
@@ -169,19 +170,24 @@ def _entry(number: int, digest: str, sinks, side, outcome: Outcome) -> dict:
 
 
 def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_skipped, algorithm: str) -> None:
-    """Write the folded chunks on a thread of their own (formatting overlaps the next fold)."""
-    q: queue.Queue = queue.Queue(maxsize=DEPTH)        # folded chunks waiting to be written
+    """Write the folded chunks in order on a thread of their own; their text is made (formatted and, for a
+    .gz output, compressed) on a pool of threads, several chunks at once, while the next ones fold."""
+    q: queue.Queue = queue.Queue(maxsize=DEPTH + RENDER_THREADS)   # chunks whose text is under way
     failed: list[BaseException] = []
+    pool = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="rnapipe-render")
 
     def writer() -> None:
         try:
             while True:
-                item = q.get()
+                with timeline.timed("wait for a folded chunk"):
+                    item = q.get()
+                    if item is not None:
+                        texts = item[1].result()
                 if item is None:
                     return
-                chunk, results = item
+                chunk = item[0]
                 with timeline.timed("write"):
-                    _write_chunk(chunk, results, sinks, side, journal, outcome, report_skipped, algorithm)
+                    _write_chunk(chunk, texts, sinks, side, journal, outcome, report_skipped)
                 if progress is not None:
                     progress.add(len(chunk), chunk.nucleotides, chunk.cost)
         except BaseException as err:
@@ -199,21 +205,35 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 continue
             if failed:
                 break
-            q.put((chunk, results))
+            q.put((chunk, pool.submit(_texts, chunk, results, sinks, algorithm)))
     finally:
         q.put(None)
         thread.join()
+        pool.shutdown(wait=True, cancel_futures=True)
     if failed:
         raise failed[0]
 
 
-def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_skipped, algorithm: str) -> None:
+def _texts(chunk, results, sinks, algorithm: str) -> list:
+    """The bytes of one chunk for each sink (one text a format, compressed for a .gz sink)."""
     scores, structures = results.scores, results.structures
-    texts: dict[str, bytes] = {}
+    made: dict = {}
+    out = []
     for sink in sinks:
-        if sink.fmt not in texts:
-            texts[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk, structures, scores)
-        sink.write(sink.encode(texts[sink.fmt]))
+        if sink.fmt not in made:
+            with timeline.timed("render"):
+                made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk, structures, scores)
+        key = (sink.fmt, sink.gz)
+        if key not in made:
+            made[key] = sink.encode(made[sink.fmt])
+        out.append(made[key])
+    return out
+
+
+def _write_chunk(chunk, texts: list, sinks, side, journal, outcome: Outcome, report_skipped) -> None:
+    with timeline.timed("disk write"):
+        for sink, data in zip(sinks, texts):
+            sink.write(data)
     if chunk.rejected:
         if side is not None:
             side.write(rejected_rows(chunk.rejected).encode("utf-8", "surrogatepass"))
@@ -228,10 +248,11 @@ def _write_chunk(chunk, results, sinks, side, journal, outcome: Outcome, report_
         now = time.monotonic()
         durable = now - outcome.synced >= SYNC_SECONDS
         if durable:
-            for sink in sinks:
-                sink.sync()
-            if side is not None:
-                side.sync()
+            with timeline.timed("sync"):
+                for sink in sinks:
+                    sink.sync()
+                if side is not None:
+                    side.sync()
             outcome.synced = now
         journal.record(_entry(chunk.number, chunk.digest(), sinks, side, outcome), durable)
     pause_point(f"written:{chunk.number}")

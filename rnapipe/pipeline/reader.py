@@ -8,15 +8,17 @@ anything unusual in it is read again by that reader's own per-record rules.
 
 from __future__ import annotations
 
+import collections
 import io
 import itertools
+import os
 import re
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
-from Bio.SeqIO.FastaIO import SimpleFastaParser
 
 from ..alphabet import normalise
 from ..errors import InputError, SequenceTooLongError
@@ -30,6 +32,10 @@ from .records import Records
 READ_BYTES = 1 << 22          # at most one read from a file (read1: a gzip gives what one step decompressed,
                               # so the records before a damaged part are still read)
 BLOCK_BYTES = 4 << 20         # records are parsed in blocks of about this size
+# Blocks are parsed on this many threads at once (the compiled scan runs without the GIL); the reading
+# thread takes their results in order and does what depends on the records before (line numbers, ids).
+PARSE_THREADS = max(1, min(4, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                               else os.cpu_count() or 1) - 1))
 _LONE_CR = re.compile(rb"\r(?!\n)")
 
 
@@ -70,6 +76,14 @@ class _FileError(Exception):
         self.partial = partial
 
 
+class _Damaged(Exception):
+    """A file that cannot be read on (``error``: what the decompressor or the OS said)."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
 class _File:
     """Per-file state of the stream: ordinal of the next record, line of the next block."""
 
@@ -98,13 +112,14 @@ class FastaReader:
 
     def __iter__(self) -> Iterator[Piece]:
         ids = IdSet(self.scratch)
+        pool = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="rnapipe-parse")
         try:
             for file_index, path in enumerate(self.paths):
                 state = _File(path, file_index)
                 try:
-                    for block, first in self._blocks(state):
+                    for block, first, parsed in self._parsed(state, pool):
                         try:
-                            piece = self._piece(block, first, state, ids)
+                            piece = self._piece(block, first, state, ids, parsed)
                         except _Stop as stop:     # error mode: the valid records before the bad one first
                             if len(stop.piece.records):
                                 yield stop.piece
@@ -118,7 +133,44 @@ class FastaReader:
                     yield Piece(Records.empty(),
                                 [Rejected(self.index, None, state.name, f"{err.error.reason}; {tail}")], self.index)
         finally:
+            pool.shutdown(wait=True, cancel_futures=True)
             ids.close()
+
+    def _parsed(self, state: _File, pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, bool, Future | None]]:
+        """The blocks of one file in order, each with its parse (:func:`_parse`) under way on ``pool``
+        (None for the file's first block, which is parsed where it is used), up to a few blocks ahead; a
+        read error is raised after the blocks read before it."""
+        blocks = self._blocks(state)
+        ahead: collections.deque = collections.deque()
+        error = None
+        more = True
+        try:
+            while True:
+                while more and error is None and len(ahead) <= PARSE_THREADS:
+                    try:
+                        block, first = next(blocks)
+                    except StopIteration:
+                        more = False
+                        break
+                    except (_FileError, _Damaged) as err:
+                        error = err
+                        break
+                    ahead.append((block, first, None if first else pool.submit(_parse, block)))
+                if not ahead:
+                    break
+                yield ahead.popleft()
+            if isinstance(error, _Damaged):        # the records read before it are counted now
+                done = state.ordinal
+                where = f" after record {done}" if done else ""
+                raise _FileError(InputError(f"corrupt or truncated data{where} ({error.error})", file=state.name),
+                                 partial=done > 0) from None
+            if error is not None:
+                raise error
+        finally:
+            for _, _, future in ahead:
+                if future is not None:
+                    future.cancel()
+            blocks.close()
 
     # -----------------------------------------------------------------------------------------------------
     # blocks
@@ -144,10 +196,7 @@ class FastaReader:
                     if cut > 0:
                         yield tail[:cut], first
                         first = False
-                    done = state.ordinal
-                    where = f" after record {done}" if done else ""
-                    raise _FileError(InputError(f"corrupt or truncated data{where} ({err})", file=state.name),
-                                     partial=done > 0) from None
+                    raise _Damaged(err) from None
                 if data:
                     pending.append(data)
                     size += len(data)
@@ -173,10 +222,14 @@ class FastaReader:
     # -----------------------------------------------------------------------------------------------------
     # one block
 
-    def _piece(self, block: bytes, first: bool, state: _File, ids: IdSet) -> Piece:
+    def _piece(self, block: bytes, first: bool, state: _File, ids: IdSet, parsed: Future | None = None) -> Piece:
         start_line = state.line
         body = block
-        if first:
+        hashes = None
+        if parsed is not None:
+            count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, hashes = parsed.result()
+            lines += start_line
+        elif first:
             text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig", errors="replace", newline=None)
             _file_start(text, state.name)               # raises for an empty or non-FASTA file
             at = block.find(b">")
@@ -185,7 +238,8 @@ class FastaReader:
                 return self._slow(block, True, state, ids)
             start_line = 1 + prefix.count(b"\n")
             body = block[at:]
-        count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged = scan.parse_block(body, start_line)
+        if parsed is None:
+            count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged = scan.parse_block(body, start_line)
         if flagged:
             return self._slow(block, first, state, ids)
         state.line = start_line + line_count
@@ -195,7 +249,7 @@ class FastaReader:
         index = np.arange(first_index, first_index + count, dtype=np.int64)
         records = Records(ids_text, seqs_text, id_lens, lens, index)
         problems: dict[int, tuple[str, type | None]] = {}
-        for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines).items():
+        for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
             problems[k] = self._duplicate(f, line, state.name, int(lines[k])), None
         longest = self.length_check.longest
         if longest is not None and count and int(lens.max()) > longest:
@@ -242,6 +296,8 @@ class FastaReader:
         name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
+        from Bio.SeqIO.FastaIO import SimpleFastaParser
+
         for title, raw in SimpleFastaParser(tracker.lines()):
             header_line, lines = tracker.pop()
             position = self.index
@@ -282,6 +338,19 @@ class FastaReader:
             out_ids.append(record_id)
             out_seqs.append(normalise(sequence))
             out_index.append(position)
+
+
+def _parse(block: bytes):
+    """:func:`scan.parse_block` of a block that is not a file's first, its header lines counted from 0, and
+    the hashes of its ids (:func:`scan.hash_lines`) when it needs no exact reader: work for the pool."""
+    parsed = scan.parse_block(block, 0)
+    count, ids_text, flagged = parsed[0], parsed[2], parsed[7]
+    hashes = None
+    if not flagged and count:
+        hashes = np.empty(count, dtype=np.uint64)
+        if scan.hash_lines(np.frombuffer(ids_text, dtype=np.uint8), hashes) != count:
+            hashes = None
+    return parsed + (hashes,)
 
 
 def _file_start(text, name: str):

@@ -21,9 +21,10 @@ from .chunks import Chunk
 from .reader import LengthCheck
 
 DEPTH = 2
-# One engine call takes the chunks already parsed, up to this many (records, nucleotides): a GPU wants
-# large batches; the CPU engines want enough sequences to keep their threads busy to the end.
-BATCH = {"cpu": (1 << 16, 1 << 22), "gpu": (1 << 20, 1 << 26)}
+# One engine call takes the chunks already parsed, up to this many (records, nucleotides): enough for the
+# engine's full rate (the GPU reaches it at some 20,000 short sequences; the CPU engines want enough to keep
+# their threads busy to the end), and no more, so that the first fold starts and the last write ends soon.
+BATCH = {"cpu": (1 << 16, 1 << 22), "gpu": (1 << 17, 1 << 26)}
 
 
 class Folder:
@@ -239,8 +240,10 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
             nt += more.nucleotides
         for c in batch:
             pause_point(f"fold:{c.number}")
+        timeline.mark("first fold starts")
         with timeline.timed("fold"):
             scores, structures = folder.fold_packed([c.records for c in batch])
+        timeline.mark("first fold ends")
         at, offset = 0, 0
         for c in batch:
             n = len(c)

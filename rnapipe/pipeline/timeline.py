@@ -1,5 +1,7 @@
 """Where a streamed run spends its time, for benchmarks: with ``RNAPIPE_TIMELINE=FILE`` the run adds up the
-seconds of each stage (reading, waiting for a chunk, folding, writing) and writes them to FILE as JSON."""
+seconds of each stage (reading, waiting for a chunk, folding, writing) and writes them to FILE as JSON: wall
+seconds under the stage's name, and the CPU seconds its thread spent under ``NAME cpu`` (wall well above
+CPU on a busy stage means waiting: for the GIL, the disk or the device)."""
 
 from __future__ import annotations
 
@@ -26,13 +28,22 @@ class timed:
         self.stage = stage
 
     def __enter__(self):
-        self.start = time.perf_counter() if enabled else 0.0
+        if enabled:
+            self.start = time.perf_counter()
+            self.cpu = time.thread_time()
         return self
 
     def __exit__(self, *exc):
         if enabled:
             add(self.stage, time.perf_counter() - self.start)
+            add(self.stage + " cpu", time.thread_time() - self.cpu)
         return False
+
+
+def mark(name: str) -> None:
+    """Note the seconds since the process started under ``name`` (the first time only)."""
+    if enabled and name not in _totals:
+        add(name, since_start())
 
 
 def since_start() -> float | None:
