@@ -266,6 +266,9 @@ def _outputs(args) -> list[tuple[str, str | None]]:
 
 
 def _fold(args) -> int:
+    from .pipeline import warm
+
+    warm.start()                                # while the engine below is set up
     from .pipeline import job
     from .pipeline.outputs import Sink, format_of
     from .pipeline.stream import Folder

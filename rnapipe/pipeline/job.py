@@ -182,12 +182,12 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 with timeline.timed("wait for a folded chunk"):
                     item = q.get()
                     if item is not None:
-                        texts = item[1].result()
+                        texts, digest = item[1].result()
                 if item is None:
                     return
                 chunk = item[0]
                 with timeline.timed("write"):
-                    _write_chunk(chunk, texts, sinks, side, journal, outcome, report_skipped)
+                    _write_chunk(chunk, texts, digest, sinks, side, journal, outcome, report_skipped)
                 if progress is not None:
                     progress.add(len(chunk), chunk.nucleotides, chunk.cost)
         except BaseException as err:
@@ -205,7 +205,7 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 continue
             if failed:
                 break
-            q.put((chunk, pool.submit(_texts, chunk, results, sinks, algorithm)))
+            q.put((chunk, pool.submit(_texts, chunk, results, sinks, algorithm, journal is not None)))
     finally:
         q.put(None)
         thread.join()
@@ -214,8 +214,9 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
         raise failed[0]
 
 
-def _texts(chunk, results, sinks, algorithm: str) -> list:
-    """The bytes of one chunk for each sink (one text a format, compressed for a .gz sink)."""
+def _texts(chunk, results, sinks, algorithm: str, digest: bool) -> tuple[list, str]:
+    """The bytes of one chunk for each sink (one text a format, compressed for a .gz sink), and the chunk's
+    digest for the journal (if ``digest``)."""
     scores, structures = results.scores, results.structures
     made: dict = {}
     out = []
@@ -227,10 +228,10 @@ def _texts(chunk, results, sinks, algorithm: str) -> list:
         if key not in made:
             made[key] = sink.encode(made[sink.fmt])
         out.append(made[key])
-    return out
+    return out, chunk.digest() if digest else ""
 
 
-def _write_chunk(chunk, texts: list, sinks, side, journal, outcome: Outcome, report_skipped) -> None:
+def _write_chunk(chunk, texts: list, digest: str, sinks, side, journal, outcome: Outcome, report_skipped) -> None:
     with timeline.timed("disk write"):
         for sink, data in zip(sinks, texts):
             sink.write(data)
@@ -254,7 +255,7 @@ def _write_chunk(chunk, texts: list, sinks, side, journal, outcome: Outcome, rep
                 if side is not None:
                     side.sync()
             outcome.synced = now
-        journal.record(_entry(chunk.number, chunk.digest(), sinks, side, outcome), durable)
+        journal.record(_entry(chunk.number, digest, sinks, side, outcome), durable)
     pause_point(f"written:{chunk.number}")
 
 

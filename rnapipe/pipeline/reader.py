@@ -363,8 +363,10 @@ def _file_start(text, name: str):
 def _cut(buf: bytes) -> int:
     """Where the last record of ``buf`` whose header line is complete starts (a '>' after a line end), or 0:
     the records before it are whole (a record ends where the next header line is read)."""
-    end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
-    return max(buf.rfind(b"\n>", 0, end), buf.rfind(b"\r>", 0, end)) + 1
+    newline = buf.rfind(b"\n")
+    end = max(newline, buf.rfind(b"\r", newline + 1))          # each search from the end, no further back
+    at = buf.rfind(b"\n>", 0, end)                             # than the answer needs
+    return max(at, buf.rfind(b"\r>", at + 1, end)) + 1
 
 
 def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: list[Rejected],

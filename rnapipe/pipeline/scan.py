@@ -107,7 +107,7 @@ def parse_block(block: bytes, line0: int):
     line_count, flagged)``: the normalised sequences and the ids' bytes, each followed by a newline,
     lengths and header line numbers (int64 arrays)."""
     buf = np.frombuffer(block, dtype=np.uint8)
-    most = block.count(b">") + 1
+    most = count_byte(buf, 62) + 1
     seq_out = np.empty(len(block) + most, dtype=np.uint8)
     id_out = np.empty(len(block) + most, dtype=np.uint8)
     lines = np.empty(most, dtype=np.int64)
@@ -118,6 +118,16 @@ def parse_block(block: bytes, line0: int):
                                                     seq_len, id_len, flags)
     return (count, seq_out[:so].tobytes(), id_out[:io].tobytes(), seq_len[:count], id_len[:count], lines[:count],
             line_count, flagged)
+
+
+@njit(nogil=True, cache=True)
+def count_byte(buf, value):
+    """How many bytes of ``buf`` equal ``value`` (bytes.count without holding the GIL)."""
+    n = 0
+    for p in range(buf.shape[0]):
+        if buf[p] == value:
+            n += 1
+    return n
 
 
 @njit(nogil=True, cache=True)
