@@ -18,6 +18,9 @@ from ..io.records import Rejected
 from .journal import part_path
 
 GZIP_LEVEL = 6
+# A part file's pages are handed to the disk (written back, not waited for) each time this much is written,
+# so that the fsync before the final rename finds little left to write.
+WRITEBACK_BYTES = 32 << 20
 
 
 def format_of(path: str, fmt: str | None = None) -> str:
@@ -102,6 +105,7 @@ class Sink:
         self.gz = path.lower().endswith(".gz") if compressed is None else compressed
         self.part = None if self.stdout else part_path(path)
         self._fd = None
+        self._handed = 0                  # bytes before this offset were handed to the disk already
 
     def encode(self, text):
         """The bytes to write for ``text`` (str, or a bytes-like object): gzipped for a .gz output."""
@@ -135,6 +139,11 @@ class Sink:
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
+        if _ADVISE is not None:
+            end = self.size()
+            if end - self._handed >= WRITEBACK_BYTES:
+                os.posix_fadvise(self._fd, self._handed, end - self._handed, _ADVISE)    # starts the writeback
+                self._handed = end
 
     def size(self) -> int:
         return 0 if self.stdout else os.lseek(self._fd, 0, os.SEEK_CUR)
@@ -163,6 +172,10 @@ class Sink:
         if self.part:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.part)
+
+
+# Linux starts writing dirty pages back (without waiting) when told they are not needed soon.
+_ADVISE = getattr(os, "POSIX_FADV_DONTNEED", None) if sys.platform.startswith("linux") else None
 
 
 def fsync_directory(path: str) -> None:
