@@ -345,3 +345,32 @@ def test_parts_shorter_than_the_journal_resume_from_the_last_whole_chunk(workdir
     assert resumed(proc) == (4, total_chunks() - 4)
     for name, data in clean_run.items():
         assert (workdir / name).read_bytes() == data, name
+
+
+SHARED = ROOT.parent / "shared" / "data" / "transcripts"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data not present")
+@pytest.mark.parametrize("name, algorithm", [("miRBase21_hairpin_all_species.fa", "nussinov"),
+                                             ("miRBase21_hairpin_all_species.fa", "zuker"),
+                                             ("tRNAs_GtRNAdb_6species.fa", "nussinov"),
+                                             ("tRNAs_GtRNAdb_6species.fa", "zuker")])
+def test_shared_data_every_format_as_the_record_path(tmp_path, name, algorithm):
+    """rnapipe fold, streamed with the default chunks, writes in every format what the path before streaming
+    gives: read_records, the engine's fold_batch on the whole list, rnapipe.io.writers."""
+    from rnapipe.api import Result
+    from rnapipe.engines import get_engine
+
+    path = SHARED / name
+    records = list(read_records([path], on_invalid="skip"))
+    engine, variant = get_engine(algorithm, "cpu", None)
+    folded = engine.fold_batch([r.sequence for r in records], variant, 2, {})
+    results = [Result(r.id, r.sequence, structure, int(score), algorithm, r.index)
+               for r, (score, structure) in zip(records, folded)]
+    outputs = [f"out.{fmt}" for fmt in FORMATS]
+    run = cli(["fold", path, "--algorithm", algorithm, "--threads", "2", "--on-invalid", "skip", "-q"]
+              + [x for o in outputs for x in ("-o", o)], tmp_path, RNAPIPE_CHUNK_RECORDS="")
+    assert run.returncode == 0, run.stderr
+    for fmt, out in zip(FORMATS, outputs):
+        writers.write_output(results, tmp_path / f"ref.{fmt}", fmt)
+        assert (tmp_path / out).read_bytes() == (tmp_path / f"ref.{fmt}").read_bytes(), fmt

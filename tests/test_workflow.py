@@ -40,6 +40,9 @@ def test_workflow_folds_example_subset(tmp_path):
            "--config", "inputs=[few.fa]", "outdir=out"]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # one fold job for the input, writing every configured format
+    assert sorted(p.name for p in (tmp_path / "out" / "benchmarks" / "fold").iterdir()) == ["few.zuker.tsv"]
+    assert not list((tmp_path / "out").glob("*.journal")) and not list((tmp_path / "out").glob("*.part"))
 
     # the default configuration folds with Zuker: energies must be RNAfold's, to the integer dcal/mol
     RNA = pytest.importorskip("RNA")

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 OUTDIR = config["outdir"]
+ALGORITHM = config["fold"]["algorithm"]
 SUFFIX = {"db": "db", "tsv": "tsv", "ct": "ct", "bpseq": "bpseq"}
 
 
@@ -20,12 +21,13 @@ for _path in config["inputs"]:
     SAMPLES[_name] = _path
 
 
+def fold_outputs(sample):
+    """The outputs of one input: one file per configured format, all from one fold."""
+    return [f"{OUTDIR}/{sample}.{ALGORITHM}.{SUFFIX[fmt]}" for fmt in dict.fromkeys(config["formats"])]
+
+
 def all_outputs():
-    return [
-        f"{OUTDIR}/{sample}.{config['fold']['algorithm']}.{SUFFIX[fmt]}"
-        for sample in SAMPLES
-        for fmt in config["formats"]
-    ]
+    return [path for sample in SAMPLES for path in fold_outputs(sample)]
 
 
 def input_of(wildcards):
@@ -34,7 +36,7 @@ def input_of(wildcards):
 
 def fold_options():
     fold = config["fold"]
-    opts = [f"--device {fold['device']}", f"--on-invalid {fold['on_invalid']}", "--quiet"]
+    opts = [f"--device {fold['device']}", f"--on-invalid {fold['on_invalid']}"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
     if fold.get("gpus"):

@@ -1,24 +1,24 @@
-# Fold one input file into one output format. rnapipe writes to a temporary name and renames it when
-# complete, so an interrupted job leaves nothing that Snakemake could mistake for a finished output.
+# Fold one input file once into every configured format (rnapipe fold -o per format). rnapipe writes each
+# output as OUTPUT.part and renames it when complete, so an interrupted job leaves nothing that Snakemake
+# could mistake for a finished output; its journal (OUTPUT.journal) lets the rerun of the job go on from the
+# chunks already folded. Progress lines go to the job's log.
 
 
 rule fold:
     input:
         input_of,
     output:
-        f"{OUTDIR}/{{sample}}.{{algorithm}}.{{fmt}}",
+        fold_outputs("{sample}"),
     log:
-        f"{OUTDIR}/logs/fold/{{sample}}.{{algorithm}}.{{fmt}}.log",
+        f"{OUTDIR}/logs/fold/{{sample}}.{ALGORITHM}.log",
     benchmark:
-        f"{OUTDIR}/benchmarks/fold/{{sample}}.{{algorithm}}.{{fmt}}.tsv"
-    wildcard_constraints:
-        algorithm="nussinov|zuker",
-        fmt="db|tsv|ct|bpseq",
+        f"{OUTDIR}/benchmarks/fold/{{sample}}.{ALGORITHM}.tsv"
     params:
         options=fold_options(),
+        outputs=lambda wildcards, output: " ".join(f"-o {path}" for path in output),
     threads: workflow.cores
     resources:
         mem_mb=config["fold"]["mem_mb"],
     shell:
-        "rnapipe fold {input} -o {output} --algorithm {wildcards.algorithm} --format {wildcards.fmt}"
-        " --threads {threads} {params.options} 2> {log}"
+        "rnapipe fold {input} {params.outputs} --algorithm " + ALGORITHM + " --threads {threads}"
+        " {params.options} 2> {log}"
