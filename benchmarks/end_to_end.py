@@ -91,9 +91,16 @@ def engine_one_list(engine, variant, seqs, threads):
     return time.perf_counter() - t, results
 
 
-# `python -m rnapipe` that prints its own peak RSS (getrusage of the process itself) as it exits
-_CLI = ("import atexit, resource, runpy, sys; "
-        "atexit.register(lambda: sys.stderr.write('peak_rss_kb %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+# `python -m rnapipe` that prints its own peak RSS as it exits: VmHWM of /proc/self/status (the high-water
+# mark of this program's memory; getrusage's ru_maxrss would also count the benchmark process it was forked
+# from, which holds the whole set), else ru_maxrss where there is no /proc
+_CLI = ("import atexit, resource, runpy, sys\n"
+        "def peak():\n"
+        "    try:\n"
+        "        return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+        "    except (OSError, IndexError):\n"
+        "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "atexit.register(lambda: sys.stderr.write('peak_rss_kb %d\\n' % peak()))\n"
         "sys.argv[0] = 'rnapipe'; runpy.run_module('rnapipe', run_name='__main__')")
 
 
