@@ -83,11 +83,11 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     """
     from .pipeline.chunks import chunked
     from .pipeline.reader import record_pieces
-    from .pipeline.stream import Folder, folded
+    from .pipeline.stream import folded, make_folder
 
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
-    folder = Folder(algorithm, variant, device, threads, gpus, options, progress)
+    folder = make_folder(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected)

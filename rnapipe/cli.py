@@ -173,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     fold.add_argument("--format", type=_formats(FORMATS), metavar="FMT[,FMT...]",
                       help=f"output format ({', '.join(FORMATS)}; default from the output's suffix): one per -o, "
                       "or several with one -o PREFIX, written to PREFIX.FMT")
+    fold.add_argument("--reprofile", action="store_true",
+                      help="with --device hybrid: time the CPU and the GPU again (else the host's saved profile)")
     fold.add_argument("--restart", action="store_true",
                       help="discard the journal of an interrupted run on the same output and start over")
     fold.add_argument("--on-invalid", choices=("error", "skip"), default="error",
@@ -183,6 +185,21 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(fold)
     fold.set_defaults(run=_fold)
+
+    profile = commands.add_parser("profile", help="time the CPU and GPU engines (for --device hybrid)",
+                                  epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                  description="Time the CPU engine and the GPU engine on random sequences of a few "
+                                  "lengths, fit each one's cost t(L) = a·L³ + b·L² + c, print them and save them "
+                                  "as this host's profile, which --device hybrid splits its batches by.")
+    profile.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,
+                         help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
+    profile.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
+    profile.add_argument("--threads", type=_positive_int, metavar="N",
+                         help="CPU threads of the hybrid run (default: the usable physical cores)")
+    profile.add_argument("--gpus", type=_gpu_list, metavar="LIST", help="the GPU to time (default: GPU 0)")
+    profile.add_argument("--min-loop", type=_nonnegative_int, metavar="K", help=argparse.SUPPRESS)
+    _add_energy_options(profile)
+    profile.set_defaults(run=_profile)
 
     evaluate = commands.add_parser("eval", help="free energy of given structures (kcal/mol)",
                                    epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -265,20 +282,39 @@ def _outputs(args) -> list[tuple[str, str | None]]:
     return pairs
 
 
+def _profile(args) -> int:
+    from .pipeline.hybrid import HybridFolder, stderr_say
+
+    folder = HybridFolder(args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
+                          reprofile=True, say=stderr_say(False))
+    profile = folder.profile
+    print(f"{'length':>7} {'CPU seq/s':>12} {'GPU seq/s':>12} {'K':>8}")
+    for length in sorted(profile.samples["gpu"]):
+        cpu = profile.samples["cpu"].get(length)
+        gpu = profile.samples["gpu"][length]
+        print(f"{length:>7} {(1 / cpu if cpu else float('nan')):>12,.0f} {1 / gpu:>12,.0f} "
+              f"{(cpu / gpu if cpu else float('nan')):>8.1f}")
+    for device, cost in profile.costs.items():
+        print(f"{device}: t(L) = {cost.a:.3e}·L³ + {cost.b:.3e}·L² + {cost.c:.3e} s")
+    return 0
+
+
 def _fold(args) -> int:
     from .pipeline import warm
 
     warm.start()                                # while the engine below is set up
     from .pipeline import job
     from .pipeline.outputs import Sink, format_of
-    from .pipeline.stream import Folder
+    from .pipeline.hybrid import stderr_say
+    from .pipeline.stream import make_folder
 
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     from .pipeline import timeline
 
     timeline.mark("options read")
-    folder = Folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options)
+    folder = make_folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
+                         reprofile=args.reprofile, say=stderr_say(args.quiet))
     timeline.mark("engine ready")
     sinks = []
     for path, fmt in _outputs(args):
@@ -305,6 +341,8 @@ def _fold(args) -> int:
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
         raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
 
+    if hasattr(folder, "summary") and not args.quiet:
+        print(f"rnapipe: {folder.summary()}", file=sys.stderr)
     if outcome.resumed_chunks:                  # a summary line: shown with --quiet too
         print(f"rnapipe: resumed an interrupted run: {outcome.resumed_chunks} chunk(s) were done already, "
               f"{outcome.folded_chunks} folded now", file=sys.stderr)

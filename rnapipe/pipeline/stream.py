@@ -24,7 +24,17 @@ DEPTH = 2
 # One engine call takes the chunks already parsed, up to this many (records, nucleotides): enough for the
 # engine's full rate (the GPU reaches it at some 20,000 short sequences; the CPU engines want enough to keep
 # their threads busy to the end), and no more, so that the first fold starts and the last write ends soon.
-BATCH = {"cpu": (1 << 16, 1 << 22), "gpu": (1 << 17, 1 << 26)}
+BATCH = {"cpu": (1 << 16, 1 << 22), "gpu": (1 << 17, 1 << 26), "hybrid": (1 << 17, 1 << 26)}
+
+
+def make_folder(algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
+                gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None,
+                reprofile: bool = False, say: Callable[[str], None] | None = None):
+    """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.HybridFolder` (CPU and GPU at once)."""
+    if device == "hybrid":
+        from .hybrid import HybridFolder
+        return HybridFolder(algorithm, variant, threads, gpus, options, progress, reprofile, say)
+    return Folder(algorithm, variant, device, threads, gpus, options, progress)
 
 
 class Folder:

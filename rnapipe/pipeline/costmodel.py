@@ -1,0 +1,149 @@
+"""Predicted folding time per sequence on one device: ``t(L) = a·L³ + b·L² + c`` seconds (a·L³ the fill, b·L²
+what grows with the matrices, c the fixed cost of a record: host path, launch share, writing), fitted to timed
+samples of a few lengths.
+
+A device's profile is measured through the same path a run takes (:meth:`Folder.fold_packed`: packing,
+engine, unpacking), on random sequences of each length class, in batches large enough for the engine's
+throughput (the rate a streamed run sees, not one sequence's latency). Profiles are kept per host (its CPU
+count, its GPU model, the rnapipe version, the algorithm and options) in a JSON file under the user's cache
+directory, and reused until ``--reprofile``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+
+# lengths timed by a profile (nt); the GPU's short-sequence path changes its launch at 80, 120 and 232 nt
+LENGTHS = (30, 68, 120, 200, 400, 800, 1600)
+SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """``seconds(L) = a·L³ + b·L² + c`` per sequence (all coefficients ≥ 0)."""
+
+    a: float
+    b: float
+    c: float
+
+    def seconds(self, lens) -> np.ndarray:
+        x = np.asarray(lens, dtype=np.float64)
+        return (self.a * x + self.b) * x * x + self.c
+
+    @classmethod
+    def fit(cls, lens, seconds) -> "Cost":
+        """The coefficients ≥ 0 with the least relative squared error over the samples (``seconds``: per
+        sequence at each length): every subset of the three terms solved by least squares, the best one
+        whose coefficients are all ≥ 0 kept."""
+        x = np.asarray(lens, dtype=np.float64)
+        y = np.asarray(seconds, dtype=np.float64)
+        if x.size == 0 or np.any(y <= 0):
+            raise ValueError("a cost model needs positive times")
+        columns = np.stack([x ** 3, x ** 2, np.ones_like(x)], axis=1) / y[:, None]     # relative error
+        best, best_err = None, np.inf
+        for k in range(1, 4):
+            for terms in itertools.combinations(range(3), k):
+                coef, *_ = np.linalg.lstsq(columns[:, terms], np.ones_like(x), rcond=None)
+                if np.any(coef < 0):
+                    continue
+                full = np.zeros(3)
+                full[list(terms)] = coef
+                err = float(np.sum((columns @ full - 1.0) ** 2))
+                if err < best_err:
+                    best, best_err = full, err
+        if best is None:                      # cannot happen with a single positive term, kept for clarity
+            raise ValueError("no non-negative fit")
+        return cls(*map(float, best))
+
+
+def _random_sequences(length: int, count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed + length)
+    codes = np.frombuffer(b"ACGU", dtype=np.uint8)[rng.integers(0, 4, size=(count, length))]
+    return [row.tobytes().decode("ascii") for row in codes]
+
+
+def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: int | None = None) -> dict:
+    """Seconds per sequence of ``folder`` (a :class:`~rnapipe.pipeline.stream.Folder`) at each length, on
+    random sequences in batches of at least ``seconds`` of work; lengths above ``longest`` are left out."""
+    from .records import Records
+
+    out = {}
+    for length in lengths:
+        if longest is not None and length > longest:
+            continue
+        count = 16
+        folder.fold_packed([Records.from_lists([str(k) for k in range(count)], _random_sequences(length, count, 1),
+                                               range(count))])             # warm-up (compiles, allocates)
+        while True:
+            seqs = _random_sequences(length, count, 2)
+            records = Records.from_lists([str(k) for k in range(count)], seqs, range(count))
+            start = time.perf_counter()
+            folder.fold_packed([records])
+            spent = time.perf_counter() - start
+            if spent >= seconds or count >= 1 << 20:
+                break
+            count = min(1 << 20, max(count * 2, int(count * 1.2 * seconds / max(spent, 1e-6))))
+        out[length] = spent / count
+    return out
+
+
+def host_key(algorithm: str, variant: str, options: dict, gpu_name: str | None, cpu_threads: int) -> dict:
+    return {"rnapipe": __version__, "machine": platform.machine(), "cpu_threads": cpu_threads,
+            "gpu": gpu_name, "algorithm": algorithm, "variant": variant,
+            "options": {k: v for k, v in sorted(options.items()) if v is not None}}
+
+
+def cache_path(key: dict) -> Path:
+    base = Path(os.environ.get("RNAPIPE_CACHE") or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return base / "rnapipe" / f"profile-{digest}.json"
+
+
+@dataclass
+class Profile:
+    """Measured seconds per sequence by device and length, and the fitted cost of each device."""
+
+    key: dict
+    samples: dict            # device -> {length: seconds per sequence}
+    costs: dict              # device -> Cost
+
+    def to_json(self) -> str:
+        return json.dumps({"key": self.key, "samples": {d: {str(k): v for k, v in s.items()}
+                                                        for d, s in self.samples.items()},
+                           "costs": {d: asdict(c) for d, c in self.costs.items()}}, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Profile":
+        data = json.loads(text)
+        return cls(data["key"], {d: {int(k): v for k, v in s.items()} for d, s in data["samples"].items()},
+                   {d: Cost(**c) for d, c in data["costs"].items()})
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(self.to_json())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, key: dict) -> "Profile | None":
+        try:
+            profile = cls.from_json(path.read_text())
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return profile if profile.key == json.loads(json.dumps(key, default=str)) else None
+
+    @classmethod
+    def fitted(cls, key: dict, samples: dict) -> "Profile":
+        costs = {d: Cost.fit(list(s), list(s.values())) for d, s in samples.items()}
+        return cls(key, samples, costs)

@@ -1,0 +1,42 @@
+"""Which records the CPU folds and which the GPU, so that both finish together.
+
+Lei et al.'s rule for n sequences of one length: with K = t_CPU / t_GPU (one sequence's time on the
+multithreaded CPU over its time on the GPU), the CPU takes the first B = n / (K + 1). For mixed lengths the
+split balances predicted time (:mod:`.costmodel`), not counts: records are ordered by how much better the
+CPU does on them (t_CPU / t_GPU, smallest first; ties keep input order), and the CPU takes the prefix of that
+order that makes the larger of the two totals smallest. That is the best split when a record may be cut in
+two, and within one record's time of the best whole-record split; with equal lengths it is B = n / (K + 1)
+rounded to the nearer better side, the first B records to the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
+    """Boolean mask of the records the CPU folds, from each record's predicted seconds on either device
+    (``np.inf`` where a device cannot fold it)."""
+    tc = np.asarray(cpu_seconds, dtype=np.float64)
+    tg = np.asarray(gpu_seconds, dtype=np.float64)
+    n = tc.size
+    mask = np.zeros(n, dtype=bool)
+    if n == 0:
+        return mask
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(np.isinf(tg), -np.inf, np.where(np.isinf(tc), np.inf, tc / tg))
+    order = np.argsort(ratio, kind="stable")
+    cpu_total = np.concatenate([[0.0], np.cumsum(tc[order])])                  # CPU takes the first k
+    gpu_total = np.concatenate([[0.0], np.cumsum(tg[order][::-1])])[::-1]      # GPU the rest
+    with np.errstate(invalid="ignore"):
+        finish = np.maximum(cpu_total, gpu_total)
+    k = int(np.argmin(finish))
+    mask[order[:k]] = True
+    return mask
+
+
+def shares(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, mask: np.ndarray) -> dict:
+    """Predicted seconds of each side and the CPU's share of the records."""
+    tc = float(np.sum(np.asarray(cpu_seconds)[mask]))
+    tg = float(np.sum(np.asarray(gpu_seconds)[~mask]))
+    return {"cpu_seconds": tc, "gpu_seconds": tg, "cpu_records": int(mask.sum()), "records": int(mask.size)}
