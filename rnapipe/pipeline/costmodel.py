@@ -78,6 +78,7 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
     random sequences in batches of at least ``seconds`` of work; lengths above ``longest`` are left out."""
     from .records import Records
 
+    threads = max(1, int(getattr(folder, "threads", 1) or 1))
     out = {}
     for length in lengths:
         if longest is not None and length > longest:
@@ -85,6 +86,9 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
         count = 16
         folder.fold_packed([Records.from_lists([str(k) for k in range(count)], _random_sequences(length, count, 1),
                                                range(count))])             # warm-up (compiles, allocates)
+        # whole rounds of the engine's threads (a CPU engine folds a sequence a thread: 16 long sequences on
+        # 15 threads take two rounds, which would count each as twice its share)
+        count = max(2 * threads, count) // threads * threads
         while True:
             seqs = _random_sequences(length, count, 2)
             records = Records.from_lists([str(k) for k in range(count)], seqs, range(count))
@@ -94,6 +98,7 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
             if spent >= seconds or count >= 1 << 20:
                 break
             count = min(1 << 20, max(count * 2, int(count * 1.2 * seconds / max(spent, 1e-6))))
+            count = -(-count // threads) * threads
         out[length] = spent / count
     return out
 
