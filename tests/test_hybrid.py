@@ -157,3 +157,12 @@ def test_hybrid_run_equals_the_cpu_run_in_every_format(tmp_path):
     assert "hybrid: the CPU folded" in hybrid.stderr
     for o, data in want.items():
         assert (tmp_path / o).read_bytes() == data, o
+
+
+def test_a_forced_share_takes_that_many_records_in_the_splits_order():
+    tc = np.array([5.0, 1.0, 3.0, 2.0, 4.0])
+    tg = np.ones(5)
+    for count in range(6):
+        mask = partition.split_at(tc, tg, count)
+        assert mask.sum() == count
+        assert set(np.flatnonzero(mask)) == set(np.argsort(tc, kind="stable")[:count])

@@ -18,7 +18,7 @@ import numpy as np
 from .. import config
 from ..errors import UnavailableError
 from . import costmodel
-from .partition import split
+from .partition import split, split_at
 from .reader import LengthCheck
 from .records import Records
 
@@ -64,6 +64,7 @@ class HybridFolder:
         self.cpu_records = 0
         self.predicted = [0.0, 0.0]         # CPU, GPU seconds predicted for their shares
         self.measured = [0.0, 0.0]          # and measured
+        self.cpu_share: float | None = None  # a forced share of each batch's records for the CPU (sweeps)
 
     def length_check(self) -> LengthCheck:
         cpu, gpu = self.cpu.length_check(), self.gpu.length_check()
@@ -81,7 +82,10 @@ class HybridFolder:
             longest = folder.length_check().longest
             if longest is not None:
                 t[lens > longest] = np.inf
-        mask = split(tc, tg)
+        if self.cpu_share is None:
+            mask = split(tc, tg)
+        else:
+            mask = split_at(tc, tg, int(round(self.cpu_share * count)))
         chars = np.repeat(mask, lens + 1)
         src = np.frombuffer(text, dtype=np.uint8)
         sides = [(mask, chars), (~mask, ~chars)]

@@ -23,15 +23,31 @@ def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     if n == 0:
         return mask
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(np.isinf(tg), -np.inf, np.where(np.isinf(tc), np.inf, tc / tg))
-    order = np.argsort(ratio, kind="stable")
+    order = cpu_first(tc, tg)
     cpu_total = np.concatenate([[0.0], np.cumsum(tc[order])])                  # CPU takes the first k
     gpu_total = np.concatenate([[0.0], np.cumsum(tg[order][::-1])])[::-1]      # GPU the rest
     with np.errstate(invalid="ignore"):
         finish = np.maximum(cpu_total, gpu_total)
     k = int(np.argmin(finish))
     mask[order[:k]] = True
+    return mask
+
+
+def cpu_first(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
+    """Record positions, those the CPU does relatively best (smallest t_CPU / t_GPU) first; records only the
+    CPU can fold come first, those only the GPU can fold last; ties keep input order."""
+    tc = np.asarray(cpu_seconds, dtype=np.float64)
+    tg = np.asarray(gpu_seconds, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(np.isinf(tg), -np.inf, np.where(np.isinf(tc), np.inf, tc / tg))
+    return np.argsort(ratio, kind="stable")
+
+
+def split_at(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, count: int) -> np.ndarray:
+    """The mask that gives the CPU ``count`` records, in :func:`cpu_first`'s order (a forced share, for
+    sweeps)."""
+    mask = np.zeros(len(cpu_seconds), dtype=bool)
+    mask[cpu_first(cpu_seconds, gpu_seconds)[:max(0, count)]] = True
     return mask
 
 

@@ -1,0 +1,179 @@
+"""Lei et al.'s Fig. 8 and Table 3 on this machine: the hybrid's time against the CPU's share of the records.
+
+    python benchmarks/hybrid_sweep.py --sets random:68:20000,random:120:20000,file:PATH:1000:2500 --json sweep.json
+    python benchmarks/hybrid_sweep.py --plot sweep.json --png sweep.png        # needs matplotlib
+
+Per set (``random:L:N``: N random sequences of L nt; ``file:PATH:N[:MAXLEN]``: the first N records of a FASTA
+file, of at most MAXLEN nt), in this process (no interpreter start; the whole set is one batch, as
+``--device hybrid`` folds a batch):
+
+* T_gpu: the GPU alone (``fold_packed``), median of ``--repeat`` after a warm-up;
+* T_cpu: the CPU engine alone on the hybrid's CPU threads (all cores but one), once;
+* T_add = T_cpu·T_gpu / (T_cpu + T_gpu), the ideal of the two at once;
+* the estimated share: the CPU's share of the records that the host's profile gives (``partition.split``);
+* the hybrid's time at ``--steps`` shares from 0 to 3 × the estimated one (records taken in the split's order),
+  median of ``--repeat`` each, and at the estimated share (the default).
+
+Prints one table per set and a summary, writes the points to ``--json``; appends the summary to
+benchmarks/RESULTS.md unless ``--no-append``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import machine  # noqa: E402
+
+
+def load_set(spec: str, seed: int):
+    from rnapipe.io import read_records
+    from rnapipe.pipeline.records import Records
+
+    kind, _, rest = spec.partition(":")
+    if kind == "random":
+        length, count = (int(x) for x in rest.split(":"))
+        rng = np.random.default_rng(seed)
+        codes = np.frombuffer(b"ACGU", dtype=np.uint8)[rng.integers(0, 4, size=(count, length))]
+        seqs = [row.tobytes().decode("ascii") for row in codes]
+        label = f"random {length} nt × {count:,}"
+    else:
+        parts = rest.split(":")
+        path, count = parts[0], int(parts[1])
+        longest = int(parts[2]) if len(parts) > 2 else None
+        seqs = []
+        for record in read_records([path], on_invalid="skip"):
+            if longest is None or len(record.sequence) <= longest:
+                seqs.append(record.sequence)
+                if len(seqs) == count:
+                    break
+        lens = [len(s) for s in seqs]
+        label = f"{Path(path).name}: first {len(seqs):,} of ≤ {longest or max(lens)} nt ({min(lens)}-{max(lens)} nt)"
+    return label, Records.from_lists([str(k) for k in range(len(seqs))], seqs, range(len(seqs)))
+
+
+def timed(fold, records, repeat: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fold([records])
+        runs.append(time.perf_counter() - start)
+    return float(np.median(runs))
+
+
+def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int) -> dict:
+    from rnapipe.pipeline import partition
+
+    label, records = load_set(spec, seed)
+    lens = records.lens
+    tc, tg = folder.cpu_cost.seconds(lens), folder.gpu_cost.seconds(lens)
+    estimated = float(partition.split(tc, tg).mean())
+    warm = records.take(0, min(len(records), 256))
+    folder.gpu.fold_packed([warm])
+    folder.cpu.fold_packed([warm])
+    t_gpu = timed(folder.gpu.fold_packed, records, repeat)
+    t_cpu = timed(folder.cpu.fold_packed, records, 1)
+    t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
+    top = max(3 * estimated, 3.0 / len(records))
+    points = []
+    for share in np.linspace(0.0, top, steps):
+        folder.cpu_share = float(share)
+        points.append((float(share), timed(folder.fold_packed, records, repeat)))
+    folder.cpu_share = None
+    default = timed(folder.fold_packed, records, repeat)
+    best_share, best_time = min(points, key=lambda p: p[1])
+    return {"set": label, "records": len(records), "t_gpu": t_gpu, "t_cpu": t_cpu, "t_add": t_add,
+            "estimated_share": estimated, "points": points, "default": default, "best_share": best_share,
+            "best": best_time}
+
+
+def summary_rows(results: list[dict]) -> list[str]:
+    rows = ["| set | T_cpu (s) | T_gpu (s) | K = T_cpu/T_gpu | T_add (s) | estimated CPU share | sweep's best share "
+            "(time) | default hybrid (s) | default / T_add | default / faster device |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        rows.append(f"| {r['set']} | {r['t_cpu']:.3f} | {r['t_gpu']:.4f} | {r['t_cpu'] / r['t_gpu']:.1f} | "
+                    f"{r['t_add']:.4f} | {100 * r['estimated_share']:.2f}% | {100 * r['best_share']:.2f}% "
+                    f"({r['best']:.4f} s) | {r['default']:.4f} | {r['default'] / r['t_add']:.3f} | "
+                    f"{r['default'] / min(r['t_cpu'], r['t_gpu']):.3f} |")
+    return rows
+
+
+def plot(results: list[dict], png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(results)
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, r in zip(axes.flat, results):
+        share = [100 * p[0] for p in r["points"]]
+        seconds = [p[1] for p in r["points"]]
+        ax.plot(share, seconds, "o-", label="hybrid, forced share")
+        ax.axhline(r["t_gpu"], color="tab:green", linestyle="--", label="GPU alone")
+        ax.axhline(r["t_add"], color="tab:gray", linestyle=":", label="ideal T_add")
+        ax.axvline(100 * r["estimated_share"], color="tab:red", linestyle="-.", label="estimated share")
+        ax.plot([100 * r["estimated_share"]], [r["default"]], "s", color="tab:red", label="default hybrid")
+        ax.set_title(r["set"], fontsize=9)
+        ax.set_xlabel("CPU share of the records (%)")
+        ax.set_ylabel("seconds")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sets", help="comma-separated random:L:N or file:PATH:N[:MAXLEN]")
+    ap.add_argument("--steps", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--plot", type=Path, help="draw the points of a --json file (no folding)")
+    ap.add_argument("--png", type=Path, default=HERE / "hybrid_sweep.png")
+    ap.add_argument("--no-append", action="store_true")
+    args = ap.parse_args()
+
+    if args.plot:
+        plot(json.loads(args.plot.read_text())["results"], args.png)
+        return
+    from rnapipe.pipeline.hybrid import HybridFolder, gpu_name, stderr_say
+
+    folder = HybridFolder("zuker", say=stderr_say(False))
+    results = []
+    for k, spec in enumerate(args.sets.split(",")):
+        result = sweep_set(folder, spec, 2026 + k, args.steps, args.repeat)
+        results.append(result)
+        print(f"\n{result['set']}: T_gpu {result['t_gpu']:.4f} s, T_cpu {result['t_cpu']:.3f} s, "
+              f"T_add {result['t_add']:.4f} s, estimated share {100 * result['estimated_share']:.2f}%")
+        for share, seconds in result["points"]:
+            print(f"  CPU share {100 * share:6.2f}%  {seconds:.4f} s  ({seconds / result['t_add']:.3f} × T_add)")
+        print(f"  default: {result['default']:.4f} s ({result['default'] / result['t_add']:.3f} × T_add)", flush=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    where = f"{gpu_name()}; host {machine.cpu_name()}, CPU share on {folder.cpu.threads} threads"
+    if args.json:
+        args.json.write_text(json.dumps({"stamp": stamp, "machine": where, "results": results}, indent=1))
+    text = [f"\n### Hybrid sweep ({stamp})\n", f"{where}. `{' '.join(sys.argv)}`\n"] + summary_rows(results)
+    report = "\n".join(text) + "\n"
+    print(report)
+    if not args.no_append:
+        with open(HERE / "RESULTS.md", "a") as handle:
+            handle.write(report)
+
+
+if __name__ == "__main__":
+    main()
