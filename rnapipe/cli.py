@@ -295,7 +295,9 @@ def _profile(args) -> int:
         print(f"{length:>7} {(1 / cpu if cpu else float('nan')):>12,.0f} {1 / gpu:>12,.0f} "
               f"{(cpu / gpu if cpu else float('nan')):>8.1f}")
     for device, cost in profile.costs.items():
-        print(f"{device}: t(L) = {cost.a:.3e}·L³ + {cost.b:.3e}·L² + {cost.c:.3e} s")
+        call = profile.calls.get(device)
+        print(f"{device}: t(L) = {cost.a:.3e}·L³ + {cost.b:.3e}·L² + {cost.c:.3e} s a sequence"
+              + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
     return 0
 
 

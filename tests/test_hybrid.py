@@ -166,3 +166,23 @@ def test_a_forced_share_takes_that_many_records_in_the_splits_order():
         mask = partition.split_at(tc, tg, count)
         assert mask.sum() == count
         assert set(np.flatnonzero(mask)) == set(np.argsort(tc, kind="stable")[:count])
+
+
+def test_the_cpus_one_thread_per_sequence_and_its_call_cost_count():
+    tc, tg = np.full(3, 0.1), np.full(3, 0.2)
+    assert partition.split(tc, tg).sum() == 2                          # as if a record could be shared out
+    assert partition.split(tc, tg, cpu_parallel=15).sum() == 0         # each needs 1.5 s on its thread
+    assert partition.split(tc, tg, cpu_call=1.0).sum() == 0            # the call alone outlasts the GPU
+
+
+def test_the_split_is_never_predicted_slower_than_the_gpu_alone():
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        lens = np.array([rng.randint(20, 3000) for _ in range(n)], dtype=np.int64)
+        tc = Cost(rng.uniform(1e-11, 1e-8), 0.0, rng.uniform(0, 1e-4)).seconds(lens)
+        tg = Cost(rng.uniform(1e-12, 1e-9), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
+        p, call = rng.randint(1, 32), rng.uniform(0, 0.01)
+        mask = partition.split(tc, tg, p, call)
+        cpu = max(float(tc[mask].sum()), p * float(tc[mask].max())) + call if mask.any() else 0.0
+        assert max(cpu, float(tg[~mask].sum())) <= float(tg.sum()) + 1e-12

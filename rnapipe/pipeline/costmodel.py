@@ -17,7 +17,7 @@ import json
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -103,6 +103,20 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
     return out
 
 
+def call_seconds(folder, repeat: int = 7) -> float:
+    """The fixed cost of one engine call: the median time to fold one 20-nt sequence."""
+    from .records import Records
+
+    one = Records.from_lists(["0"], _random_sequences(20, 1, 3), [0])
+    folder.fold_packed([one])
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        folder.fold_packed([one])
+        runs.append(time.perf_counter() - start)
+    return float(np.median(runs))
+
+
 def host_key(algorithm: str, variant: str, options: dict, gpu_name: str | None, cpu_threads: int) -> dict:
     return {"rnapipe": __version__, "machine": platform.machine(), "cpu_threads": cpu_threads,
             "gpu": gpu_name, "algorithm": algorithm, "variant": variant,
@@ -122,17 +136,19 @@ class Profile:
     key: dict
     samples: dict            # device -> {length: seconds per sequence}
     costs: dict              # device -> Cost
+    calls: dict = field(default_factory=dict)     # device -> seconds of one engine call (fixed cost)
 
     def to_json(self) -> str:
         return json.dumps({"key": self.key, "samples": {d: {str(k): v for k, v in s.items()}
                                                         for d, s in self.samples.items()},
-                           "costs": {d: asdict(c) for d, c in self.costs.items()}}, indent=1)
+                           "costs": {d: asdict(c) for d, c in self.costs.items()}, "calls": self.calls},
+                          indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> "Profile":
         data = json.loads(text)
         return cls(data["key"], {d: {int(k): v for k, v in s.items()} for d, s in data["samples"].items()},
-                   {d: Cost(**c) for d, c in data["costs"].items()})
+                   {d: Cost(**c) for d, c in data["costs"].items()}, data["calls"])
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +165,6 @@ class Profile:
         return profile if profile.key == json.loads(json.dumps(key, default=str)) else None
 
     @classmethod
-    def fitted(cls, key: dict, samples: dict) -> "Profile":
+    def fitted(cls, key: dict, samples: dict, calls: dict | None = None) -> "Profile":
         costs = {d: Cost.fit(list(s), list(s.values())) for d, s in samples.items()}
-        return cls(key, samples, costs)
+        return cls(key, samples, costs, dict(calls or {}))

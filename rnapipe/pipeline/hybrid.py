@@ -83,9 +83,19 @@ class HybridFolder:
             if longest is not None:
                 t[lens > longest] = np.inf
         if self.cpu_share is None:
-            mask = split(tc, tg)
+            mask = split(tc, tg, self.cpu.threads, self.profile.calls.get("cpu", 0.0))
         else:
             mask = split_at(tc, tg, int(round(self.cpu_share * count)))
+        cpu_count = int(mask.sum())
+        if cpu_count in (0, count):                   # one device: no split, no thread
+            start = time.perf_counter()
+            scores, structures = (self.cpu if cpu_count else self.gpu).fold_packed(parts)
+            side = 0 if cpu_count else 1
+            self.measured[side] += time.perf_counter() - start
+            self.predicted[side] += float((tc if cpu_count else tg).sum())
+            self.records += count
+            self.cpu_records += cpu_count
+            return scores, structures
         chars = np.repeat(mask, lens + 1)
         src = np.frombuffer(text, dtype=np.uint8)
         sides = [(mask, chars), (~mask, ~chars)]
@@ -145,13 +155,14 @@ def profile_key(cpu, gpu) -> dict:
 
 def measure(cpu, gpu, say: Callable[[str], None] | None = None) -> costmodel.Profile:
     """Time both folders at the profile's lengths and fit their costs."""
-    samples = {}
+    samples, calls = {}, {}
     for name, folder in (("cpu", cpu), ("gpu", gpu)):
         if say:
             say(f"profiling the {name.upper()} engine ({folder.threads} thread(s))" if name == "cpu" else
                 "profiling the GPU engine")
         samples[name] = costmodel.measure(folder, longest=folder.length_check().longest)
-    return costmodel.Profile.fitted(profile_key(cpu, gpu), samples)
+        calls[name] = costmodel.call_seconds(folder)
+    return costmodel.Profile.fitted(profile_key(cpu, gpu), samples, calls)
 
 
 def load_or_measure(cpu, gpu, reprofile: bool = False,

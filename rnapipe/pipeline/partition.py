@@ -14,22 +14,35 @@ from __future__ import annotations
 import numpy as np
 
 
-def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
+def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 1,
+          cpu_call: float = 0.0) -> np.ndarray:
     """Boolean mask of the records the CPU folds, from each record's predicted seconds on either device
-    (``np.inf`` where a device cannot fold it)."""
+    (``np.inf`` where a device cannot fold it; the CPU's seconds are its throughput on all its threads).
+
+    The CPU folds a sequence on one thread, so its share cannot finish before its longest record does on one
+    of its ``cpu_parallel`` threads (``cpu_parallel`` × that record's seconds), and each call costs
+    ``cpu_call`` seconds more: records that alone would outlast the GPU's whole batch are not offered to it,
+    and it gets nothing unless that beats the GPU alone."""
     tc = np.asarray(cpu_seconds, dtype=np.float64)
     tg = np.asarray(gpu_seconds, dtype=np.float64)
     n = tc.size
     mask = np.zeros(n, dtype=bool)
     if n == 0:
         return mask
-    order = cpu_first(tc, tg)
-    cpu_total = np.concatenate([[0.0], np.cumsum(tc[order])])                  # CPU takes the first k
+    only_cpu = np.isinf(tg)
+    gpu_alone = float(np.sum(tg[~only_cpu]))
+    offered = tc.copy()
+    offered[~only_cpu & (cpu_parallel * tc + cpu_call >= gpu_alone)] = np.inf    # too long to help
+    order = cpu_first(offered, tg)
+    tco = offered[order]
+    cpu_total = np.concatenate([[0.0], np.maximum(np.cumsum(tco), cpu_parallel * np.maximum.accumulate(tco))])
+    cpu_total[1:] += cpu_call
     gpu_total = np.concatenate([[0.0], np.cumsum(tg[order][::-1])])[::-1]      # GPU the rest
     with np.errstate(invalid="ignore"):
         finish = np.maximum(cpu_total, gpu_total)
     k = int(np.argmin(finish))
-    mask[order[:k]] = True
+    must = int(np.count_nonzero(only_cpu))                 # records the GPU cannot fold go first in the order
+    mask[order[:max(k, must)]] = True
     return mask
 
 
