@@ -10,9 +10,11 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
 * T_gpu: the GPU alone (``fold_packed``), median of ``--repeat`` after a warm-up;
 * T_cpu: the CPU engine alone on the hybrid's CPU threads (all cores but one), once;
 * T_add = T_cpu·T_gpu / (T_cpu + T_gpu), the ideal of the two at once;
-* the estimated share: the CPU's share of the records that the host's profile gives (``partition.split``);
-* the hybrid's time at ``--steps`` shares from 0 to 3 × the estimated one (records taken in the split's order),
-  median of ``--repeat`` each, and at the estimated share (the default).
+* the balanced share: the CPU's share of the records that balances the profile's predicted times (as if a
+  record could be shared out), and the estimated share: what the default mode gives the CPU
+  (``HybridFolder.plan``: the CPU's one thread a sequence, its call cost, a minimum gain);
+* the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one (records taken in the split's order),
+  median of ``--repeat`` each, and in the default mode.
 
 Prints one table per set and a summary, writes the points to ``--json``; appends the summary to
 benchmarks/RESULTS.md unless ``--no-append``.
@@ -76,15 +78,16 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int) -> dict:
 
     label, records = load_set(spec, seed)
     lens = records.lens
-    tc, tg = folder.cpu_cost.seconds(lens), folder.gpu_cost.seconds(lens)
-    estimated = float(partition.split(tc, tg).mean())
+    tc, tg = folder.predict(lens)
+    paper = float(partition.split(tc, tg).mean())        # time balanced, as if records could be shared out
+    estimated = float(folder.plan(lens).mean())           # what the default mode gives the CPU
     warm = records.take(0, min(len(records), 256))
     folder.gpu.fold_packed([warm])
     folder.cpu.fold_packed([warm])
     t_gpu = timed(folder.gpu.fold_packed, records, repeat)
     t_cpu = timed(folder.cpu.fold_packed, records, 1)
     t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
-    top = max(3 * estimated, 3.0 / len(records))
+    top = max(3 * paper, 3.0 / len(records))
     points = []
     for share in np.linspace(0.0, top, steps):
         folder.cpu_share = float(share)
@@ -93,17 +96,18 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int) -> dict:
     default = timed(folder.fold_packed, records, repeat)
     best_share, best_time = min(points, key=lambda p: p[1])
     return {"set": label, "records": len(records), "t_gpu": t_gpu, "t_cpu": t_cpu, "t_add": t_add,
-            "estimated_share": estimated, "points": points, "default": default, "best_share": best_share,
+            "estimated_share": estimated, "balanced_share": paper, "points": points, "default": default, "best_share": best_share,
             "best": best_time}
 
 
 def summary_rows(results: list[dict]) -> list[str]:
-    rows = ["| set | T_cpu (s) | T_gpu (s) | K = T_cpu/T_gpu | T_add (s) | estimated CPU share | sweep's best share "
+    rows = ["| set | T_cpu (s) | T_gpu (s) | K = T_cpu/T_gpu | T_add (s) | balanced / estimated CPU share | sweep's best share "
             "(time) | default hybrid (s) | default / T_add | default / faster device |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         rows.append(f"| {r['set']} | {r['t_cpu']:.3f} | {r['t_gpu']:.4f} | {r['t_cpu'] / r['t_gpu']:.1f} | "
-                    f"{r['t_add']:.4f} | {100 * r['estimated_share']:.2f}% | {100 * r['best_share']:.2f}% "
+                    f"{r['t_add']:.4f} | {100 * r.get('balanced_share', r['estimated_share']):.2f}% / "
+                    f"{100 * r['estimated_share']:.2f}% | {100 * r['best_share']:.2f}% "
                     f"({r['best']:.4f} s) | {r['default']:.4f} | {r['default'] / r['t_add']:.3f} | "
                     f"{r['default'] / min(r['t_cpu'], r['t_gpu']):.3f} |")
     return rows

@@ -186,3 +186,11 @@ def test_the_split_is_never_predicted_slower_than_the_gpu_alone():
         mask = partition.split(tc, tg, p, call)
         cpu = max(float(tc[mask].sum()), p * float(tc[mask].max())) + call if mask.any() else 0.0
         assert max(cpu, float(tg[~mask].sum())) <= float(tg.sum()) + 1e-12
+
+
+def test_no_cpu_share_below_the_minimum_gain():
+    tc, tg = np.full(100, 0.5), np.full(100, 0.01)          # K = 50: the CPU could save 1 %
+    assert partition.split(tc, tg).sum() == 1
+    assert partition.split(tc, tg, min_gain=0.05).sum() == 0
+    tc = np.full(100, 0.03)                                  # K = 3: about 25 %
+    assert partition.split(tc, tg, min_gain=0.05).sum() == 25

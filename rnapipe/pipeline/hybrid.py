@@ -23,6 +23,10 @@ from .reader import LengthCheck
 from .records import Records
 
 ALGORITHMS = ("zuker",)        # engines whose CPU and GPU results are identical, structures included
+# The CPU gets a share of a batch only where that is predicted to finish the batch this much sooner than the
+# GPU alone: the profile's costs are throughputs of large batches, and a CPU share of a few records has
+# taken 3-4 times its prediction (benchmarks/RESULTS.md, hybrid sweep).
+MIN_GAIN = 0.05
 
 
 def gpu_name(device: int = 0) -> str:
@@ -70,22 +74,29 @@ class HybridFolder:
         cpu, gpu = self.cpu.length_check(), self.gpu.length_check()
         return cpu if (cpu.longest or 0) >= (gpu.longest or 0) else gpu
 
-    def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
-        text = parts[0].seqs_text if len(parts) == 1 else b"".join(p.seqs_text for p in parts)
-        lens = parts[0].lens if len(parts) == 1 else np.concatenate([p.lens for p in parts])
-        count = len(lens)
-        if count == 0:
-            return np.zeros(0, dtype=np.int64), b""
+    def predict(self, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted seconds of each record on the CPU and on the GPU (inf where one cannot fold it)."""
         tc = self.cpu_cost.seconds(lens)
         tg = self.gpu_cost.seconds(lens)
         for t, folder in ((tc, self.cpu), (tg, self.gpu)):
             longest = folder.length_check().longest
             if longest is not None:
                 t[lens > longest] = np.inf
-        if self.cpu_share is None:
-            mask = split(tc, tg, self.cpu.threads, self.profile.calls.get("cpu", 0.0))
-        else:
-            mask = split_at(tc, tg, int(round(self.cpu_share * count)))
+        return tc, tg
+
+    def plan(self, lens: np.ndarray) -> np.ndarray:
+        """The records of a batch the CPU folds (mask)."""
+        tc, tg = self.predict(lens)
+        return split(tc, tg, self.cpu.threads, self.profile.calls.get("cpu", 0.0), MIN_GAIN)
+
+    def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
+        text = parts[0].seqs_text if len(parts) == 1 else b"".join(p.seqs_text for p in parts)
+        lens = parts[0].lens if len(parts) == 1 else np.concatenate([p.lens for p in parts])
+        count = len(lens)
+        if count == 0:
+            return np.zeros(0, dtype=np.int64), b""
+        tc, tg = self.predict(lens)
+        mask = self.plan(lens) if self.cpu_share is None else split_at(tc, tg, int(round(self.cpu_share * count)))
         cpu_count = int(mask.sum())
         if cpu_count in (0, count):                   # one device: no split, no thread
             start = time.perf_counter()

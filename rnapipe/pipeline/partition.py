@@ -15,14 +15,15 @@ import numpy as np
 
 
 def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 1,
-          cpu_call: float = 0.0) -> np.ndarray:
+          cpu_call: float = 0.0, min_gain: float = 0.0) -> np.ndarray:
     """Boolean mask of the records the CPU folds, from each record's predicted seconds on either device
     (``np.inf`` where a device cannot fold it; the CPU's seconds are its throughput on all its threads).
 
     The CPU folds a sequence on one thread, so its share cannot finish before its longest record does on one
     of its ``cpu_parallel`` threads (``cpu_parallel`` × that record's seconds), and each call costs
     ``cpu_call`` seconds more: records that alone would outlast the GPU's whole batch are not offered to it,
-    and it gets nothing unless that beats the GPU alone."""
+    and it gets nothing unless that beats the GPU alone by at least ``min_gain`` (a fraction of the GPU's
+    time)."""
     tc = np.asarray(cpu_seconds, dtype=np.float64)
     tg = np.asarray(gpu_seconds, dtype=np.float64)
     n = tc.size
@@ -42,6 +43,8 @@ def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 
         finish = np.maximum(cpu_total, gpu_total)
     k = int(np.argmin(finish))
     must = int(np.count_nonzero(only_cpu))                 # records the GPU cannot fold go first in the order
+    if k > must and finish[k] > (1.0 - min_gain) * finish[must]:
+        k = must
     mask[order[:max(k, must)]] = True
     return mask
 
