@@ -194,3 +194,21 @@ def test_no_cpu_share_below_the_minimum_gain():
     assert partition.split(tc, tg, min_gain=0.05).sum() == 0
     tc = np.full(100, 0.03)                                  # K = 3: about 25 %
     assert partition.split(tc, tg, min_gain=0.05).sum() == 25
+
+
+def test_the_no_gain_shortcut_changes_no_split():
+    rng = random.Random(8)
+    for _ in range(300):
+        n = rng.randint(1, 60)
+        lens = np.array([rng.randint(20, 3000) for _ in range(n)], dtype=np.int64)
+        tc = Cost(rng.uniform(1e-11, 1e-8), 0.0, rng.uniform(0, 1e-4)).seconds(lens)
+        tg = Cost(rng.uniform(1e-12, 1e-9), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
+        gain = rng.choice([0.01, 0.05, 0.2])
+        got = partition.split(tc, tg, 4, 1e-4, gain)
+        # the same split without the shortcut: min_gain applied after the search
+        plain = partition.split(tc, tg, 4, 1e-4)
+        if plain.any():
+            cpu = max(float(tc[plain].sum()), 4 * float(tc[plain].max())) + 1e-4
+            if max(cpu, float(tg[~plain].sum())) > (1 - gain) * float(tg.sum()):
+                plain[:] = False
+        assert got.tolist() == plain.tolist()

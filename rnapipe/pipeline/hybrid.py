@@ -69,6 +69,7 @@ class HybridFolder:
         self.predicted = [0.0, 0.0]         # CPU, GPU seconds predicted for their shares
         self.measured = [0.0, 0.0]          # and measured
         self.cpu_share: float | None = None  # a forced share of each batch's records for the CPU (sweeps)
+        self.longest = (self.cpu.length_check().longest, self.gpu.length_check().longest)
 
     def length_check(self) -> LengthCheck:
         cpu, gpu = self.cpu.length_check(), self.gpu.length_check()
@@ -78,8 +79,7 @@ class HybridFolder:
         """Predicted seconds of each record on the CPU and on the GPU (inf where one cannot fold it)."""
         tc = self.cpu_cost.seconds(lens)
         tg = self.gpu_cost.seconds(lens)
-        for t, folder in ((tc, self.cpu), (tg, self.gpu)):
-            longest = folder.length_check().longest
+        for t, longest in zip((tc, tg), self.longest):
             if longest is not None:
                 t[lens > longest] = np.inf
         return tc, tg

@@ -31,6 +31,13 @@ def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 
     if n == 0:
         return mask
     only_cpu = np.isinf(tg)
+    if min_gain > 0 and not only_cpu.any():
+        # no split saves more than 1 / (r + 1) of the GPU's time, r the smallest t_CPU / t_GPU: when that is
+        # below min_gain, the CPU gets nothing (and the batch is not sorted)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            best_ratio = float(np.min(tc / tg))
+        if 1.0 / (best_ratio + 1.0) < min_gain:
+            return mask
     gpu_alone = float(np.sum(tg[~only_cpu]))
     offered = tc.copy()
     offered[~only_cpu & (cpu_parallel * tc + cpu_call >= gpu_alone)] = np.inf    # too long to help
