@@ -175,17 +175,27 @@ def test_the_cpus_one_thread_per_sequence_and_its_call_cost_count():
     assert partition.split(tc, tg, cpu_call=1.0).sum() == 0            # the call alone outlasts the GPU
 
 
+def random_times(rng: random.Random, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted CPU and GPU seconds of 1 to ``most`` records of random lengths, from random costs."""
+    lens = np.array([rng.randint(20, 3000) for _ in range(rng.randint(1, most))], dtype=np.int64)
+    return (Cost(rng.uniform(1e-11, 1e-8), 0.0, rng.uniform(0, 1e-4)).seconds(lens),
+            Cost(rng.uniform(1e-12, 1e-9), 0.0, rng.uniform(0, 1e-5)).seconds(lens))
+
+
+def predicted_finish(tc, tg, mask, parallel: int, call: float) -> float:
+    """When a split is predicted to end: the CPU waits for its sum, its longest record on one of ``parallel``
+    threads and the call; the GPU for its sum."""
+    cpu = max(float(tc[mask].sum()), parallel * float(tc[mask].max())) + call if mask.any() else 0.0
+    return max(cpu, float(tg[~mask].sum()))
+
+
 def test_the_split_is_never_predicted_slower_than_the_gpu_alone():
     rng = random.Random(5)
     for _ in range(300):
-        n = rng.randint(1, 40)
-        lens = np.array([rng.randint(20, 3000) for _ in range(n)], dtype=np.int64)
-        tc = Cost(rng.uniform(1e-11, 1e-8), 0.0, rng.uniform(0, 1e-4)).seconds(lens)
-        tg = Cost(rng.uniform(1e-12, 1e-9), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
+        tc, tg = random_times(rng, 40)
         p, call = rng.randint(1, 32), rng.uniform(0, 0.01)
         mask = partition.split(tc, tg, p, call)
-        cpu = max(float(tc[mask].sum()), p * float(tc[mask].max())) + call if mask.any() else 0.0
-        assert max(cpu, float(tg[~mask].sum())) <= float(tg.sum()) + 1e-12
+        assert predicted_finish(tc, tg, mask, p, call) <= float(tg.sum()) + 1e-12
 
 
 def test_no_cpu_share_below_the_minimum_gain():
@@ -199,16 +209,11 @@ def test_no_cpu_share_below_the_minimum_gain():
 def test_the_no_gain_shortcut_changes_no_split():
     rng = random.Random(8)
     for _ in range(300):
-        n = rng.randint(1, 60)
-        lens = np.array([rng.randint(20, 3000) for _ in range(n)], dtype=np.int64)
-        tc = Cost(rng.uniform(1e-11, 1e-8), 0.0, rng.uniform(0, 1e-4)).seconds(lens)
-        tg = Cost(rng.uniform(1e-12, 1e-9), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
+        tc, tg = random_times(rng, 60)
         gain = rng.choice([0.01, 0.05, 0.2])
         got = partition.split(tc, tg, 4, 1e-4, gain)
         # the same split without the shortcut: min_gain applied after the search
         plain = partition.split(tc, tg, 4, 1e-4)
-        if plain.any():
-            cpu = max(float(tc[plain].sum()), 4 * float(tc[plain].max())) + 1e-4
-            if max(cpu, float(tg[~plain].sum())) > (1 - gain) * float(tg.sum()):
-                plain[:] = False
+        if predicted_finish(tc, tg, plain, 4, 1e-4) > (1 - gain) * float(tg.sum()):
+            plain[:] = False
         assert got.tolist() == plain.tolist()
