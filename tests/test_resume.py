@@ -33,6 +33,7 @@ def env(**extra) -> dict:
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
     e.pop("RNAPIPE_DEBUG", None)
     e["RNAPIPE_CHUNK_RECORDS"] = str(CHUNK)
+    e["RNAPIPE_BATCH_RECORDS"] = str(CHUNK)     # one chunk an engine call: the chunks before a kill are done
     e.update({k: str(v) for k, v in extra.items()})
     return e
 
@@ -121,9 +122,12 @@ def killed_at(point: str, workdir: Path, args=FOLD) -> None:
 
 
 def resumed(proc) -> tuple[int, int]:
+    """(chunks kept, chunks folded) from the rerun's line; (0, all) when it had nothing to keep (no line)."""
     match = re.search(r"resumed an interrupted run: (\d+) chunk\(s\) were done already, (\d+) folded now",
                       proc.stderr)
-    assert match, proc.stderr
+    if match is None:
+        assert "resumed" not in proc.stderr, proc.stderr
+        return 0, total_chunks()
     return int(match.group(1)), int(match.group(2))
 
 

@@ -217,6 +217,7 @@ def folded(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
             yield chunk
 
     records, nucleotides = BATCH.get(folder.device, BATCH["cpu"])
+    records = int(os.environ.get("RNAPIPE_BATCH_RECORDS") or records)     # smaller batches (tests)
     # parsed chunks wait, up to two batches' worth, so that a batch can be gathered from what is ready
     source = Background(checked(), depth=1 << 30, weight=lambda c: len(c) / records + c.nucleotides / nucleotides,
                         limit=4.0)
