@@ -14,11 +14,12 @@ rule fold:
     benchmark:
         f"{OUTDIR}/benchmarks/fold/{{sample}}.{ALGORITHM}.tsv"
     params:
+        algorithm=ALGORITHM,
         options=fold_options(),
         outputs=lambda wildcards, output: " ".join(f"-o {path}" for path in output),
     threads: workflow.cores
     resources:
         mem_mb=config["fold"]["mem_mb"],
     shell:
-        "rnapipe fold {input} {params.outputs} --algorithm " + ALGORITHM + " --threads {threads}"
+        "rnapipe fold {input} {params.outputs} --algorithm {params.algorithm} --threads {threads}"
         " {params.options} 2> {log}"
