@@ -305,15 +305,13 @@ def _fold(args) -> int:
     from .pipeline import warm
 
     warm.start()                                # while the engine below is set up
-    from .pipeline import job
-    from .pipeline.outputs import Sink, format_of
+    from .pipeline import job, timeline
     from .pipeline.hybrid import stderr_say
+    from .pipeline.outputs import Sink, format_of
     from .pipeline.stream import make_folder
 
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
-    from .pipeline import timeline
-
     timeline.mark("options read")
     folder = make_folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
                          reprofile=args.reprofile, say=stderr_say(args.quiet))

@@ -86,7 +86,11 @@ class HybridFolder:
 
     def plan(self, lens: np.ndarray) -> np.ndarray:
         """The records of a batch the CPU folds (mask)."""
-        tc, tg = self.predict(lens)
+        return self._split(*self.predict(lens))
+
+    def _split(self, tc: np.ndarray, tg: np.ndarray) -> np.ndarray:
+        if self.cpu_share is not None:
+            return split_at(tc, tg, int(round(self.cpu_share * len(tc))))
         return split(tc, tg, self.cpu.threads, self.profile.calls.get("cpu", 0.0), MIN_GAIN)
 
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
@@ -96,7 +100,7 @@ class HybridFolder:
         if count == 0:
             return np.zeros(0, dtype=np.int64), b""
         tc, tg = self.predict(lens)
-        mask = self.plan(lens) if self.cpu_share is None else split_at(tc, tg, int(round(self.cpu_share * count)))
+        mask = self._split(tc, tg)
         cpu_count = int(mask.sum())
         if cpu_count in (0, count):                   # one device: no split, no thread
             start = time.perf_counter()
@@ -116,10 +120,7 @@ class HybridFolder:
 
         def fold(k: int, folder) -> None:
             rows, cols = sides[k]
-            n = int(rows.sum())
-            if n == 0:
-                results[k] = (np.zeros(0, dtype=np.int64), b"")
-                return
+            n = cpu_count if k == 0 else count - cpu_count
             start = time.perf_counter()
             part = Records(b"", src[cols].tobytes(), np.zeros(n, dtype=np.int64), lens[rows],
                            np.arange(n, dtype=np.int64))
@@ -146,7 +147,7 @@ class HybridFolder:
             scores[rows] = results[k][0]
             out[cols] = np.frombuffer(results[k][1], dtype=np.uint8)
         self.records += count
-        self.cpu_records += int(mask.sum())
+        self.cpu_records += cpu_count
         self.predicted[0] += float(tc[mask].sum())
         self.predicted[1] += float(tg[~mask].sum())
         self.measured[0] += seconds[0]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import io
 import itertools
-import os
 import re
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,6 +19,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from .. import config
 from ..alphabet import normalise
 from ..errors import InputError, SequenceTooLongError
 from ..io.fasta import (_WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason,
@@ -34,8 +34,7 @@ READ_BYTES = 1 << 22          # at most one read from a file (read1: a gzip give
 BLOCK_BYTES = 4 << 20         # records are parsed in blocks of about this size
 # Blocks are parsed on this many threads at once (the compiled scan runs without the GIL); the reading
 # thread takes their results in order and does what depends on the records before (line numbers, ids).
-PARSE_THREADS = max(1, min(4, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                               else os.cpu_count() or 1) - 1))
+PARSE_THREADS = max(1, min(4, config.default_threads() - 1))
 _LONE_CR = re.compile(rb"\r(?!\n)")
 
 
