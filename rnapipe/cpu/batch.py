@@ -1,10 +1,15 @@
 """Run a nogil per-sequence fold over many sequences on a pool of threads, longest first, with no more
-sequences' matrices in memory at once than the memory holds."""
+sequences' matrices in memory at once than the memory holds.
+
+The pool's threads are kept for the process (:data:`POOL`), and a call's threads pull groups of sequences
+from one shared queue: a call of a few sequences costs no thread starts, no per-thread copies of the energy
+tables and one hand-over of the GIL per group, which matters when another thread (the GPU's feeder in a
+hybrid run) keeps the GIL busy: each hand-over can wait for the interpreter's switch interval (5 ms)."""
 
 from __future__ import annotations
 
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -74,25 +79,73 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
             if progress is not None:
                 progress(1)
         return results
+    groups = _groups(order, [len(s) for s in sequences], threads)
+    following = iter(range(len(groups)))       # next() on it is atomic under the GIL: the shared queue
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    stop = threading.Event()
 
-    def run(group: list[int]) -> int:
-        for k in group:
-            results[k] = fold_one(sequences[k])
-        return len(group)
+    def work() -> None:
+        try:
+            for g in following:
+                if stop.is_set():
+                    break
+                for k in groups[g]:
+                    results[k] = fold_one(sequences[k])
+                done.put(len(groups[g]))
+        except BaseException as err:          # raised on the calling thread
+            done.put(err)
+        finally:
+            done.put(None)
 
-    pool = ThreadPoolExecutor(max_workers=threads)
+    workers = min(threads, len(groups))
+    for _ in range(workers):
+        POOL.submit(work)
     try:
-        futures = [pool.submit(run, group) for group in _groups(order, [len(s) for s in sequences], threads)]
-        for future in as_completed(futures):
-            done = future.result()
-            if progress is not None:
-                progress(done)
+        ended = 0
+        while ended < workers:
+            item = done.get()
+            if item is None:
+                ended += 1
+            elif isinstance(item, BaseException):
+                raise item
+            elif progress is not None:
+                progress(item)
     except BaseException:
-        # Ctrl-C or a failed fold: drop the queued groups rather than fold them all before stopping.
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Ctrl-C or a failed fold: the workers take no further group (the ones running finish theirs).
+        stop.set()
         raise
-    pool.shutdown()
     return results
+
+
+class _Pool:
+    """Threads kept from one call to the next (a call starts no thread and each thread keeps what it holds
+    per thread: the engines' table copies, Numba's thread state). ``submit`` runs a job on an idle thread,
+    starting one when none is idle, so concurrent calls never wait on each other's jobs."""
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                threading.Thread(target=self._serve, name="rnapipe-cpu", daemon=True).start()
+        self._jobs.put(job)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            finally:
+                with self._lock:
+                    self._idle += 1
+
+
+POOL = _Pool()
 
 
 # A group of sequences is one task of the pool: a future per sequence costs more than folding a short one.
