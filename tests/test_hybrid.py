@@ -111,12 +111,12 @@ def batch(count: int, seed: int) -> Records:
     return Records.from_lists([f"r{k}" for k in range(count)], seqs, range(count))
 
 
-def test_hybrid_merge_equals_one_device():
+def test_static_merge_equals_one_device():
     cpu = Folder("zuker", None, "cpu", 1)
     stand_in = Folder("zuker", None, "cpu", 1)
     # costs that split these lengths about evenly, so that both sides fold some
     profile = Profile({}, {}, {"cpu": Cost(0.0, 1e-6, 0.0), "gpu": Cost(0.0, 1e-6, 0.0)})
-    folder = HybridFolder("zuker", cpu=cpu, gpu=stand_in, profile=profile)
+    folder = HybridFolder("zuker", cpu=cpu, gpu=stand_in, profile=profile, split="static")
     parts = [batch(37, 1), batch(0, 2), batch(64, 3)]
     want_scores, want_text = cpu.fold_packed(parts)
     scores, text = folder.fold_packed(parts)

@@ -79,3 +79,25 @@ def shares(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, mask: np.ndarray) -
     tc = float(np.sum(np.asarray(cpu_seconds)[mask]))
     tg = float(np.sum(np.asarray(gpu_seconds)[~mask]))
     return {"cpu_seconds": tc, "gpu_seconds": tg, "cpu_records": int(mask.sum()), "records": int(mask.size)}
+
+
+def among(seconds: np.ndarray, mask: np.ndarray, parts: int) -> np.ndarray:
+    """The device (0 .. parts-1) of each record where ``mask`` is set, -1 elsewhere: those records, in input
+    order, cut into ``parts`` contiguous runs of about equal predicted ``seconds`` (the boundaries between
+    several GPUs of one kind)."""
+    t = np.asarray(seconds, dtype=np.float64)
+    where = np.full(t.size, -1, dtype=np.int64)
+    picked = np.flatnonzero(mask)
+    if parts <= 1 or picked.size == 0:
+        where[picked] = 0
+        return where
+    w = t[picked]
+    w = np.where(np.isfinite(w), w, 0.0)
+    ends = np.cumsum(w)
+    if ends[-1] <= 0:
+        ends = np.arange(1, picked.size + 1, dtype=np.float64)
+    # record k goes to the part its time's midpoint falls in
+    device = np.minimum(((ends - 0.5 * np.diff(np.concatenate([[0.0], ends]))) * parts / ends[-1]).astype(np.int64),
+                        parts - 1)
+    where[picked] = device
+    return where
