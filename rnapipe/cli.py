@@ -167,7 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     fold.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
     fold.add_argument("--device", choices=DEVICES, default="cpu", help="where to fold (default cpu)")
     fold.add_argument("--gpus", type=_gpu_list, metavar="LIST",
-                      help="with --device gpu: GPUs to spread the batches over, e.g. 0,1 (default: GPU 0)")
+                      help="with --device gpu or hybrid: GPUs to spread the batches over, e.g. 0,1 (default: GPU 0)")
+    fold.add_argument("--split", choices=config.HYBRID_SPLITS, metavar="{static,dynamic}",
+                      help="with --device hybrid: share each batch once by the profile (static) or from one queue "
+                      f"the devices pull from (dynamic; default {config.HYBRID_SPLIT}, or RNAPIPE_HYBRID_SPLIT)")
     fold.add_argument("--threads", type=_positive_int, metavar="N",
                       help="CPU threads (default: the usable physical cores)")
     fold.add_argument("--format", type=_formats(FORMATS), metavar="FMT[,FMT...]",
@@ -313,8 +316,10 @@ def _fold(args) -> int:
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")
+    if args.split is not None and args.device not in ("hybrid", "auto"):
+        raise UsageError("--split applies to --device hybrid (or auto) only")
     folder = make_folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
-                         reprofile=args.reprofile, say=stderr_say(args.quiet))
+                         reprofile=args.reprofile, say=stderr_say(args.quiet), split=args.split)
     timeline.mark("engine ready")
     sinks = []
     for path, fmt in _outputs(args):

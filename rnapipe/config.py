@@ -14,6 +14,11 @@ MEMORY_FRACTION = 0.8
 # Nussinov: a pair (i, j) needs j - i >= NUSSINOV_MIN_LOOP + 1 (the papers: C(i,i) = C(i,i+1) = 0).
 NUSSINOV_MIN_LOOP = 1
 
+# --device hybrid: how each batch is shared between the CPU and the GPUs (rnapipe.pipeline.hybrid), when
+# --split is not given; the environment variable RNAPIPE_HYBRID_SPLIT overrides it.
+HYBRID_SPLITS = ("static", "dynamic")
+HYBRID_SPLIT = "dynamic"
+
 # Show a progress bar only for runs with at least this many sequences or nucleotides.
 PROGRESS_MIN_SEQUENCES = 50
 PROGRESS_MIN_NUCLEOTIDES = 200_000

@@ -217,3 +217,272 @@ def test_the_no_gain_shortcut_changes_no_split():
         if predicted_finish(tc, tg, plain, 4, 1e-4) > (1 - gain) * float(tg.sum()):
             plain[:] = False
         assert got.tolist() == plain.tolist()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# dynamic split: one queue, CPU threads and several (stand-in) GPUs
+
+
+class SlowFolder:
+    """A CPU folder standing in for a GPU, slower by ``delay`` seconds a record (a slow GPU), failing on its
+    ``fail_at``-th call; it counts the records it folded."""
+
+    def __init__(self, delay: float = 0.0, fail_at: int | None = None):
+        self.inner = Folder("zuker", None, "cpu", 1)
+        self.delay, self.fail_at = delay, fail_at
+        self.calls = self.folded = 0
+        self.threads, self.gpus = 1, [0]
+
+    def length_check(self):
+        return self.inner.length_check()
+
+    def fold_packed(self, parts):
+        import time
+
+        self.calls += 1
+        if self.fail_at is not None and self.calls >= self.fail_at:
+            raise RuntimeError("stand-in GPU failed")
+        n = sum(len(p) for p in parts)
+        time.sleep(self.delay * n)
+        self.folded += n
+        return self.inner.fold_packed(parts)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of a few records, so that a small batch is shared among every device."""
+    from rnapipe.pipeline import scheduler
+
+    monkeypatch.setattr(scheduler, "GPU_MIN_RECORDS", 2)
+    monkeypatch.setattr(scheduler, "GPU_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(scheduler, "CPU_GROUP_SECONDS", 0.0)
+    monkeypatch.setattr(scheduler, "GPU_TAKE", 0.3)
+
+
+def even_profile() -> Profile:
+    """CPU throughput (all threads) three times slower than one GPU: K = 3."""
+    return Profile({}, {"cpu": {68: 3e-4}, "gpu": {68: 1e-4}},
+                   {"cpu": Cost(0.0, 3e-7, 0.0), "gpu": Cost(0.0, 1e-7, 0.0)})
+
+
+def dynamic_folder(gpus, threads: int = 4) -> HybridFolder:
+    cpu = Folder("zuker", None, "cpu", 1)
+    folder = HybridFolder("zuker", threads=threads, cpu=cpu, gpu=gpus, profile=even_profile(), split="dynamic")
+    folder.cpu.threads = folder.cpu_one.threads = 1 if threads <= len(gpus) else threads - len(gpus)
+    return folder
+
+
+@pytest.mark.parametrize("delays", [[0.0], [0.0, 0.0], [0.0, 0.002, 0.0]])
+def test_dynamic_merge_equals_the_cpu_engine(small_chunks, delays):
+    gpus = [SlowFolder(d) for d in delays]
+    folder = dynamic_folder(gpus)
+    parts = [batch(40, 4), batch(0, 5), batch(57, 6)]
+    want_scores, want_text = Folder("zuker", None, "cpu", 1).fold_packed(parts)
+    scores, text = folder.fold_packed(parts)
+    assert scores.tolist() == want_scores.tolist()
+    assert text == want_text
+    assert folder.records == 97
+    assert 0 < folder.cpu_records < 97
+    assert folder.cpu_records + sum(g.folded for g in gpus) == 97       # every record folded once
+    assert all(g.folded for g in gpus)                                  # and every GPU took a share
+
+
+def test_dynamic_empty_batches_and_one_record(small_chunks):
+    folder = dynamic_folder([SlowFolder(), SlowFolder()])
+    scores, text = folder.fold_packed([Records.empty()])
+    assert scores.size == 0 and text == b""
+    one = batch(1, 7)
+    scores, text = folder.fold_packed([Records.empty(), one])
+    want = Folder("zuker", None, "cpu", 1).fold_packed([one])
+    assert scores.tolist() == want[0].tolist() and text == want[1]
+
+
+@pytest.mark.parametrize("split", ["static", "dynamic"])
+def test_a_failing_gpu_is_raised(small_chunks, split):
+    gpus = [SlowFolder(), SlowFolder(fail_at=1)]
+    folder = dynamic_folder(gpus)
+    folder.split = split
+    with pytest.raises(RuntimeError, match="stand-in GPU failed"):
+        folder.fold_packed([batch(60, 8)])
+
+
+def test_a_failing_cpu_is_raised(small_chunks, monkeypatch):
+    folder = dynamic_folder([SlowFolder(0.001)])
+
+    def broken(parts):
+        raise MemoryError("cpu side")
+    monkeypatch.setattr(folder.cpu_one, "fold_packed", broken)
+    with pytest.raises(MemoryError, match="cpu side"):
+        folder.fold_packed([batch(60, 9)])
+
+
+def test_static_split_among_several_gpus_equals_the_cpu_engine():
+    gpus = [SlowFolder(), SlowFolder(), SlowFolder()]
+    folder = dynamic_folder(gpus, threads=4)
+    folder.split = "static"
+    parts = [batch(50, 10)]
+    want_scores, want_text = Folder("zuker", None, "cpu", 1).fold_packed(parts)
+    scores, text = folder.fold_packed(parts)
+    assert scores.tolist() == want_scores.tolist() and text == want_text
+    assert all(g.folded for g in gpus)
+    assert folder.cpu_records + sum(g.folded for g in gpus) == 50
+
+
+def test_dynamic_run_equals_the_cpu_run_in_every_format(tmp_path, small_chunks, monkeypatch):
+    """The streaming core (several batches) with the dynamic hybrid folder writes what the CPU engine writes."""
+    from rnapipe.pipeline import job
+    from rnapipe.pipeline.outputs import Sink
+
+    monkeypatch.setenv("RNAPIPE_BATCH_RECORDS", "64")
+    make_input(tmp_path / "in.fa", count=200, bad=None)
+    got = {}
+    for name, folder in (("cpu", Folder("zuker", None, "cpu", 1)),
+                         ("hybrid", dynamic_folder([SlowFolder(), SlowFolder(0.001)]))):
+        sinks = [Sink(str(tmp_path / f"{name}.{fmt}"), fmt) for fmt in FORMATS]
+        job.run([str(tmp_path / "in.fa")], sinks, folder, quiet=True)
+        got[name] = [(tmp_path / f"{name}.{fmt}").read_bytes() for fmt in FORMATS]
+        if name == "hybrid":
+            assert 0 < folder.cpu_records < folder.records == 200
+    assert got["hybrid"] == got["cpu"]
+
+
+# the queue against simulations
+
+
+def simulate(q, true_cpu, true_gpu, gpus: int, threads: int):
+    """Drive ``q`` with exact times: (end, owner of each record, picks of the CPU as (time, seconds, when the
+    GPUs would have ended the rest alone))."""
+    import heapq
+
+    events = [(0.0, 0, i) for i in range(gpus)] + [(0.0, 1, j) for j in range(threads)]
+    heapq.heapify(events)
+    owner = np.full(q.count, -2)
+    end, cpu_picks = 0.0, []
+    while events:
+        t, kind, i = heapq.heappop(events)
+        # when the GPUs would end every record not handed out yet, if the CPU took none of them
+        unclaimed = q.cum_g[q.top] - q.cum_g[q.lo] + q.left_g
+        common = (sum(max(t, f) for f in q.gpu_free) + unclaimed) / gpus
+        pos = q.gpu_next(i, t) if kind == 0 else q.cpu_next(i, t)
+        if pos is None:
+            continue
+        assert (owner[pos] == -2).all(), "a record handed out twice"
+        owner[pos] = i if kind == 0 else -1
+        dt = float((true_gpu if kind == 0 else true_cpu)[pos].sum())
+        if kind == 1:
+            cpu_picks.append((t, dt, common))
+        end = max(end, t + dt)
+        heapq.heappush(events, (t + dt, kind, i))
+    return end, owner, cpu_picks
+
+
+def test_the_queue_hands_out_every_record_once_and_never_outlasts_the_gpus():
+    from rnapipe.pipeline import scheduler
+
+    rng = random.Random(21)
+    for _ in range(150):
+        n = rng.randint(1, 300)
+        lens = np.array([rng.randint(20, 2500) for _ in range(n)], dtype=np.int64)
+        threads, gpus = rng.randint(1, 16), rng.randint(1, 3)
+        tc1 = Cost(rng.uniform(1e-11, 1e-9), 0.0, rng.uniform(0, 1e-4)).seconds(lens) * threads
+        tg = Cost(rng.uniform(1e-13, 1e-10), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
+        q = scheduler.Queue(lens, tc1, tg, gpus, threads)
+        gpu_alone = float(tg.sum()) / gpus
+        end, owner, picks = simulate(q, tc1, tg, gpus, threads)
+        assert (owner != -2).all()
+        for t, seconds, alone in picks:          # no CPU pick outlasts the GPUs' remaining work
+            assert t + seconds <= alone + 1e-9
+        # never later than the GPUs alone, but for one chunk's granularity
+        biggest = float(tg.max())
+        assert end <= gpu_alone + biggest + scheduler.GPU_MIN_SECONDS + 1e-9
+
+
+def test_the_queue_on_equal_lengths_gives_the_cpu_about_n_over_k_plus_one():
+    from rnapipe.pipeline import scheduler
+
+    for k, threads in [(3.0, 4), (7.0, 15), (20.0, 8)]:
+        n = 20000
+        lens = np.full(n, 200)
+        tg = np.full(n, 1e-5)
+        tc1 = tg * k * threads                     # throughput K on all threads
+        q = scheduler.Queue(lens, tc1, tg, 1, threads)
+        end, owner, _ = simulate(q, tc1, tg, 1, threads)
+        t_gpu, t_cpu = float(tg.sum()), float(tc1.sum()) / threads
+        t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
+        assert end <= 1.01 * t_add + scheduler.GPU_MIN_SECONDS
+        assert abs(int((owner == -1).sum()) - n / (k + 1)) <= 0.02 * n
+
+
+def test_the_queue_against_brute_force_on_tiny_batches():
+    """Dynamic end within one record and one minimum chunk of the best assignment (brute force over every
+    record's device, the CPU threads' records packed longest first)."""
+    from rnapipe.pipeline import scheduler
+
+    rng = random.Random(4)
+    for _ in range(60):
+        n = rng.randint(1, 7)
+        lens = np.array([rng.randint(20, 800) for _ in range(n)], dtype=np.int64)
+        threads = rng.randint(1, 2)
+        tc1 = Cost(rng.uniform(1e-10, 1e-8), 0.0, 0.0).seconds(lens) * threads
+        tg = Cost(rng.uniform(1e-11, 1e-9), 0.0, 0.0).seconds(lens)
+        best = np.inf
+        for bits in itertools.product(range(1 + threads), repeat=n):
+            b = np.array(bits)
+            gpu = float(tg[b == 0].sum())
+            cpu = max([float(tc1[b == j + 1].sum()) for j in range(threads)] + [0.0])
+            best = min(best, max(gpu, cpu))
+        end, _, _ = simulate(scheduler.Queue(lens, tc1, tg, 1, threads), tc1, tg, 1, threads)
+        assert end <= best + float(np.maximum(tc1, tg).max()) + scheduler.GPU_MIN_SECONDS + 1e-9
+
+
+def test_among_cuts_contiguous_runs_of_about_equal_time():
+    rng = np.random.default_rng(2)
+    t = rng.uniform(0.1, 1.0, 500)
+    mask = rng.random(500) < 0.8
+    for parts in (1, 2, 3, 5):
+        where = partition.among(t, mask, parts)
+        assert (where[~mask] == -1).all() and (where[mask] >= 0).all()
+        assert np.all(np.diff(where[mask]) >= 0)                      # contiguous, in input order
+        sums = [t[where == p].sum() for p in range(parts)]
+        assert max(sums) - min(sums) <= 2 * t.max()
+
+
+# --device auto
+
+
+def test_auto_picks_cpu_without_a_gpu_and_gpu_without_a_hybrid_mode():
+    from rnapipe.pipeline.hybrid import auto_device
+
+    assert auto_device("zuker", gpu_present=False)[0] == "cpu"
+    assert auto_device("nussinov", gpu_present=True)[0] == "gpu"
+
+
+@pytest.mark.parametrize("k, gpus, want", [(3.0, None, "hybrid"), (100.0, None, "gpu"), (15.0, None, "hybrid"),
+                                           (15.0, [0, 1], "gpu"), (8.0, [0, 1], "hybrid")])
+def test_auto_picks_hybrid_where_the_profile_predicts_a_gain(k, gpus, want):
+    from rnapipe.pipeline import hybrid
+
+    # K = 100 at every length but one, where it is k: the best length decides
+    profile = Profile({}, {"cpu": {68: 100e-6, 400: k * 1e-6}, "gpu": {68: 1e-6, 400: 1e-6}}, {})
+    device, why, _ = hybrid.auto_device("zuker", gpus=gpus, profile=profile, gpu_present=True)
+    assert device == want, why
+    gain = 1.0 / (k * len(gpus or [0]) + 1.0)           # the GPUs together are that much faster
+    assert (gain >= hybrid.MIN_GAIN) == (want == "hybrid")
+    assert "400 nt" in why or want == "gpu"
+
+
+def test_auto_says_what_it_chose_unless_quiet(tmp_path):
+    (tmp_path / "in.fa").write_text(">x\nGGGAAACCC\n")
+    proc = rnapipe("fold", "in.fa", "-o", "o.db", "--device", "auto", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("--device auto:") == 1
+    quiet = rnapipe("fold", "in.fa", "-o", "q.db", "--device", "auto", "-q", cwd=tmp_path)
+    assert quiet.returncode == 0 and "--device auto" not in quiet.stderr
+    assert (tmp_path / "o.db").read_bytes() == (tmp_path / "q.db").read_bytes()
+
+
+def test_split_only_with_hybrid(tmp_path):
+    (tmp_path / "in.fa").write_text(">x\nGGGAAACCC\n")
+    proc = rnapipe("fold", "in.fa", "-o", "o.db", "--split", "static", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--split applies to --device hybrid" in one_error_line(proc)

@@ -117,9 +117,13 @@ class Queue:
         need = target - seconds
         hi = self.lo
         if self.lo < self.top and (need > 0 or not picked):
-            # the shortest run from lo with at least ``need`` predicted seconds, short of the CPU's part
-            hi = int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + max(need, 0.0), side="left"))
-            hi = max(hi, self.lo + (0 if picked else GPU_MIN_RECORDS))
+            # the longest run from lo with at most ``need`` predicted seconds (one record at least), short of
+            # the CPU's part
+            hi = int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + max(need, 0.0), side="right")) - 1
+            if not picked:        # the smallest chunk: GPU_MIN_RECORDS records or GPU_MIN_SECONDS, the fewer
+                least = int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + GPU_MIN_SECONDS / sg, side="left"))
+                hi = max(hi, min(self.lo + GPU_MIN_RECORDS, least))
+            hi = max(hi, self.lo + 1)
             hi = min(hi, cap)
             if hi <= self.lo and not picked:           # only the CPU's part is left: the GPU helps with it
                 hi = min(self.top, self.lo + GPU_MIN_RECORDS)
@@ -151,9 +155,28 @@ class Queue:
         if p > self.lo:
             # what lies above p does not fit now, and the time left only shrinks: it is the GPUs'
             self._leave(p)
-        if p <= self.lo:
-            self.cpu_done[j] = True
-            return None
+        else:
+            # none fits the balance: still take the longest record that ends before the GPUs would end the rest
+            # without it (the end of a batch of few, long records)
+            sg = self._scale_g()
+            free = sum(max(now, t) for t in self.gpu_free)
+            rest = (self.cum_g[self.top] - self.cum_g[self.lo] + self.left_g) * sg
+            ends = (free + rest - self.tg[self.lo:self.top] * sg) / self.gpus - now      # GPUs' end without it
+            fits = np.flatnonzero(self.tc[self.lo:self.top] * sc <= CPU_FIT * ends)
+            if fits.size == 0:
+                self.cpu_done[j] = True
+                return None
+            p = self.lo + int(fits[-1]) + 1
+            self.last_seconds = float(self.tc[p - 1])
+            positions = self.order[p - 1:p].copy()
+            self.order[self.lo + 1:p] = self.order[self.lo:p - 1].copy()    # keep the rest contiguous
+            self.tc[self.lo + 1:p] = self.tc[self.lo:p - 1].copy()
+            self.tg[self.lo + 1:p] = self.tg[self.lo:p - 1].copy()
+            self.lo += 1
+            self.cum_c = np.concatenate([[0.0], np.cumsum(self.tc)])
+            self.cum_g = np.concatenate([[0.0], np.cumsum(self.tg)])
+            self.cpu_free[j] = now + self.last_seconds * sc
+            return positions
         group = max(CPU_GROUP_SECONDS / sc, self.tc[p - 1])
         q = int(np.searchsorted(self.cum_c, self.cum_c[p] - min(group, bound), side="left"))
         q = max(self.lo, min(q, p - 1))
@@ -169,7 +192,7 @@ class Queue:
             return [], 0.0
         t = self.tg_all[np.asarray(self.left, dtype=np.int64)]
         after = np.cumsum(t[::-1])                       # from the end of the list: the longest
-        k = min(len(t), int(np.searchsorted(after, target, side="left")) + 1)
+        k = min(len(t), max(1, int(np.searchsorted(after, target, side="right"))))
         picked = self.left[len(t) - k:]
         seconds = float(after[k - 1])
         del self.left[len(t) - k:]
