@@ -2,6 +2,7 @@
 
     python benchmarks/hybrid_sweep.py --sets random:68:20000,random:120:20000,file:PATH:1000:2500 --json sweep.json
     python benchmarks/hybrid_sweep.py --plot sweep.json --png sweep.png        # needs matplotlib
+    python benchmarks/hybrid_sweep.py --sets ... --json sweep.json --png sweep.png    # draws it too
 
 Per set (``random:L:N``: N random sequences of L nt; ``file:PATH:N[:MAXLEN]``: the first N records of a FASTA
 file, of at most MAXLEN nt), in this process (no interpreter start; the whole set is one batch, as
@@ -14,7 +15,10 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
   record could be shared out), and the estimated share: what the default mode gives the CPU
   (``HybridFolder.plan``: the CPU's one thread a sequence, its call cost, a minimum gain);
 * the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one (records taken in the split's order),
-  median of ``--repeat`` each, and in the default mode.
+  median of ``--repeat`` each, in the static split's default (its estimated share), and in the dynamic split
+  (``--split dynamic``: one queue; after one run that its scales learn from), with the CPU's share it took.
+
+With ``--gpus 0,1`` the hybrid has several GPUs and T_gpu is the GPUs together (the batch cut in one part a GPU).
 
 Prints one table per set and a summary, writes the points to ``--json``; appends the summary to
 benchmarks/RESULTS.md unless ``--no-append``.
@@ -38,8 +42,26 @@ sys.path.insert(0, str(HERE))
 import machine  # noqa: E402
 
 
+def fasta_sequences(path: str):
+    """The sequences of a (gzipped) FASTA file in order, upper case, T as U (the file's records are valid:
+    no reader with its checks, so that no Biopython is needed)."""
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    parts: list[str] = []
+    with opener(path, "rt") as handle:
+        for line in handle:
+            if line.startswith(">"):
+                if parts:
+                    yield "".join(parts).upper().replace("T", "U")
+                parts = []
+            else:
+                parts.append(line.strip())
+    if parts:
+        yield "".join(parts).upper().replace("T", "U")
+
+
 def load_set(spec: str, seed: int):
-    from rnapipe.io import read_records
     from rnapipe.pipeline.records import Records
 
     kind, _, rest = spec.partition(":")
@@ -54,9 +76,9 @@ def load_set(spec: str, seed: int):
         path, count = parts[0], int(parts[1])
         longest = int(parts[2]) if len(parts) > 2 else None
         seqs = []
-        for record in read_records([path], on_invalid="skip"):
-            if longest is None or len(record.sequence) <= longest:
-                seqs.append(record.sequence)
+        for sequence in fasta_sequences(path):
+            if longest is None or len(sequence) <= longest:
+                seqs.append(sequence)
                 if len(seqs) == count:
                     break
         lens = [len(s) for s in seqs]
@@ -73,43 +95,63 @@ def timed(fold, records, repeat: int) -> float:
     return float(np.median(runs))
 
 
-def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int) -> dict:
+def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repeat: int | None = None) -> dict:
     from rnapipe.pipeline import partition
 
+    split = folder.split
     label, records = load_set(spec, seed)
     lens = records.lens
     tc, tg = folder.predict(lens)
     paper = float(partition.split(tc, tg).mean())        # time balanced, as if records could be shared out
     estimated = float(folder.plan(lens).mean())           # what the default mode gives the CPU
     warm = records.take(0, min(len(records), 256))
-    folder.gpu.fold_packed([warm])
+    for f in folder.gpu_folders:
+        f.fold_packed([warm])
     folder.cpu.fold_packed([warm])
-    t_gpu = timed(folder.gpu.fold_packed, records, repeat)
+    folder.cpu_share = 0.5                    # the hybrid's own path once (its compiled record gathering)
+    folder.fold_packed([warm])
+    if len(folder.gpu_folders) == 1:
+        t_gpu = timed(folder.gpu.fold_packed, records, repeat)
+    else:                                                 # the GPUs together, each a contiguous part
+        folder.cpu_share = 0.0
+        t_gpu = timed(folder.fold_packed, records, repeat)
     t_cpu = timed(folder.cpu.fold_packed, records, 1)
     t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
     top = max(3 * paper, 3.0 / len(records))
     points = []
     for share in np.linspace(0.0, top, steps):
         folder.cpu_share = float(share)
-        points.append((float(share), timed(folder.fold_packed, records, repeat)))
+        points.append((float(share), timed(folder.fold_packed, records, point_repeat or repeat)))
     folder.cpu_share = None
+    folder.split = "static"
     default = timed(folder.fold_packed, records, repeat)
+    # the dynamic split: its time, and the CPU's share of the records and of the predicted GPU work it took
+    folder.split = "dynamic"
+    folder.fold_packed([records])                        # its scales learnt from one run first
+    before = folder.cpu_records
+    dynamic = timed(folder.fold_packed, records, repeat)
+    dynamic_share = (folder.cpu_records - before) / (repeat * len(records))
+    folder.split = split
     best_share, best_time = min(points, key=lambda p: p[1])
     return {"set": label, "records": len(records), "t_gpu": t_gpu, "t_cpu": t_cpu, "t_add": t_add,
-            "estimated_share": estimated, "balanced_share": paper, "points": points, "default": default, "best_share": best_share,
-            "best": best_time}
+            "estimated_share": estimated, "balanced_share": paper, "points": points, "default": default,
+            "best_share": best_share, "best": best_time, "dynamic": dynamic, "dynamic_share": dynamic_share}
 
 
 def summary_rows(results: list[dict]) -> list[str]:
-    rows = ["| set | T_cpu (s) | T_gpu (s) | K = T_cpu/T_gpu | T_add (s) | balanced / estimated CPU share | sweep's best share "
-            "(time) | default hybrid (s) | default / T_add | default / faster device |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| set | T_cpu (s) | T_gpu (s) | K = T_cpu/T_gpu | T_add (s) | balanced / estimated CPU share | sweep's best "
+            "share (time) | static (s) | static / T_add | static / faster | dynamic (s) [CPU share] | dynamic / T_add "
+            "| dynamic / faster |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
+        faster = min(r["t_cpu"], r["t_gpu"])
+        dyn = (f"{r['dynamic']:.4f} [{100 * r['dynamic_share']:.2f}%] | {r['dynamic'] / r['t_add']:.3f} | "
+               f"{r['dynamic'] / faster:.3f}") if "dynamic" in r else "- | - | -"
         rows.append(f"| {r['set']} | {r['t_cpu']:.3f} | {r['t_gpu']:.4f} | {r['t_cpu'] / r['t_gpu']:.1f} | "
                     f"{r['t_add']:.4f} | {100 * r.get('balanced_share', r['estimated_share']):.2f}% / "
                     f"{100 * r['estimated_share']:.2f}% | {100 * r['best_share']:.2f}% "
                     f"({r['best']:.4f} s) | {r['default']:.4f} | {r['default'] / r['t_add']:.3f} | "
-                    f"{r['default'] / min(r['t_cpu'], r['t_gpu']):.3f} |")
+                    f"{r['default'] / faster:.3f} | {dyn} |")
     return rows
 
 
@@ -130,7 +172,10 @@ def plot(results: list[dict], png: Path) -> None:
         ax.axhline(r["t_gpu"], color="tab:green", linestyle="--", label="GPU alone")
         ax.axhline(r["t_add"], color="tab:gray", linestyle=":", label="ideal T_add")
         ax.axvline(100 * r["estimated_share"], color="tab:red", linestyle="-.", label="estimated share")
-        ax.plot([100 * r["estimated_share"]], [r["default"]], "s", color="tab:red", label="default hybrid")
+        ax.plot([100 * r["estimated_share"]], [r["default"]], "s", color="tab:red", label="static split")
+        if "dynamic" in r:
+            ax.plot([100 * r["dynamic_share"]], [r["dynamic"]], "D", color="tab:purple",
+                    label="dynamic split (its CPU share)")
         ax.set_title(r["set"], fontsize=9)
         ax.set_xlabel("CPU share of the records (%)")
         ax.set_ylabel("seconds")
@@ -146,10 +191,14 @@ def main() -> None:
     ap.add_argument("--sets", help="comma-separated random:L:N or file:PATH:N[:MAXLEN]")
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--point-repeat", type=int, help="runs of each forced share (default --repeat)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--plot", type=Path, help="draw the points of a --json file (no folding)")
     ap.add_argument("--png", type=Path, default=HERE / "hybrid_sweep.png")
     ap.add_argument("--no-append", action="store_true")
+    ap.add_argument("--results", type=Path, default=HERE / "RESULTS.md", help="where the summary is appended")
+    ap.add_argument("--gpus", help="GPUs of the hybrid, e.g. 0,1 (T_gpu is then the GPUs together, statically "
+                    "split)")
     args = ap.parse_args()
 
     if args.plot:
@@ -157,25 +206,33 @@ def main() -> None:
         return
     from rnapipe.pipeline.hybrid import HybridFolder, gpu_name, stderr_say
 
-    folder = HybridFolder("zuker", say=stderr_say(False))
+    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
+    folder = HybridFolder("zuker", gpus=gpus, say=stderr_say(False))
     results = []
     for k, spec in enumerate(args.sets.split(",")):
-        result = sweep_set(folder, spec, 2026 + k, args.steps, args.repeat)
+        result = sweep_set(folder, spec, 2026 + k, args.steps, args.repeat, args.point_repeat)
         results.append(result)
         print(f"\n{result['set']}: T_gpu {result['t_gpu']:.4f} s, T_cpu {result['t_cpu']:.3f} s, "
               f"T_add {result['t_add']:.4f} s, estimated share {100 * result['estimated_share']:.2f}%")
         for share, seconds in result["points"]:
             print(f"  CPU share {100 * share:6.2f}%  {seconds:.4f} s  ({seconds / result['t_add']:.3f} × T_add)")
-        print(f"  default: {result['default']:.4f} s ({result['default'] / result['t_add']:.3f} × T_add)", flush=True)
+        print(f"  static: {result['default']:.4f} s ({result['default'] / result['t_add']:.3f} × T_add)")
+        print(f"  dynamic: {result['dynamic']:.4f} s ({result['dynamic'] / result['t_add']:.3f} × T_add), CPU share "
+              f"{100 * result['dynamic_share']:.2f}% of the records", flush=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    where = f"{gpu_name()}; host {machine.cpu_name()}, CPU share on {folder.cpu.threads} threads"
+    where = (f"{len(folder.gpu_folders)} × {gpu_name()}; host {machine.cpu_name()}, CPU share on "
+             f"{folder.cpu.threads} threads")
     if args.json:
         args.json.write_text(json.dumps({"stamp": stamp, "machine": where, "results": results}, indent=1))
+    try:
+        plot(results, args.png)
+    except ImportError:
+        print("(no matplotlib: no picture)", file=sys.stderr)
     text = [f"\n### Hybrid sweep ({stamp})\n", f"{where}. `{' '.join(sys.argv)}`\n"] + summary_rows(results)
     report = "\n".join(text) + "\n"
     print(report)
     if not args.no_append:
-        with open(HERE / "RESULTS.md", "a") as handle:
+        with open(args.results, "a") as handle:
             handle.write(report)
 
 

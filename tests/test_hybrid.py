@@ -144,17 +144,21 @@ def test_hybrid_without_a_gpu_is_one_clear_line(tmp_path):
 
 
 @pytest.mark.gpu
-def test_hybrid_run_equals_the_cpu_run_in_every_format(tmp_path):
+@pytest.mark.parametrize("split, batch_records", [("static", ""), ("dynamic", ""), ("dynamic", "64")])
+def test_hybrid_run_equals_the_cpu_run_in_every_format(tmp_path, split, batch_records):
+    import os
+
     make_input(tmp_path / "in.fa", count=300, bad=None)
     outputs = [f"h.{fmt}" for fmt in FORMATS]
     base = ["fold", "in.fa", "-q"] + [x for o in outputs for x in ("-o", o)]
     cpu = cli(base + ["--device", "cpu"], tmp_path, RNAPIPE_CHUNK_RECORDS="")
     assert cpu.returncode == 0, cpu.stderr
     want = {o: (tmp_path / o).read_bytes() for o in outputs}
-    hybrid = cli(base[:2] + base[3:] + ["--device", "hybrid"], tmp_path, RNAPIPE_CHUNK_RECORDS="",
-                 RNAPIPE_CACHE=str(tmp_path / "cache"))
+    # one saved profile for every run where the caller gives a cache (the device script), else a new one
+    hybrid = cli(base[:2] + base[3:] + ["--device", "hybrid", "--split", split], tmp_path, RNAPIPE_CHUNK_RECORDS="",
+                 RNAPIPE_BATCH_RECORDS=batch_records, RNAPIPE_CACHE=os.environ.get("RNAPIPE_CACHE") or str(tmp_path / "c"))
     assert hybrid.returncode == 0, hybrid.stderr
-    assert "hybrid: the CPU folded" in hybrid.stderr
+    assert f"hybrid ({split}" in hybrid.stderr and "the CPU folded" in hybrid.stderr
     for o, data in want.items():
         assert (tmp_path / o).read_bytes() == data, o
 
