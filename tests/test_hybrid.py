@@ -490,3 +490,21 @@ def test_split_only_with_hybrid(tmp_path):
     proc = rnapipe("fold", "in.fa", "-o", "o.db", "--split", "static", cwd=tmp_path)
     assert proc.returncode == 2
     assert "--split applies to --device hybrid" in one_error_line(proc)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("feeders", [1, 2])
+def test_dynamic_queue_on_the_gpu_equals_the_cpu(small_chunks, monkeypatch, feeders):
+    """The queue with the real GPU engine (two feeding threads on one GPU stand for two GPUs), a profile that
+    gives the CPU a large share: the merge equals the CPU engine."""
+    from rnapipe.pipeline import hybrid
+
+    monkeypatch.setattr(hybrid, "DYNAMIC_MIN_GAIN", 0.0)
+    gpus = [Folder("zuker", None, "gpu", 1, [0]) for _ in range(feeders)]
+    folder = HybridFolder("zuker", threads=feeders + 2, cpu=Folder("zuker", None, "cpu", 2), gpu=gpus,
+                          profile=even_profile(), split="dynamic")
+    parts = [batch(150, 11), batch(90, 12)]
+    want_scores, want_text = Folder("zuker", None, "cpu", 2).fold_packed(parts)
+    scores, text = folder.fold_packed(parts)
+    assert scores.tolist() == want_scores.tolist() and text == want_text
+    assert 0 < folder.cpu_records < 240

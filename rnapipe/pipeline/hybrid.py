@@ -47,7 +47,7 @@ MIN_GAIN = 0.05
 # Dynamic split: the queue is used where the CPU could save at least this much of the GPUs' time (a CPU
 # thread never takes a record that would outlast the GPUs, so a wrong prediction costs less than above).
 DYNAMIC_MIN_GAIN = 0.02
-# While a dynamic batch folds, threads hand the GIL over this often (the interpreter's default is 5 ms: a
+# While the devices of a batch fold at once, threads hand the GIL over this often (the interpreter's default is 5 ms: a
 # CPU thread back from a fold would wait that long for the GPU's feeding thread at every record group).
 SWITCH_INTERVAL = 0.0005
 
@@ -290,10 +290,15 @@ class HybridFolder:
             finally:
                 done.put(None)
 
-        for source in sources:
-            POOL.submit(lambda source=source: work(source))
-        for _ in sources:
-            done.get()
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
+        try:
+            for source in sources:
+                POOL.submit(lambda source=source: work(source))
+            for _ in sources:
+                done.get()
+        finally:
+            sys.setswitchinterval(switch)
         if failed:
             raise failed[0]
 
@@ -339,13 +344,8 @@ class HybridFolder:
             return tasks
 
         batch = _Batch(text, lens)
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
-        try:
-            self._run(batch, [gpu_source(i) for i in range(len(self.gpu_folders))] +
-                      [cpu_source(j) for j in range(threads)])
-        finally:
-            sys.setswitchinterval(switch)
+        self._run(batch, [gpu_source(i) for i in range(len(self.gpu_folders))] +
+                  [cpu_source(j) for j in range(threads)])
         return batch.scores, batch.out.tobytes()
 
     def summary(self) -> str:
