@@ -25,6 +25,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -129,6 +130,33 @@ class _Batch:
             _scatter(self.out, self.starts, self.lens, positions, got)
 
 
+class _Feeder:
+    """One GPU's feeding thread, kept for the folder's life: the GPU engine keeps its device buffers per
+    thread, so each GPU is fed from the same thread, batch after batch."""
+
+    def __init__(self, name: str):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def close(self) -> None:
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            job()
+
+
+def _close_all(feeders: list) -> None:
+    for feeder in feeders:
+        feeder.close()
+
+
 class HybridFolder:
     """The :class:`~.stream.Folder` interface over a CPU folder and one or more GPU folders."""
 
@@ -168,6 +196,8 @@ class HybridFolder:
         self.cpu_cost = self.profile.costs["cpu"]
         self.gpu_cost = self.profile.costs["gpu"]
         self.scales = scheduler.Scales()
+        self.feeders = [_Feeder(f"rnapipe-gpu{i}") for i in range(n)]
+        weakref.finalize(self, _close_all, self.feeders)       # their threads end with the folder
         self.records = 0
         self.cpu_records = 0
         self.predicted = [0.0, 0.0]         # CPU, GPU seconds predicted for their shares
@@ -256,7 +286,7 @@ class HybridFolder:
         batch = _Batch(text, lens)
         tasks = [(d, folder, positions, float((tc if d < 0 else tg)[positions].sum()))
                  for d, folder, positions in shares]
-        self._run(batch, [lambda task=task: [task] for task in tasks])
+        self._run(batch, [(task[0], lambda task=task: [task]) for task in tasks])
         return batch.scores, batch.out.tobytes()
 
     def _count(self, device: int, seconds: float, predicted: float, records: int) -> None:
@@ -267,9 +297,10 @@ class HybridFolder:
             self.cpu_records += records
 
     def _run(self, batch: _Batch, sources: list) -> None:
-        """Fold on one pooled thread per source: a source is called for its next task (device, folder,
-        positions, predicted seconds) with the time, until it gives none; results go into ``batch``. The
-        first error stops every source and is raised here."""
+        """Fold each source's tasks, ``sources`` being (device, source) pairs: a GPU's on its feeding thread,
+        the CPU's on a pooled thread each. A source is called for an iterable of its tasks (device, folder,
+        positions, predicted seconds); results go into ``batch``. The first error stops every source and is
+        raised here."""
         done: queue.SimpleQueue = queue.SimpleQueue()
         failed: list[BaseException] = []
         lock = threading.Lock()
@@ -293,8 +324,9 @@ class HybridFolder:
         switch = sys.getswitchinterval()
         sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
         try:
-            for source in sources:
-                POOL.submit(lambda source=source: work(source))
+            for device, source in sources:
+                runner = POOL if device < 0 else self.feeders[device]
+                runner.submit(lambda source=source: work(source))
             for _ in sources:
                 done.get()
         finally:
@@ -344,8 +376,8 @@ class HybridFolder:
             return tasks
 
         batch = _Batch(text, lens)
-        self._run(batch, [gpu_source(i) for i in range(len(self.gpu_folders))] +
-                  [cpu_source(j) for j in range(threads)])
+        self._run(batch, [(i, gpu_source(i)) for i in range(len(self.gpu_folders))] +
+                  [(-1, cpu_source(j)) for j in range(threads)])
         return batch.scores, batch.out.tobytes()
 
     def summary(self) -> str:
