@@ -245,16 +245,45 @@ class HybridFolder:
         count = len(lens)
         if count == 0:
             return np.zeros(0, dtype=np.int64), b""
+        if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1 and \
+                not self._may_gain(lens):                      # the GPU alone, nothing predicted a record
+            start = time.perf_counter()
+            result = self.gpu.fold_packed(parts)
+            self._count(0, time.perf_counter() - start, 0.0, count)
+            self.records += count
+            return result
         tc, tg = self.predict(lens)
-        if self.split == "dynamic" and self.cpu_share is None and self._worth_a_queue(tc, tg):
-            result = self._dynamic(text, lens, tc, tg)
+        if self.split == "dynamic" and self.cpu_share is None:
+            if self._worth_a_queue(tc, tg):
+                result = self._dynamic(text, lens, tc, tg)
+            elif len(self.gpu_folders) == 1:                 # the GPU alone: no split, no thread
+                start = time.perf_counter()
+                result = self.gpu.fold_packed(parts)
+                self._count(0, time.perf_counter() - start, float(tg.sum()), count)
+            else:
+                result = self._static(parts, text, lens, tc, tg, among(tg, np.ones(count, dtype=bool),
+                                                                       len(self.gpu_folders)))
         else:
-            where = self.assign(tc, tg) if self.split == "static" or self.cpu_share is not None else \
-                among(tg, np.ones(count, dtype=bool), len(self.gpu_folders))
-            result = self._static(parts, text, lens, tc, tg, where)
+            result = self._static(parts, text, lens, tc, tg, self.assign(tc, tg))
         self.records += count
         self.scales.age()
         return result
+
+    def _may_gain(self, lens: np.ndarray) -> bool:
+        """False where no dynamic split of a batch of these lengths can save DYNAMIC_MIN_GAIN: the gain is at
+        most 1 / (K + 1), K the smallest t_CPU / t_GPU (scaled) over the lengths from the batch's shortest to
+        its longest (a few lengths predicted, not every record). True where a device cannot fold one."""
+        lo, hi = int(lens.min()), int(lens.max())
+        cpu_limit, gpu_limit = self.longest
+        if (gpu_limit is not None and hi > gpu_limit) or (cpu_limit is not None and hi > cpu_limit):
+            return True
+        grid = np.unique(np.linspace(lo, hi, 33).astype(np.int64))
+        scale = self.scales.current()
+        n = len(self.gpu_folders)
+        sg = np.mean([scale.get(f"gpu{i}", 1.0) for i in range(n)]) / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = self.cpu_cost.seconds(grid) * scale.get("cpu", 1.0) / (self.gpu_cost.seconds(grid) * sg)
+        return not 1.0 / (float(np.nanmin(k)) + 1.0) < DYNAMIC_MIN_GAIN if np.isfinite(k).any() else True
 
     def _worth_a_queue(self, tc: np.ndarray, tg: np.ndarray) -> bool:
         """Whether the CPU could save DYNAMIC_MIN_GAIN of the GPUs' time on this batch (or must fold some)."""
