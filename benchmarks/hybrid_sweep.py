@@ -102,14 +102,15 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     label, records = load_set(spec, seed)
     lens = records.lens
     tc, tg = folder.predict(lens)
-    paper = float(partition.split(tc, tg).mean())        # time balanced, as if records could be shared out
+    # time balanced, as if records could be shared out (the GPUs together)
+    paper = float(partition.split(tc, tg / len(folder.gpu_folders)).mean())
     estimated = float(folder.plan(lens).mean())           # what the default mode gives the CPU
     warm = records.take(0, min(len(records), 256))
     for f in folder.gpu_folders:
         f.fold_packed([warm])
     folder.cpu.fold_packed([warm])
     folder.cpu_share = 0.5                    # the hybrid's own path once (its compiled record gathering)
-    folder.fold_packed([warm])
+    folder.fold_packed([records.take(0, min(len(records), 16))])
     if len(folder.gpu_folders) == 1:
         t_gpu = timed(folder.gpu.fold_packed, records, repeat)
     else:                                                 # the GPUs together, each a contiguous part
@@ -125,7 +126,7 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     folder.cpu_share = None
     folder.split = "static"
     default = timed(folder.fold_packed, records, repeat)
-    # the dynamic split: its time, and the CPU's share of the records and of the predicted GPU work it took
+    # the dynamic split: its time and the CPU's share of the records
     folder.split = "dynamic"
     folder.fold_packed([records])                        # its scales learnt from one run first
     before = folder.cpu_records
