@@ -69,9 +69,6 @@ class Queue:
         values = [self.scale.get(f"gpu{i}", 1.0) for i in range(self.gpus)]
         return sum(values) / len(values) if values else 1.0
 
-    def remaining(self) -> bool:
-        return self.lo < self.top or bool(self.left) or bool(self.must_cpu)
-
     def end(self, now: float) -> float:
         """The predicted common end of the unclaimed work (see the module's rules)."""
         sg, sc = self._scale_g(), self.scale.get("cpu", 1.0)
@@ -120,13 +117,14 @@ class Queue:
             # the longest run from lo with at most ``need`` predicted seconds (one record at least), short of
             # the CPU's part
             hi = int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + max(need, 0.0), side="right")) - 1
-            if not picked:        # the smallest chunk: GPU_MIN_RECORDS records or GPU_MIN_SECONDS, the fewer
-                least = int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + GPU_MIN_SECONDS / sg, side="left"))
-                hi = max(hi, min(self.lo + GPU_MIN_RECORDS, least))
-            hi = max(hi, self.lo + 1)
-            hi = min(hi, cap)
+            # the smallest chunk: GPU_MIN_RECORDS records or GPU_MIN_SECONDS of work, the fewer
+            least = min(self.lo + GPU_MIN_RECORDS,
+                        int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + GPU_MIN_SECONDS / sg, side="left")))
+            if not picked:
+                hi = max(hi, least)
+            hi = min(max(hi, self.lo + 1), cap)
             if hi <= self.lo and not picked:           # only the CPU's part is left: the GPU helps with it
-                hi = min(self.top, self.lo + GPU_MIN_RECORDS)
+                hi = min(self.top, max(least, self.lo + 1))
             if self.cum_g[self.top] - self.cum_g[hi] < GPU_MIN_SECONDS / sg:
                 hi = self.top                                   # too little left to be worth a chunk
         run = self.order[self.lo:hi]
