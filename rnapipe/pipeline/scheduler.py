@@ -16,8 +16,9 @@ The rules:
   waits long on another's last chunk; records the CPU will never take (too long for one thread before ``E``)
   go into a GPU's next chunk;
 * a CPU thread takes the longest records whose one-thread time ends within ``CPU_FIT`` of ``E`` (never one
-  that would outlast the GPUs' remaining work), about ``CPU_GROUP_SECONDS`` of them at once; records the GPU
-  cannot fold go to the CPU first, whatever their time.
+  that would outlast the GPUs' remaining work; ``CPU_FIT_UNMEASURED`` until the CPU's first records of the
+  stream are measured), about ``CPU_GROUP_SECONDS`` of them at once; records the GPU cannot fold go to the CPU
+  first, whatever their time.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import numpy as np
 GPU_TAKE = 0.75               # a GPU's chunk: this much of its predicted time left before the common end
 GPU_MIN_SECONDS = 0.004       # and no less than this much predicted work (an engine call costs ~1 ms)
 GPU_MIN_RECORDS = 128         # nor fewer records (a GPU needs many sequences at once for its full rate)
-CPU_FIT = 0.9                 # a CPU thread's records end by this fraction of the time left to the common end
+CPU_FIT = 0.7                 # a CPU thread's records end by this fraction of the time left to the common end
+CPU_FIT_UNMEASURED = 0.3      # and by this fraction while no CPU time has been measured (its scale unknown)
 CPU_GROUP_SECONDS = 0.005     # a CPU thread takes about this much one-thread work a call
 
 
@@ -69,6 +71,9 @@ class Queue:
         values = [self.scale.get(f"gpu{i}", 1.0) for i in range(self.gpus)]
         return sum(values) / len(values) if values else 1.0
 
+    def _fit(self) -> float:
+        return CPU_FIT if "cpu" in self.scale else CPU_FIT_UNMEASURED
+
     def end(self, now: float) -> float:
         """The predicted common end of the unclaimed work (see the module's rules)."""
         sg, sc = self._scale_g(), self.scale.get("cpu", 1.0)
@@ -101,11 +106,12 @@ class Queue:
         sg, sc = self.scale.get(f"gpu{i}", 1.0), self.scale.get("cpu", 1.0)
         self.gpu_free[i] = now
         end = self.end(now)
+        fit = self._fit()
         # records too long for any CPU thread before the end are the GPUs' now; the longest of the others,
         # as many as the CPU threads are predicted to fold by the end, are kept for them
-        self._leave(self.lo + int(np.searchsorted(self.tc[self.lo:self.top], CPU_FIT * (end - now) / sc,
+        self._leave(self.lo + int(np.searchsorted(self.tc[self.lo:self.top], fit * (end - now) / sc,
                                                   side="right")))
-        capacity = CPU_FIT * sum(max(0.0, end - max(now, b)) for b, done in zip(self.cpu_free, self.cpu_done)
+        capacity = fit * sum(max(0.0, end - max(now, b)) for b, done in zip(self.cpu_free, self.cpu_done)
                                  if not done) / sc
         cap = int(np.searchsorted(self.cum_c, self.cum_c[self.top] - capacity, side="left"))
         cap = min(max(cap, self.lo), self.top)
@@ -147,7 +153,8 @@ class Queue:
         if self.lo >= self.top:
             self.cpu_done[j] = True
             return None
-        bound = CPU_FIT * (self.end(now) - now) / sc
+        fit = self._fit()
+        bound = fit * (self.end(now) - now) / sc
         # the longest record that fits: t on one thread grows with the length, so the order is sorted by it
         p = int(np.searchsorted(self.tc[self.lo:self.top], bound, side="right")) + self.lo
         if p > self.lo:
@@ -160,7 +167,7 @@ class Queue:
             free = sum(max(now, t) for t in self.gpu_free)
             rest = (self.cum_g[self.top] - self.cum_g[self.lo] + self.left_g) * sg
             ends = (free + rest - self.tg[self.lo:self.top] * sg) / self.gpus - now      # GPUs' end without it
-            fits = np.flatnonzero(self.tc[self.lo:self.top] * sc <= CPU_FIT * ends)
+            fits = np.flatnonzero(self.tc[self.lo:self.top] * sc <= fit * ends)
             if fits.size == 0:
                 self.cpu_done[j] = True
                 return None
