@@ -479,7 +479,7 @@ def auto_device(algorithm: str, variant: str | None = None, threads: int | None 
 
     present = gpu_available() if gpu_present is None else gpu_present
     if not present or (algorithm, "gpu") not in _MODULES:
-        return "cpu", "no usable GPU (CuPy and a CUDA device)" if (algorithm, "gpu") in _MODULES else \
+        return "cpu", "no usable GPU: no CuPy or no CUDA device" if (algorithm, "gpu") in _MODULES else \
             f"{algorithm} has no GPU engine", None
     if algorithm not in ALGORITHMS:
         return "gpu", f"{algorithm} has no hybrid mode", None
