@@ -254,13 +254,13 @@ class SlowFolder:
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    """Chunks of a few records, so that a small batch is shared among every device."""
+    """A plan that shares even a small batch: no slowdown of the GPUs beside the CPU assumed, no minimum
+    gain, and the stand-in GPUs' measured times (a CPU engine's, far above the profile's) not learnt."""
     from rnapipe.pipeline import scheduler
 
-    monkeypatch.setattr(scheduler, "GPU_MIN_RECORDS", 2)
-    monkeypatch.setattr(scheduler, "GPU_MIN_SECONDS", 0.0)
-    monkeypatch.setattr(scheduler, "CPU_GROUP_SECONDS", 0.0)
-    monkeypatch.setattr(scheduler, "GPU_TAKE", 0.3)
+    monkeypatch.setattr(scheduler, "SLOWDOWN_PRIOR", 1.0)
+    monkeypatch.setattr(scheduler, "MIN_GAIN", 0.0)
+    monkeypatch.setattr(scheduler.Scales, "add", lambda self, *args: None)
 
 
 def even_profile() -> Profile:
@@ -272,7 +272,7 @@ def even_profile() -> Profile:
 def dynamic_folder(gpus, threads: int = 4) -> HybridFolder:
     cpu = Folder("zuker", None, "cpu", 1)
     folder = HybridFolder("zuker", threads=threads, cpu=cpu, gpu=gpus, profile=even_profile(), split="dynamic")
-    folder.cpu.threads = folder.cpu_one.threads = 1 if threads <= len(gpus) else threads - len(gpus)
+    folder.cpu.threads = 1 if threads <= len(gpus) else threads - len(gpus)
     return folder
 
 
@@ -311,11 +311,13 @@ def test_a_failing_gpu_is_raised(small_chunks, split):
 
 
 def test_a_failing_cpu_is_raised(small_chunks, monkeypatch):
+    from rnapipe.pipeline import cpuside
+
     folder = dynamic_folder([SlowFolder(0.001)])
 
-    def broken(parts):
+    def broken(*args):
         raise MemoryError("cpu side")
-    monkeypatch.setattr(folder.cpu_one, "fold_packed", broken)
+    monkeypatch.setattr(cpuside, "fold_share", broken)
     with pytest.raises(MemoryError, match="cpu side"):
         folder.fold_packed([batch(60, 9)])
 
@@ -350,37 +352,39 @@ def test_dynamic_run_equals_the_cpu_run_in_every_format(tmp_path, small_chunks, 
     assert got["hybrid"] == got["cpu"]
 
 
-# the queue against simulations
+# the dynamic plan
 
 
-def simulate(q, true_cpu, true_gpu, gpus: int, threads: int):
-    """Drive ``q`` with exact times: (end, owner of each record, picks of the CPU as (time, seconds, when the
-    GPUs would have ended the rest alone))."""
-    import heapq
+def plan_end(tc1, tg, chosen, threads, gpus=1, slow=1.0):
+    """The batch's end if every prediction held: the CPU's threads loaded longest first, the GPUs the rest."""
+    from rnapipe.pipeline import scheduler
 
-    events = [(0.0, 0, i) for i in range(gpus)] + [(0.0, 1, j) for j in range(threads)]
-    heapq.heapify(events)
-    owner = np.full(q.count, -2)
-    end, cpu_picks = 0.0, []
-    while events:
-        t, kind, i = heapq.heappop(events)
-        # when the GPUs would end every record not handed out yet, if the CPU took none of them
-        unclaimed = q.cum_g[q.top] - q.cum_g[q.lo] + q.left_g
-        common = (sum(max(t, f) for f in q.gpu_free) + unclaimed) / gpus
-        pos = q.gpu_next(i, t) if kind == 0 else q.cpu_next(i, t)
-        if pos is None:
-            continue
-        assert (owner[pos] == -2).all(), "a record handed out twice"
-        owner[pos] = i if kind == 0 else -1
-        dt = float((true_gpu if kind == 0 else true_cpu)[pos].sum())
-        if kind == 1:
-            cpu_picks.append((t, dt, common))
-        end = max(end, t + dt)
-        heapq.heappush(events, (t + dt, kind, i))
-    return end, owner, cpu_picks
+    loads = [float(tc1[chosen][share].sum()) for share in scheduler.lpt(tc1[chosen], threads)] if len(chosen) else [0]
+    rest = np.ones(len(tg), dtype=bool)
+    rest[chosen] = False
+    return max(max(loads), float(tg[rest].sum()) * slow / gpus)
 
 
-def test_the_queue_hands_out_every_record_once_and_never_outlasts_the_gpus():
+def test_lpt_spreads_every_record_once_within_its_bound():
+    from rnapipe.pipeline import scheduler
+
+    rng = random.Random(8)
+    for _ in range(200):
+        n, threads = rng.randint(1, 60), rng.randint(1, 16)
+        t = np.array([rng.uniform(0.0, 1.0) for _ in range(n)])
+        shares = scheduler.lpt(t, threads)
+        got = np.sort(np.concatenate(shares))
+        assert got.tolist() == list(range(n))
+        loads = [float(t[s].sum()) for s in shares]
+        assert max(loads) <= t.sum() / len(shares) + (1 - 1 / len(shares)) * t.max() + 1e-12
+        # against brute force on tiny inputs: LPT is within 4/3 of the best makespan
+        if n <= 6 and threads <= 3:
+            best = min(max(float(t[[k for k in range(n) if bits[k] == j]].sum()) for j in range(threads))
+                       for bits in itertools.product(range(threads), repeat=n))
+            assert max(loads) <= 4 / 3 * best + 1e-12
+
+
+def test_the_plan_never_predicts_a_later_end_than_the_gpus_alone():
     from rnapipe.pipeline import scheduler
 
     rng = random.Random(21)
@@ -390,36 +394,60 @@ def test_the_queue_hands_out_every_record_once_and_never_outlasts_the_gpus():
         threads, gpus = rng.randint(1, 16), rng.randint(1, 3)
         tc1 = Cost(rng.uniform(1e-11, 1e-9), 0.0, rng.uniform(0, 1e-4)).seconds(lens) * threads
         tg = Cost(rng.uniform(1e-13, 1e-10), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
-        q = scheduler.Queue(lens, tc1, tg, gpus, threads)
-        gpu_alone = float(tg.sum()) / gpus
-        end, owner, picks = simulate(q, tc1, tg, gpus, threads)
-        assert (owner != -2).all()
-        for t, seconds, alone in picks:          # no CPU pick outlasts the GPUs' remaining work
-            assert t + seconds <= alone + 1e-9
-        # never later than the GPUs alone, but for one chunk's granularity
-        biggest = float(tg.max())
-        assert end <= gpu_alone + biggest + scheduler.GPU_MIN_SECONDS + 1e-9
+        slow = rng.choice([1.0, 1.05, 1.3])
+        scale = {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": slow} if rng.random() < 0.5 else {}
+        chosen, predicted = scheduler.plan(tc1, tg, threads, 1, scale)
+        alone = float(tg.sum())
+        if not len(chosen):
+            continue
+        fit = scheduler.CPU_FIT if scale else scheduler.CPU_FIT_UNMEASURED
+        slow = slow if scale else scheduler.SLOWDOWN_PRIOR
+        end = plan_end(tc1, tg, chosen, threads, 1, slow)
+        assert end <= (1 - scheduler.MIN_GAIN) * alone + 1e-12
+        assert predicted["cpu"] <= fit * predicted["gpus"] + 1e-12       # the CPU ends well before the GPUs
+        assert len(set(chosen.tolist())) == len(chosen)
 
 
-def test_the_queue_on_equal_lengths_gives_the_cpu_about_n_over_k_plus_one():
+def test_the_plan_on_equal_lengths_gives_the_cpu_about_n_over_k_plus_one():
     from rnapipe.pipeline import scheduler
 
     for k, threads in [(3.0, 4), (7.0, 15), (20.0, 8)]:
         n = 20000
-        lens = np.full(n, 200)
         tg = np.full(n, 1e-5)
         tc1 = tg * k * threads                     # throughput K on all threads
-        q = scheduler.Queue(lens, tc1, tg, 1, threads)
-        end, owner, _ = simulate(q, tc1, tg, 1, threads)
-        t_gpu, t_cpu = float(tg.sum()), float(tc1.sum()) / threads
-        t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
-        assert end <= 1.01 * t_add + scheduler.GPU_MIN_SECONDS
-        assert abs(int((owner == -1).sum()) - n / (k + 1)) <= 0.02 * n
+        chosen, _ = scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+        # the CPU busy CPU_FIT of the time: K / CPU_FIT in the paper's rule
+        want = n / (k / scheduler.CPU_FIT + 1)
+        assert abs(len(chosen) - want) <= 0.01 * n + threads
 
 
-def test_the_queue_against_brute_force_on_tiny_batches():
-    """Dynamic end within one record and one minimum chunk of the best assignment (brute force over every
-    record's device, the CPU threads' records packed longest first)."""
+def test_the_plan_gives_nothing_where_the_gain_is_below_the_slowdown():
+    from rnapipe.pipeline import scheduler
+
+    n, threads = 2000, 15
+    tg = np.full(n, 1e-5)
+    tc1 = tg * 17.4 * threads                      # K = 17.4: at most 5.4 % to gain
+    assert len(scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
+    # the GPU measured 5 % slower beside the CPU: nothing left to gain
+    assert not len(scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05})[0])
+    assert scheduler.max_gain(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05}) < scheduler.MIN_GAIN
+    # the CPU measured at twice its prediction: nothing either
+    assert not len(scheduler.plan(tc1, tg, threads, 1, {"cpu": 2.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
+
+
+def test_the_plan_gives_no_record_that_alone_outlasts_the_fit():
+    from rnapipe.pipeline import scheduler
+
+    tg = np.array([1e-3] * 100 + [5e-3])
+    tc1 = np.array([1e-2] * 100 + [0.09])         # the last: relatively the CPU's best, but too long for a thread
+    chosen, _ = scheduler.plan(tc1, tg, 16, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+    assert 100 not in chosen.tolist()
+    assert len(chosen)
+
+
+def test_the_plan_against_brute_force_on_tiny_batches():
+    """The plan's predicted end within the longest record of the best assignment (brute force over every
+    record's device, the CPU's threads busy CPU_FIT of the time)."""
     from rnapipe.pipeline import scheduler
 
     rng = random.Random(4)
@@ -429,14 +457,37 @@ def test_the_queue_against_brute_force_on_tiny_batches():
         threads = rng.randint(1, 2)
         tc1 = Cost(rng.uniform(1e-10, 1e-8), 0.0, 0.0).seconds(lens) * threads
         tg = Cost(rng.uniform(1e-11, 1e-9), 0.0, 0.0).seconds(lens)
+        fit = scheduler.CPU_FIT
         best = np.inf
         for bits in itertools.product(range(1 + threads), repeat=n):
             b = np.array(bits)
             gpu = float(tg[b == 0].sum())
             cpu = max([float(tc1[b == j + 1].sum()) for j in range(threads)] + [0.0])
-            best = min(best, max(gpu, cpu))
-        end, _, _ = simulate(scheduler.Queue(lens, tc1, tg, 1, threads), tc1, tg, 1, threads)
-        assert end <= best + float(np.maximum(tc1, tg).max()) + scheduler.GPU_MIN_SECONDS + 1e-9
+            best = min(best, max(gpu, cpu / fit))
+        chosen, _ = scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+        cpu = plan_end(tc1, np.zeros(n), chosen, threads)            # the CPU threads' longest load
+        gpu = plan_end(np.zeros(n), tg, chosen, threads)              # the GPU's rest
+        end = max(cpu / fit, gpu)
+        assert end <= max(best + float(np.maximum(tc1 / fit, tg).max()), float(tg.sum())) + 1e-9
+
+
+def test_dynamic_learns_the_gpus_slowdown_beside_the_cpu(monkeypatch):
+    """A stand-in GPU that folds slower while the CPU folds: once measured, the CPU gets nothing more."""
+    from rnapipe.pipeline import scheduler
+
+    folder = dynamic_folder([SlowFolder()], threads=4)
+    scale = folder.scales
+    scale.add("cpu", 1.0, 1.0)
+    scale.add("gpu0", 1.0, 1.0)
+    lens = np.full(400, 68)
+    tc, tg = folder.predict(lens)
+    assert len(scheduler.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
+    scale.add("gpu0+cpu", 1.5, 1.0)                  # measured 50 % slower beside the CPU
+    assert not len(scheduler.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
+    assert not folder._may_gain(lens)
+    before = folder.cpu_records
+    folder.fold_packed([batch(50, 31)])
+    assert folder.cpu_records == before
 
 
 def test_among_cuts_contiguous_runs_of_about_equal_time():
@@ -497,9 +548,6 @@ def test_split_only_with_hybrid(tmp_path):
 def test_dynamic_queue_on_the_gpu_equals_the_cpu(small_chunks, monkeypatch, feeders):
     """The queue with the real GPU engine (two feeding threads on one GPU stand for two GPUs), a profile that
     gives the CPU a large share: the merge equals the CPU engine."""
-    from rnapipe.pipeline import hybrid
-
-    monkeypatch.setattr(hybrid, "DYNAMIC_MIN_GAIN", 0.0)
     gpus = [Folder("zuker", None, "gpu", 1, [0]) for _ in range(feeders)]
     folder = HybridFolder("zuker", threads=feeders + 2, cpu=Folder("zuker", None, "cpu", 2), gpu=gpus,
                           profile=even_profile(), split="dynamic")

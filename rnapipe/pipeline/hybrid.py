@@ -3,23 +3,21 @@
 Two ways to share a batch (``--split``):
 
 * ``static``: the batch is split once by :func:`.partition.split` on the host's profile (:mod:`.costmodel`),
-  the GPUs' part cut into one contiguous run per GPU (:func:`.partition.among`); each share is folded on a
-  thread of its own (the CPU engine on the cores left after one feeding thread per GPU), and the results are
-  put back in the batch's order;
-* ``dynamic``: the records wait in one length-sorted queue (:class:`.scheduler.Queue`); one feeding thread per
-  GPU takes chunks from the short end, each CPU thread a few records at a time from the long end, and the
-  predicted times are scaled by what the finished chunks took (:class:`.scheduler.Scales`, kept over the
-  whole stream), so that every device ends the batch at about the same time.
+  the GPUs' part cut into one contiguous run per GPU (:func:`.partition.among`);
+* ``dynamic``: each batch is planned by :func:`.scheduler.plan` on the costs as measured so far in the stream
+  (:class:`.scheduler.Scales`: the CPU's, each GPU's alone and beside the busy CPU), the CPU given records only
+  where that is predicted to end the batch sooner after every risk is counted, else nothing (the GPUs alone,
+  at no cost beyond a look at a few lengths).
 
-A batch is dynamic, the stream is not: the streaming core hands over up to 131,072 records at a time and takes
-their results in order before the next, so each batch ends together; what the devices learned (their scales)
-carries on to the next batch. The two Zuker engines agree bit for bit, so the output is the same as any device's
-alone.
+Either way each GPU folds its records in one call on a feeding thread of its own, and the CPU's records are
+spread over its threads longest first, each thread folding its own in one compiled call without the GIL
+(:mod:`.cpuside`), so that the CPU's threads and the GPUs' feeding threads do not wait on each other; the
+results are put back in the batch's order. The two Zuker engines agree bit for bit, so the output is the same
+as any device's alone.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import queue
 import sys
@@ -34,7 +32,8 @@ from numba import njit
 from .. import config
 from ..cpu.batch import POOL, MemoryGate
 from ..errors import UnavailableError, UsageError
-from . import costmodel, scheduler
+from ..model import Model
+from . import costmodel, cpuside, scheduler
 from .partition import among, split, split_at
 from .reader import LengthCheck
 from .records import Records
@@ -45,12 +44,9 @@ SPLITS = config.HYBRID_SPLITS
 # sooner than the GPU alone: the profile's costs are throughputs of large batches, and a CPU share of a few
 # records has taken 3-4 times its prediction (benchmarks/RESULTS.md, hybrid sweep).
 MIN_GAIN = 0.05
-# Dynamic split: the queue is used where the CPU could save at least this much of the GPUs' time (a CPU
-# thread never takes a record that would outlast the GPUs, so a wrong prediction costs less than above).
-DYNAMIC_MIN_GAIN = 0.02
-# While the devices of a batch fold at once, threads hand the GIL over this often (the interpreter's default is 5 ms: a
-# CPU thread back from a fold would wait that long for the GPU's feeding thread at every record group).
-SWITCH_INTERVAL = 0.0005
+# Threads of the CPU folder left out of a hybrid batch, beyond one core a GPU: for the stream's reading, parsing
+# and writing threads, so that the GPUs' feeding threads keep a core each.
+CPU_SPARE = 1
 
 
 def gpu_name(device: int = 0) -> str:
@@ -188,8 +184,13 @@ class HybridFolder:
         n = len(self.gpu_folders)
         # one core a GPU for its feeding thread, the rest for the CPU engine
         self.cpu = cpu or Folder(algorithm, variant, "cpu", max(1, cores - n), None, options, progress)
-        self.cpu_one = copy.copy(self.cpu)          # the same engine on one thread (a dynamic CPU thread's calls)
-        self.cpu_one.threads = 1
+        self._model_tables = Model.from_options(self.cpu.options).tables()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        # the CPU threads' compiled call loaded meanwhile (its first call would count in the CPU's measured time)
+        self._warm = threading.Thread(target=cpuside.warm, args=(self._model_tables,), name="rnapipe-warm-cpu",
+                                      daemon=True)
+        self._warm.start()
         self.algorithm, self.variant, self.options = algorithm, self.cpu.variant, self.cpu.options
         self.threads = cores
         self.profile = profile or load_or_measure(self.cpu, self.gpu, reprofile, say)
@@ -239,84 +240,117 @@ class HybridFolder:
         return where
 
     # ------------------------------------------------------------------------------------------------
+    def cpu_threads(self) -> int:
+        """The CPU threads of a hybrid batch: the CPU folder's (a core a GPU left out) less one more, for the
+        threads that read, parse and write the stream beside the GPUs' feeding threads."""
+        return max(1, self.cpu.threads - CPU_SPARE)
+
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
         text = parts[0].seqs_text if len(parts) == 1 else b"".join(p.seqs_text for p in parts)
         lens = parts[0].lens if len(parts) == 1 else np.concatenate([p.lens for p in parts])
         count = len(lens)
         if count == 0:
             return np.zeros(0, dtype=np.int64), b""
+        self.records += count
         if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1 and \
                 not self._may_gain(lens):                      # the GPU alone, nothing predicted a record
             start = time.perf_counter()
             result = self.gpu.fold_packed(parts)
-            self._count(0, time.perf_counter() - start, 0.0, count)
-            self.records += count
+            seconds = time.perf_counter() - start
+            predicted = float(self.gpu_cost.seconds(lens).sum())
+            self._count(0, seconds, predicted, count)
+            self.scales.add("gpu0", seconds, predicted)
+            self.scales.age()
             return result
         tc, tg = self.predict(lens)
+        threads = self.cpu_threads()
         if self.split == "dynamic" and self.cpu_share is None:
-            if self._worth_a_queue(tc, tg):
-                result = self._dynamic(text, lens, tc, tg)
-            elif len(self.gpu_folders) == 1:                 # the GPU alone: no split, no thread
-                start = time.perf_counter()
-                result = self.gpu.fold_packed(parts)
-                self._count(0, time.perf_counter() - start, float(tg.sum()), count)
-            else:
-                result = self._static(parts, text, lens, tc, tg, among(tg, np.ones(count, dtype=bool),
-                                                                       len(self.gpu_folders)))
+            cpu_part, _ = scheduler.plan(tc * self.cpu.threads, tg, threads, len(self.gpu_folders),
+                                         self.scales.current())
+            where = among(tg, np.ones(count, dtype=bool), len(self.gpu_folders))
+            where[cpu_part] = -1
         else:
-            result = self._static(parts, text, lens, tc, tg, self.assign(tc, tg))
-        self.records += count
+            where = self.assign(tc, tg)
+        result = self._fold(parts, text, lens, tc * self.cpu.threads, tg, where, threads)
         self.scales.age()
         return result
 
     def _may_gain(self, lens: np.ndarray) -> bool:
-        """False where no dynamic split of a batch of these lengths can save DYNAMIC_MIN_GAIN: the gain is at
-        most 1 / (K + 1), K the smallest t_CPU / t_GPU (scaled) over the lengths from the batch's shortest to
-        its longest (a few lengths predicted, not every record). True where a device cannot fold one."""
+        """False where no dynamic split of a batch of these lengths can save MIN_GAIN of the GPU's time
+        (:func:`.scheduler.max_gain` on a few lengths from the batch's shortest to its longest, not every
+        record). True where a device cannot fold one."""
         lo, hi = int(lens.min()), int(lens.max())
         cpu_limit, gpu_limit = self.longest
         if (gpu_limit is not None and hi > gpu_limit) or (cpu_limit is not None and hi > cpu_limit):
             return True
         grid = np.unique(np.linspace(lo, hi, 33).astype(np.int64))
-        scale = self.scales.current()
-        n = len(self.gpu_folders)
-        sg = np.mean([scale.get(f"gpu{i}", 1.0) for i in range(n)]) / n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            k = self.cpu_cost.seconds(grid) * scale.get("cpu", 1.0) / (self.gpu_cost.seconds(grid) * sg)
-        return not 1.0 / (float(np.nanmin(k)) + 1.0) < DYNAMIC_MIN_GAIN if np.isfinite(k).any() else True
+        gain = scheduler.max_gain(self.cpu_cost.seconds(grid) * self.cpu.threads, self.gpu_cost.seconds(grid),
+                                  self.cpu_threads(), len(self.gpu_folders), self.scales.current())
+        return gain >= scheduler.MIN_GAIN
 
-    def _worth_a_queue(self, tc: np.ndarray, tg: np.ndarray) -> bool:
-        """Whether the CPU could save DYNAMIC_MIN_GAIN of the GPUs' time on this batch (or must fold some)."""
-        if np.isinf(tg).any():
-            return True
-        scale = self.scales.current()
-        n = len(self.gpu_folders)
-        t_gpu = float(tg.sum()) * np.mean([scale.get(f"gpu{i}", 1.0) for i in range(n)]) / n
-        sc = scale.get("cpu", 1.0)
-        usable = tc[np.isfinite(tc)]
-        if not usable.size:
-            return False
-        t_cpu = float(usable.sum()) * sc
-        if t_gpu / (t_gpu + t_cpu) < DYNAMIC_MIN_GAIN:
-            return False
-        # not even the shortest record fits on one thread before the devices would end together
-        return float(usable.min()) * self.cpu.threads * sc <= scheduler.CPU_FIT * t_gpu * t_cpu / (t_gpu + t_cpu)
-
-    def _static(self, parts, text, lens, tc, tg, where) -> tuple[np.ndarray, bytes]:
-        devices = [(-1, self.cpu)] + list(enumerate(self.gpu_folders))
-        shares = [(d, f, np.flatnonzero(where == d)) for d, f in devices]
-        shares = [s for s in shares if len(s[2])]
-        if len(shares) == 1:                               # one device: no split, no thread
-            d, folder, _ = shares[0]
+    def _fold(self, parts, text, lens, tc1, tg, where, threads) -> tuple[np.ndarray, bytes]:
+        """Fold a batch as ``where`` says (-1 the CPU, i GPU i): each GPU's records in one call on its feeding
+        thread, the CPU's spread over ``threads`` threads (longest processing time first on ``tc1``, the
+        one-thread seconds), each thread's in one compiled call. Measures each side into the scales."""
+        gpu_parts = [np.flatnonzero(where == i) for i in range(len(self.gpu_folders))]
+        cpu_part = np.flatnonzero(where < 0)
+        if not cpu_part.size and sum(1 for p in gpu_parts if p.size) == 1:      # one GPU: no split, no thread
+            i = next(i for i, p in enumerate(gpu_parts) if p.size)
             start = time.perf_counter()
-            result = folder.fold_packed(parts)
-            self._count(d, time.perf_counter() - start, float((tc if d < 0 else tg).sum()), len(lens))
+            result = self.gpu_folders[i].fold_packed(parts)
+            seconds = time.perf_counter() - start
+            predicted = float(tg.sum())
+            self._count(i, seconds, predicted, len(lens))
+            self.scales.add(f"gpu{i}", seconds, predicted)
             return result
         batch = _Batch(text, lens)
-        tasks = [(d, folder, positions, float((tc if d < 0 else tg)[positions].sum()))
-                 for d, folder, positions in shares]
-        self._run(batch, [(task[0], lambda task=task: [task]) for task in tasks])
+        jobs = []
+        beside = "+cpu" if cpu_part.size else ""
+        for i, positions in enumerate(gpu_parts):
+            if positions.size:
+                jobs.append((i, self._gpu_job(batch, i, positions, float(tg[positions].sum()), beside)))
+        if cpu_part.size:
+            gate = MemoryGate(self.cpu.budget)
+            for share in scheduler.lpt(tc1[cpu_part], threads):
+                positions = cpu_part[share]
+                jobs.append((-1, self._cpu_job(batch, gate, positions, float(tc1[positions].sum()))))
+        self._run(jobs)
         return batch.scores, batch.out.tobytes()
+
+    def _gpu_job(self, batch: _Batch, i: int, positions: np.ndarray, predicted: float, beside: str):
+        def job() -> None:
+            start = time.perf_counter()
+            scores, structures = self.gpu_folders[i].fold_packed([batch.records(positions)])
+            seconds = time.perf_counter() - start
+            batch.put(positions, scores, structures)
+            self.scales.add(f"gpu{i}{beside}", seconds, predicted)
+            with self._lock:
+                self._count(i, seconds, predicted, len(positions))
+        return job
+
+    def _cpu_job(self, batch: _Batch, gate: MemoryGate, positions: np.ndarray, predicted: float):
+        def job() -> None:
+            self._warm.join()
+            need = cpuside.bytes_needed(batch.lens, positions)
+            gate.take(need)
+            try:
+                seconds = cpuside.fold_share(self._tables(), batch.src, batch.starts, batch.lens, positions,
+                                             batch.scores, batch.out)
+            finally:
+                gate.give_back(need)
+            self.scales.add("cpu", seconds, predicted)
+            with self._lock:
+                self._count(-1, seconds, predicted, len(positions))
+            if self.cpu.progress is not None:
+                self.cpu.progress(len(positions))
+        return job
+
+    def _tables(self):
+        """This thread's copy of the CPU engine's energy tables (kept per thread for the folder's life)."""
+        mine = getattr(self._local, "tables", None)
+        if mine is None:
+            mine = self._local.tables = cpuside.tables_copy(self._model_tables)
+        return mine
 
     def _count(self, device: int, seconds: float, predicted: float, records: int) -> None:
         side = 0 if device < 0 else 1
@@ -325,89 +359,28 @@ class HybridFolder:
         if device < 0:
             self.cpu_records += records
 
-    def _run(self, batch: _Batch, sources: list) -> None:
-        """Fold each source's tasks, ``sources`` being (device, source) pairs: a GPU's on its feeding thread,
-        the CPU's on a pooled thread each. A source is called for an iterable of its tasks (device, folder,
-        positions, predicted seconds); results go into ``batch``. The first error stops every source and is
-        raised here."""
+    def _run(self, jobs: list) -> None:
+        """Run each job, ``jobs`` being (device, job) pairs: a GPU's on its feeding thread, the CPU's on a
+        pooled thread each. The first error is raised here once every job has ended (a CPU job is one compiled
+        call: it cannot be stopped part way)."""
         done: queue.SimpleQueue = queue.SimpleQueue()
         failed: list[BaseException] = []
-        lock = threading.Lock()
 
-        def work(source) -> None:
+        def run(job) -> None:
             try:
-                for device, folder, positions, predicted in source():
-                    if failed:
-                        break
-                    start = time.perf_counter()
-                    scores, structures = folder.fold_packed([batch.records(positions)])
-                    seconds = time.perf_counter() - start
-                    batch.put(positions, scores, structures)
-                    with lock:
-                        self._count(device, seconds, predicted, len(positions))
+                job()
             except BaseException as err:                 # raised on the calling thread
                 failed.append(err)
             finally:
                 done.put(None)
 
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
-        try:
-            for device, source in sources:
-                runner = POOL if device < 0 else self.feeders[device]
-                runner.submit(lambda source=source: work(source))
-            for _ in sources:
-                done.get()
-        finally:
-            sys.setswitchinterval(switch)
+        for device, job in jobs:
+            runner = POOL if device < 0 else self.feeders[device]
+            runner.submit(lambda job=job: run(job))
+        for _ in jobs:
+            done.get()
         if failed:
             raise failed[0]
-
-    def _dynamic(self, text, lens, tc, tg) -> tuple[np.ndarray, bytes]:
-        threads = self.cpu.threads
-        q = scheduler.Queue(lens, tc * threads, tg, len(self.gpu_folders), threads, self.scales.current())
-        lock = threading.Lock()
-        t0 = time.perf_counter()
-        gate = MemoryGate(self.cpu.budget)
-        engine, variant = self.cpu.engine, self.cpu.variant
-
-        def gpu_source(i: int):
-            def tasks():
-                while True:
-                    with lock:
-                        q.scale = self.scales.current()
-                        positions = q.gpu_next(i, time.perf_counter() - t0)
-                        predicted = q.last_seconds if positions is not None else 0.0
-                    if positions is None:
-                        return
-                    start = time.perf_counter()
-                    yield i, self.gpu_folders[i], positions, predicted
-                    self.scales.add(f"gpu{i}", time.perf_counter() - start, predicted)
-            return tasks
-
-        def cpu_source(j: int):
-            def tasks():
-                while True:
-                    with lock:
-                        q.scale = self.scales.current()
-                        positions = q.cpu_next(j, time.perf_counter() - t0)
-                        predicted = q.last_seconds if positions is not None else 0.0
-                    if positions is None:
-                        return
-                    need = engine.bytes_needed(int(lens[positions].max()), variant)
-                    gate.take(need)
-                    start = time.perf_counter()
-                    try:
-                        yield -1, self.cpu_one, positions, predicted / threads
-                    finally:
-                        gate.give_back(need)
-                    self.scales.add("cpu", time.perf_counter() - start, predicted)
-            return tasks
-
-        batch = _Batch(text, lens)
-        self._run(batch, [(i, gpu_source(i)) for i in range(len(self.gpu_folders))] +
-                  [(-1, cpu_source(j)) for j in range(threads)])
-        return batch.scores, batch.out.tobytes()
 
     def summary(self) -> str:
         share = 100.0 * self.cpu_records / self.records if self.records else 0.0

@@ -1,219 +1,132 @@
-"""The dynamic split of ``--device hybrid --split dynamic``: one batch's records in one length-sorted queue that
-the devices pull from as they come free, the GPUs in chunks from the short end, each CPU thread a few records
-at a time from the long end, so that all of them end together.
+"""The dynamic split of ``--device hybrid --split dynamic``: each batch planned on the costs as measured so far
+in the stream, the CPU given records only where that is predicted to pay after every risk is counted.
 
-The queue only decides; the threads that fold (:mod:`.hybrid`) ask it for work and tell it when they are done.
-Every decision is made on predicted seconds (:mod:`.costmodel`), each device's times scaled by what its chunks
-took so far (``scale``), and on the time the caller gives (``now``), so that a simulation can drive it.
+The CPU's part of a batch is fixed before the batch starts (:func:`plan`) and spread over its threads longest
+first (:func:`lpt`), so that each CPU thread folds its records in one compiled call without the GIL
+(:mod:`.cpuside`); the GPUs fold the rest meanwhile. What each side took is measured after every batch
+(:class:`Scales`): the CPU's seconds a record over its prediction, each GPU's alone, and each GPU's while the
+CPU folds beside it (the CPU's threads share the host's memory bandwidth, caches and cores with the GPUs'
+feeding threads). The next batch is planned on those, so the split follows what the devices really did.
 
-The rules:
+The rules of :func:`plan`:
 
-* the predicted common end ``E`` is when the unclaimed work would be done if every device took its part of it
-  from the moment it is free (water-filling over the GPUs and the CPU threads, the CPU's rate that of the
-  unclaimed records: its one-thread seconds over the GPU's seconds);
-* a GPU takes ``GPU_TAKE`` of what it has left before ``E`` (at least ``GPU_MIN_SECONDS`` and
-  ``GPU_MIN_RECORDS``, or all that is left): large chunks first, smaller ones towards the end, so that no device
-  waits long on another's last chunk; records the CPU will never take (too long for one thread before ``E``)
-  go into a GPU's next chunk;
-* a CPU thread takes the longest records whose one-thread time ends within ``CPU_FIT`` of ``E`` (never one
-  that would outlast the GPUs' remaining work; ``CPU_FIT_UNMEASURED`` until the CPU's first records of the
-  stream are measured), about ``CPU_GROUP_SECONDS`` of them at once; records the GPU cannot fold go to the CPU
-  first, whatever their time.
+* the CPU takes records in the order of its relative speed (smallest t_CPU / t_GPU first), each one that
+  alone would end after ``CPU_FIT`` of the GPUs' time left out;
+* the CPU's threads must end (longest-processing-time bound: their mean load plus the longest record's
+  (1 - 1/threads)) within
+  ``CPU_FIT`` of the GPUs' predicted time for the rest, slowed by the CPU beside them;
+* the CPU gets nothing unless that ends the batch at least ``MIN_GAIN`` sooner than the GPUs alone; until a
+  batch has measured the GPUs beside the CPU, they are taken as ``SLOWDOWN_PRIOR`` times slower, and until the
+  CPU has been measured its records must end within ``CPU_FIT_UNMEASURED``;
+* records a GPU cannot fold go to the CPU whatever their time.
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 
 import numpy as np
 
-GPU_TAKE = 0.75               # a GPU's chunk: this much of its predicted time left before the common end
-GPU_MIN_SECONDS = 0.004       # and no less than this much predicted work (an engine call costs ~1 ms)
-GPU_MIN_RECORDS = 128         # nor fewer records (a GPU needs many sequences at once for its full rate)
-CPU_FIT = 0.7                 # a CPU thread's records end by this fraction of the time left to the common end
-CPU_FIT_UNMEASURED = 0.3      # and by this fraction while no CPU time has been measured (its scale unknown)
-CPU_GROUP_SECONDS = 0.005     # a CPU thread takes about this much one-thread work a call
+CPU_FIT = 0.8                 # the CPU's threads end by this fraction of the GPUs' predicted time for the rest
+CPU_FIT_UNMEASURED = 0.5      # and by this fraction while the CPU's costs in this stream are not measured
+MIN_GAIN = 0.02               # the CPU gets records only where they end the batch this much sooner
+SLOWDOWN_PRIOR = 1.03         # the GPUs' time beside a busy CPU over their time alone, until measured
 
 
-class Queue:
-    """One batch: ``lens`` (nucleotides), ``cpu_one`` (each record's predicted seconds on one CPU thread) and
-    ``gpu`` (on one GPU), ``np.inf`` where a device cannot fold it; ``gpus`` GPUs and ``cpu_threads`` CPU
-    threads. ``scale`` maps 'cpu' and 'gpu<i>' to the factor their measured times ran above prediction."""
+def lpt(seconds: np.ndarray, threads: int) -> list[np.ndarray]:
+    """Longest processing time first: indices into ``seconds``, one array a thread (longest first in each),
+    each next one to the thread least loaded so far. Its longest thread ends within the mean load plus
+    (1 - 1/threads) of the longest record."""
+    t = np.asarray(seconds, dtype=np.float64)
+    threads = max(1, min(threads, t.size))
+    order = np.argsort(-t, kind="stable")
+    if threads == 1:
+        return [order]
+    heap = [(0.0, j) for j in range(threads)]
+    owner = np.empty(t.size, dtype=np.int64)
+    for k in order.tolist():
+        load, j = heapq.heappop(heap)
+        owner[k] = j
+        heapq.heappush(heap, (load + float(t[k]), j))
+    owned = owner[order]
+    return [order[owned == j] for j in range(threads)]
 
-    def __init__(self, lens, cpu_one, gpu, gpus: int, cpu_threads: int, scale: dict | None = None):
-        lens = np.asarray(lens, dtype=np.int64)
-        tc = np.asarray(cpu_one, dtype=np.float64)
-        tg = np.asarray(gpu, dtype=np.float64)
-        self.count = lens.size
-        self.gpus, self.threads = gpus, cpu_threads
-        self.scale = scale if scale is not None else {}
-        cpu_only = np.isinf(tg)
-        gpu_only = np.isinf(tc) & ~cpu_only
-        both = ~(cpu_only | gpu_only)
-        self.must_cpu = np.flatnonzero(cpu_only)[::-1].tolist()       # taken one by one, by the CPU
-        self.cpu_only_seconds = tc
-        self.tg_all = tg
-        shared = np.flatnonzero(both)
-        self.order = shared[np.argsort(lens[shared], kind="stable")]     # by length, ties in input order
-        self.tc = tc[self.order]
-        self.tg = tg[self.order]
-        self.cum_c = np.concatenate([[0.0], np.cumsum(self.tc)])
-        self.cum_g = np.concatenate([[0.0], np.cumsum(self.tg)])
-        self.lo, self.top = 0, len(self.order)          # unclaimed: order[lo:top] and the GPUs' leftovers
-        self.left = np.flatnonzero(gpu_only).tolist()       # records for the GPUs only (input positions)
-        self.left_g = float(tg[gpu_only].sum())
-        self.gpu_free = [0.0] * gpus                     # when each device is predicted to be free
-        self.cpu_free = [0.0] * cpu_threads
-        self.cpu_done = [False] * cpu_threads
 
-    # ------------------------------------------------------------------------------------------------
-    def _scale_g(self) -> float:
-        values = [self.scale.get(f"gpu{i}", 1.0) for i in range(self.gpus)]
-        return sum(values) / len(values) if values else 1.0
+def gpu_factors(scale: dict, gpus: int) -> tuple[float, float]:
+    """(alone, beside the CPU): the GPUs' measured over predicted seconds, each the mean over the GPUs. Beside
+    the CPU is never taken as faster than alone; unmeasured, it is SLOWDOWN_PRIOR times alone."""
+    alone = [scale[f"gpu{i}"] for i in range(gpus) if f"gpu{i}" in scale]
+    beside = [scale[f"gpu{i}+cpu"] for i in range(gpus) if f"gpu{i}+cpu" in scale]
+    if alone:
+        a = sum(alone) / len(alone)
+    elif beside:
+        a = sum(beside) / len(beside) / SLOWDOWN_PRIOR
+    else:
+        a = 1.0
+    b = sum(beside) / len(beside) if beside else a * SLOWDOWN_PRIOR
+    return a, max(a, b)
 
-    def _fit(self) -> float:
-        return CPU_FIT if "cpu" in self.scale else CPU_FIT_UNMEASURED
 
-    def end(self, now: float) -> float:
-        """The predicted common end of the unclaimed work (see the module's rules)."""
-        sg, sc = self._scale_g(), self.scale.get("cpu", 1.0)
-        shared_g = (self.cum_g[self.top] - self.cum_g[self.lo]) * sg
-        work = shared_g + self.left_g * sg
-        gpus = [max(now, t) for t in self.gpu_free]
-        threads = [max(now, t) for t, done in zip(self.cpu_free, self.cpu_done) if not done]
-        if shared_g > 0 and threads:
-            rho = (self.cum_c[self.top] - self.cum_c[self.lo]) * sc / shared_g    # CPU-thread s per GPU s
-        else:
-            rho, threads = np.inf, []
-        # capacity until E: sum over GPUs of (E - a)+ plus over CPU threads of (E - b)+ / rho
-        points = sorted([(a, 1.0) for a in gpus] + [(b, 1.0 / rho) for b in threads])
-        if not points:
-            return now
-        rate, at, filled = 0.0, points[0][0], 0.0
-        for k, (t, r) in enumerate(points):
-            if rate > 0 and filled + rate * (t - at) >= work:
-                return at + (work - filled) / rate
-            filled += rate * (t - at)
-            at, rate = t, rate + r
-        return at + (work - filled) / rate if rate > 0 else np.inf
+def max_gain(cpu_one: np.ndarray, gpu: np.ndarray, threads: int, gpus: int, scale: dict) -> float:
+    """An upper bound of the share of the GPUs' time alone that the CPU could save on records with these
+    predicted one-thread CPU and one-GPU seconds (the best ratio among them, the CPU busy ``CPU_FIT`` of the
+    time, the GPUs slowed beside it)."""
+    alone, beside = gpu_factors(scale, gpus)
+    sc = scale.get("cpu", 1.0)
+    fit = CPU_FIT if "cpu" in scale else CPU_FIT_UNMEASURED
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = (np.asarray(cpu_one) * sc / threads) / (np.asarray(gpu) * beside / gpus) / fit
+    k = k[np.isfinite(k)]
+    if not k.size:
+        return 0.0
+    best = float(k.min())
+    return 1.0 - (beside / alone) * best / (best + 1.0)
 
-    # ------------------------------------------------------------------------------------------------
-    def gpu_next(self, i: int, now: float) -> np.ndarray | None:
-        """Input positions of GPU ``i``'s next chunk (None: nothing left for it), and its predicted seconds
-        in ``self.last_seconds``."""
-        if not (self.lo < self.top or self.left):
-            return None
-        sg, sc = self.scale.get(f"gpu{i}", 1.0), self.scale.get("cpu", 1.0)
-        self.gpu_free[i] = now
-        end = self.end(now)
-        fit = self._fit()
-        # records too long for any CPU thread before the end are the GPUs' now; the longest of the others,
-        # as many as the CPU threads are predicted to fold by the end, are kept for them
-        self._leave(self.lo + int(np.searchsorted(self.tc[self.lo:self.top], fit * (end - now) / sc,
-                                                  side="right")))
-        capacity = fit * sum(max(0.0, end - max(now, b)) for b, done in zip(self.cpu_free, self.cpu_done)
-                                 if not done) / sc
-        cap = int(np.searchsorted(self.cum_c, self.cum_c[self.top] - capacity, side="left"))
-        cap = min(max(cap, self.lo), self.top)
-        target = max(GPU_MIN_SECONDS, GPU_TAKE * (end - now)) / sg
-        picked, seconds = self._take_left(target)
-        need = target - seconds
-        hi = self.lo
-        if self.lo < self.top and (need > 0 or not picked):
-            # the longest run from lo with at most ``need`` predicted seconds (one record at least), short of
-            # the CPU's part
-            hi = int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + max(need, 0.0), side="right")) - 1
-            # the smallest chunk: GPU_MIN_RECORDS records or GPU_MIN_SECONDS of work, the fewer
-            least = min(self.lo + GPU_MIN_RECORDS,
-                        int(np.searchsorted(self.cum_g, self.cum_g[self.lo] + GPU_MIN_SECONDS / sg, side="left")))
-            if not picked:
-                hi = max(hi, least)
-            hi = min(max(hi, self.lo + 1), cap)
-            if hi <= self.lo and not picked:           # only the CPU's part is left: the GPU helps with it
-                hi = min(self.top, max(least, self.lo + 1))
-            if self.cum_g[self.top] - self.cum_g[hi] < GPU_MIN_SECONDS / sg:
-                hi = self.top                                   # too little left to be worth a chunk
-        run = self.order[self.lo:hi]
-        seconds += float(self.cum_g[hi] - self.cum_g[self.lo])
-        self.lo = hi
-        positions = np.concatenate([np.asarray(picked, dtype=np.int64), run]) if picked else run
-        self.last_seconds = seconds
-        self.gpu_free[i] = now + seconds * sg
-        return positions
 
-    def cpu_next(self, j: int, now: float) -> np.ndarray | None:
-        """Input positions for CPU thread ``j`` (None: nothing left that it may take), and their predicted
-        one-thread seconds in ``self.last_seconds``."""
-        self.cpu_free[j] = now
-        if self.must_cpu:
-            k = self.must_cpu.pop()
-            self.last_seconds = float(self.cpu_only_seconds[k])
-            return np.array([k], dtype=np.int64)
-        sc = self.scale.get("cpu", 1.0)
-        if self.lo >= self.top:
-            self.cpu_done[j] = True
-            return None
-        fit = self._fit()
-        bound = fit * (self.end(now) - now) / sc
-        # the longest record that fits: t on one thread grows with the length, so the order is sorted by it
-        p = int(np.searchsorted(self.tc[self.lo:self.top], bound, side="right")) + self.lo
-        if p > self.lo:
-            # what lies above p does not fit now, and the time left only shrinks: it is the GPUs'
-            self._leave(p)
-        else:
-            # none fits the balance: still take the longest record that ends before the GPUs would end the rest
-            # without it (the end of a batch of few, long records)
-            sg = self._scale_g()
-            free = sum(max(now, t) for t in self.gpu_free)
-            rest = (self.cum_g[self.top] - self.cum_g[self.lo] + self.left_g) * sg
-            ends = (free + rest - self.tg[self.lo:self.top] * sg) / self.gpus - now      # GPUs' end without it
-            fits = np.flatnonzero(self.tc[self.lo:self.top] * sc <= fit * ends)
-            if fits.size == 0:
-                self.cpu_done[j] = True
-                return None
-            p = self.lo + int(fits[-1]) + 1
-            self.last_seconds = float(self.tc[p - 1])
-            positions = self.order[p - 1:p].copy()
-            self.order[self.lo + 1:p] = self.order[self.lo:p - 1].copy()    # keep the rest contiguous
-            self.tc[self.lo + 1:p] = self.tc[self.lo:p - 1].copy()
-            self.tg[self.lo + 1:p] = self.tg[self.lo:p - 1].copy()
-            self.lo += 1
-            self.cum_c = np.concatenate([[0.0], np.cumsum(self.tc)])
-            self.cum_g = np.concatenate([[0.0], np.cumsum(self.tg)])
-            self.cpu_free[j] = now + self.last_seconds * sc
-            return positions
-        group = max(CPU_GROUP_SECONDS / sc, self.tc[p - 1])
-        q = int(np.searchsorted(self.cum_c, self.cum_c[p] - min(group, bound), side="left"))
-        q = max(self.lo, min(q, p - 1))
-        positions = self.order[q:p]
-        self.last_seconds = float(self.cum_c[p] - self.cum_c[q])
-        self.top = q
-        self.cpu_free[j] = now + self.last_seconds * sc
-        return positions
-
-    def _take_left(self, target: float) -> tuple[list, float]:
-        """Records of the GPUs' own list, the longest first, up to ``target`` predicted seconds (one at least)."""
-        if not self.left:
-            return [], 0.0
-        t = self.tg_all[np.asarray(self.left, dtype=np.int64)]
-        after = np.cumsum(t[::-1])                       # from the end of the list: the longest
-        k = min(len(t), max(1, int(np.searchsorted(after, target, side="right"))))
-        picked = self.left[len(t) - k:]
-        seconds = float(after[k - 1])
-        del self.left[len(t) - k:]
-        self.left_g = max(0.0, self.left_g - seconds) if self.left else 0.0
-        return picked, seconds
-
-    def _leave(self, p: int) -> None:
-        if p < self.top:
-            self.left.extend(self.order[p:self.top].tolist())
-            self.left_g += float(self.cum_g[self.top] - self.cum_g[p])
-            self.top = p
+def plan(cpu_one: np.ndarray, gpu: np.ndarray, threads: int, gpus: int, scale: dict) -> tuple[np.ndarray, dict]:
+    """The records (positions) the CPU folds in a batch, from each record's predicted seconds on one CPU thread
+    and on one GPU (``np.inf`` where a device cannot fold it), and the prediction: {'cpu', 'gpus', 'alone'}
+    seconds (the CPU's threads, the GPUs on the rest beside it, the GPUs on everything alone)."""
+    tc = np.asarray(cpu_one, dtype=np.float64)
+    tg = np.asarray(gpu, dtype=np.float64)
+    alone_f, beside_f = gpu_factors(scale, gpus)
+    sc = scale.get("cpu", 1.0)
+    fit = CPU_FIT if "cpu" in scale else CPU_FIT_UNMEASURED
+    must = np.flatnonzero(np.isinf(tg))
+    shared = np.isfinite(tg)
+    total_g = float(tg[shared].sum())
+    alone = total_g * alone_f / gpus
+    none = np.zeros(0, dtype=np.int64)
+    # a record the CPU may take: one whose time alone on a thread ends within the fit of the GPUs' time
+    offered = np.flatnonzero(shared & (tc * sc <= fit * total_g * beside_f / gpus))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        order = offered[np.argsort(tc[offered] / tg[offered], kind="stable")]
+    order = np.concatenate([must, order])
+    if not order.size:
+        return none, {"cpu": 0.0, "gpus": alone, "alone": alone}
+    c = tc[order] * sc
+    cum_c = np.cumsum(c)
+    m = max(1, threads)
+    cpu_end = cum_c / m + (1.0 - 1.0 / m) * np.maximum.accumulate(c)     # the LPT bound of each prefix
+    g = np.where(np.isfinite(tg[order]), tg[order], 0.0)
+    gpu_end = (total_g - np.cumsum(g)) * beside_f / gpus
+    # the prefixes whose CPU end is within the fit of the GPUs' end: all up to some length (the CPU's end only
+    # grows with the prefix, the GPUs' only shrinks); the longest of them ends the batch soonest
+    m = must.size
+    k = max(m, int(np.count_nonzero(cpu_end <= fit * gpu_end)))
+    base = alone if m == 0 else max(cpu_end[m - 1] / fit, gpu_end[m - 1])
+    if k > m and gpu_end[k - 1] > (1.0 - MIN_GAIN) * base:
+        k = m
+    if k == 0:
+        return none, {"cpu": 0.0, "gpus": alone, "alone": alone}
+    return order[:k], {"cpu": float(cpu_end[k - 1]), "gpus": float(gpu_end[k - 1]), "alone": alone}
 
 
 class Scales:
-    """Measured over predicted seconds per device ('cpu', 'gpu0', ...), from the chunks finished so far in the
-    stream (each weighted by its predicted time; older batches count half at each new batch)."""
+    """Measured over predicted seconds per device ('cpu'; 'gpu<i>' alone; 'gpu<i>+cpu' beside the CPU), from
+    the batches folded so far in the stream (each weighted by its predicted time; older batches count half at
+    each new batch)."""
 
     def __init__(self):
         self._sums: dict[str, list[float]] = {}
