@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Hybrid CPU ∥ GPU on a GPU machine (issue 16), from the repository root, each form under 10 minutes:
-#   bash benchmarks/device_hybrid.sh        # one GPU: profile, GPU tests, small CPU calls, sweeps, identity (6-8 min)
+#   bash benchmarks/device_hybrid.sh        # one GPU: profile, small CPU calls, sweeps, identity (about 4 min)
+#   (the GPU tests run apart: python -m pytest -m gpu)
 #   bash benchmarks/device_hybrid.sh two    # two GPUs and the CPU: profile, transcript sweep, identity (4-6 min)
 # Carried wheels in .whl/ (biopython, viennarna: git-ignored) are installed when present. Writes into $OUT
-# (else /tmp/hybrid-out): profile.txt, gpu_tests.log, small_calls.txt, sweep_{random,transcripts}.{json,png},
+# (else /tmp/hybrid-out): profile.txt, small_calls.txt, sweep_{random,transcripts}.{json,png},
 # sweep.md, identity.txt, steps.log (with "two": profile2.txt, sweep2.{json,png,md}, identity2.txt).
 set -uo pipefail
 out="${OUT:-/tmp/hybrid-out}"
@@ -46,13 +47,10 @@ if [ "${1:-one}" = two ]; then
 fi
 step profile 110 bash -c "python3 -m rnapipe profile 2>&1 | tee '$out/profile.txt'"
 
-# 2. the GPU tests of the hybrid (hybrid = CPU in every format, static and dynamic, several batches)
-step gpu-tests 100 bash -c "python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_hybrid.py 2>&1 | tee '$out/gpu_tests.log' | tail -5"
-
-# 3. the CPU engine's fixed cost for small calls (per-call pool before, kept pool now, with a GIL-busy thread)
+# 2. the CPU engine's fixed cost for small calls (per-call pool before, kept pool now, with a GIL-busy thread)
 step small-calls 45 bash -c "python3 benchmarks/cpu_small_calls.py --repeat 5 2>&1 | tee '$out/small_calls.txt'"
 
-# 4. the sweep: T_cpu, T_gpu, T_add, forced CPU shares, static and dynamic; 4 random sets and the first 1,000
+# 3. the sweep: T_cpu, T_gpu, T_add, forced CPU shares, static and dynamic; 4 random sets and the first 1,000
 #    chr19 transcripts of at most 2,500 nt (the CPU alone on all 11,470, up to 43,816 nt, would take hours)
 step sweep 100 python3 benchmarks/hybrid_sweep.py --sets random:68:20000,random:120:20000,random:154:20000,random:221:20000 \
   --repeat 3 --steps 16 --json "$out/sweep_random.json" --png "$out/sweep_random.png" --results "$out/sweep.md"
@@ -61,7 +59,7 @@ step sweep-transcripts 130 python3 benchmarks/hybrid_sweep.py --repeat 3 --point
   --sets file:benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz:1000:2500 \
   --json "$out/sweep_transcripts.json" --png "$out/sweep_transcripts.png" --results "$out/sweep.md"
 
-# 5. byte identity: cpu = gpu = hybrid static = hybrid dynamic (one batch; batches of 300), every format
+# 4. byte identity: cpu = gpu = hybrid static = hybrid dynamic (one batch; batches of 300), every format
 step identity 80 bash -c "python3 benchmarks/hybrid_identity.py 2>&1 | tee '$out/identity.txt'"
 
 cat "$out/sweep.md" 2>/dev/null

@@ -8,7 +8,8 @@ Per set (``random:L:N``: N random sequences of L nt; ``file:PATH:N[:MAXLEN]``: t
 file, of at most MAXLEN nt), in this process (no interpreter start; the whole set is one batch, as
 ``--device hybrid`` folds a batch):
 
-* T_gpu: the GPU alone (``fold_packed``), median of ``--repeat`` after a warm-up;
+* T_gpu: the GPU alone (``fold_packed``), median of ``--repeat`` runs after a warm-up and as many more taken in
+  turn with the dynamic split's runs;
 * T_cpu: the CPU engine alone on the hybrid's CPU threads (all cores but one), once;
 * T_add = T_cpu·T_gpu / (T_cpu + T_gpu), the ideal of the two at once;
 * the balanced share: the CPU's share of the records that balances the profile's predicted times (as if a
@@ -112,10 +113,16 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     folder.cpu_share = 0.5                    # the hybrid's own path once (its compiled record gathering)
     folder.fold_packed([records.take(0, min(len(records), 16))])
     if len(folder.gpu_folders) == 1:
-        t_gpu = timed(folder.gpu.fold_packed, records, repeat)
+        gpu_alone = folder.gpu.fold_packed
     else:                                                 # the GPUs together, each a contiguous part
-        folder.cpu_share = 0.0
-        t_gpu = timed(folder.fold_packed, records, repeat)
+        def gpu_alone(parts):
+            share, folder.cpu_share = folder.cpu_share, 0.0
+            try:
+                return folder.fold_packed(parts)
+            finally:
+                folder.cpu_share = share
+    gpu_runs = [timed(gpu_alone, records, 1) for _ in range(repeat)]
+    t_gpu = float(np.median(gpu_runs))
     t_cpu = timed(folder.cpu.fold_packed, records, 1)
     t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
     top = max(3 * paper, 3.0 / len(records))
@@ -130,7 +137,15 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     folder.split = "dynamic"
     folder.fold_packed([records])                        # its scales learnt from one run first
     before = folder.cpu_records
-    dynamic = timed(folder.fold_packed, records, repeat)
+    # the dynamic split and the GPUs alone in turn, so that a drift of the machine's speed over the sweep
+    # (clocks, caches, the CPU's long runs) counts in both alike; T_gpu is the median of every GPU run
+    runs, alone = [], []
+    for _ in range(repeat):
+        runs.append(timed(folder.fold_packed, records, 1))
+        alone.append(timed(gpu_alone, records, 1))
+    dynamic = float(np.median(runs))
+    t_gpu = float(np.median(gpu_runs + alone))
+    t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
     dynamic_share = (folder.cpu_records - before) / (repeat * len(records))
     folder.split = split
     best_share, best_time = min(points, key=lambda p: p[1])
