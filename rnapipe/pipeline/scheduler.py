@@ -54,16 +54,12 @@ def lpt(seconds: np.ndarray, threads: int) -> list[np.ndarray]:
 
 
 def gpu_factors(scale: dict, gpus: int) -> tuple[float, float]:
-    """(alone, beside the CPU): the GPUs' measured over predicted seconds, each the mean over the GPUs. Beside
-    the CPU is never taken as faster than alone; unmeasured, it is SLOWDOWN_PRIOR times alone."""
+    """(alone, beside the CPU): the GPUs' measured over predicted seconds, each the mean over the GPUs; alone,
+    unmeasured, is the profile's (measured alone on this host: 1), and beside the CPU, unmeasured,
+    SLOWDOWN_PRIOR times alone; beside is never taken as faster than alone."""
     alone = [scale[f"gpu{i}"] for i in range(gpus) if f"gpu{i}" in scale]
     beside = [scale[f"gpu{i}+cpu"] for i in range(gpus) if f"gpu{i}+cpu" in scale]
-    if alone:
-        a = sum(alone) / len(alone)
-    elif beside:
-        a = sum(beside) / len(beside) / SLOWDOWN_PRIOR
-    else:
-        a = 1.0
+    a = sum(alone) / len(alone) if alone else 1.0
     b = sum(beside) / len(beside) if beside else a * SLOWDOWN_PRIOR
     return a, max(a, b)
 
