@@ -310,7 +310,7 @@ def test_workflow_equals_one_fold_of_each_input(clean_run):
         assert got[key] == data, key
     assert got["in.rejected"] == (tmp / "direct.in.db.rejected.tsv").read_bytes()
     assert got["other.rejected"] == b"index\tid\tfile\treason\n"
-    jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").iterdir())
+    jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").glob("*.db"))
     assert jobs == ["cpu0.db", "cpu1.db", "cpu2.db"]
 
 
@@ -336,21 +336,21 @@ def kill_all(proc):
 
 
 @needs_snakemake
-@pytest.mark.parametrize("point", ["prepare:shard", "fold:2", "merge:block", "first fold job done"])
+@pytest.mark.parametrize("point", ["prepare:shard", "fold:2", "merge:block", "first fold complete"])
 def test_killed_workflow_resumes_byte_identical(tmp_path, clean_run, point):
     """SIGKILL to Snakemake and all its jobs at a point of the run; `snakemake --unlock` and the same command
     finish with outputs byte for byte those of the uninterrupted run; a fold job cut off keeps its chunks."""
     _, want, _ = clean_run
     mixed_input(tmp_path / "in.fa", 120, seed=11)
     mixed_input(tmp_path / "other.fa", 60, seed=12, bad=False)
-    if point == "first fold job done":
+    if point == "first fold complete":       # as soon as rnapipe fold has renamed its first output
         env = environment(tmp_path, **KILL_ENV)
         proc = subprocess.Popen(snakemake_cmd(tmp_path, KILL_CONFIG), env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 300
-        while not list((tmp_path / "out" / "work").glob("*/fold/cpu*.db")):
+        while not list((tmp_path / "out" / "work").glob("*/fold/cpu*.db.fold")):
             assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+            time.sleep(0.005)
         kill_all(proc)
     else:
         kill_all(start_paused(tmp_path, point))
