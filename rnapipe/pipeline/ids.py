@@ -1,10 +1,14 @@
 """Duplicate record ids over a whole stream, exactly, without holding the ids in memory.
 
-Each id's 64-bit hash goes into an open-addressing table: the low bits choose the slot, the high 32 bits
-are stored (about 6 bytes an id, so 10 million ids take 64 MB). The ids themselves, with the file and line
-where each was first seen, and their full hashes go to files on disk (the hashes refill a larger table when
-it grows). A fingerprint already in the table makes the id a suspect; suspects are confirmed (or cleared,
-for the rare collision) by reading the log, so the answer is exact and names where the id was first seen.
+Each id's 64-bit hash goes into an open-addressing table (:func:`scan.table_add`): the low 32 bits choose
+the slot, the high 24 bits are stored, three bytes a slot at up to 90 % load (10 million ids take about
+35 MB). The table is sized from the reader's estimate of the ids in the stream where it has one, so that
+it is filled once rather than rebuilt at every doubling. The ids themselves, with the file and line where
+each was first seen, and their full hashes go to files on disk (the hashes refill a larger table when it
+grows). A fingerprint already in the table makes the id a suspect; a suspect whose full hash is among
+those logged (or among the block's earlier ids) is compared with the logged id, so the answer is exact and
+names where the id was first seen. A suspect is rare (a few in ten million ids), a full-hash match without
+the same id rarer still.
 """
 
 from __future__ import annotations
@@ -16,15 +20,21 @@ import numpy as np
 
 from . import scan
 
+_READ = 1 << 23             # bytes of a log file read at once
+
 
 class IdSet:
-    """The ids seen so far in one stream."""
+    """The ids seen so far in one stream. ``expected``: an estimate of the ids the whole stream holds, which
+    the reader may set (and update) before each :meth:`add`; None: the table doubles when it is full."""
 
-    INITIAL_SLOTS = 1 << 20
+    INITIAL_SLOTS = 1 << 16
+    MAX_LOAD = 0.9
 
     def __init__(self, directory: str | None = None):
-        self._table = np.zeros(self.INITIAL_SLOTS, dtype=np.uint32)
+        self._slots = self.INITIAL_SLOTS
+        self._table = np.zeros(3 * self._slots, dtype=np.uint8)
         self._count = 0
+        self.expected: float | None = None
         fd, self._hash_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".hash", dir=directory)
         self._hashes = os.fdopen(fd, "w+b")
         fd, self._log_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".txt", dir=directory)
@@ -32,6 +42,10 @@ class IdSet:
         fd, self._where_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".where", dir=directory)
         self._where = os.fdopen(fd, "w+b")
         self._logged = 0
+
+    @property
+    def table_bytes(self) -> int:
+        return self._table.nbytes if self._table is not None else 0
 
     def close(self) -> None:
         for handle, path in ((self._log, self._log_path), (self._where, self._where_path),
@@ -46,23 +60,28 @@ class IdSet:
 
     def _grow(self, extra: int) -> None:
         need = self._count + extra
-        size = self._table.shape[0]
-        if need * 4 <= size * 3:
+        if need <= self._slots * self.MAX_LOAD:
             return
-        while need * 4 > size * 3:
-            size *= 2
+        want = 2 * need
+        if self.expected:           # room for the estimate (within reason), else a quarter more
+            want = max(need + need // 4, min(int(self.expected * 1.05), 16 * need))
+        slots = min(int(want / self.MAX_LOAD) + 1, (1 << 32) - 1)
         self._table = None                      # the old table goes before the new one is filled
-        table = np.zeros(size, dtype=np.uint32)
+        table = np.zeros(3 * slots, dtype=np.uint8)
+        hits = np.empty(1 << 20, dtype=np.uint8)
+        for part in self._logged_hashes():
+            scan.table_add(table, part, hits[:part.size])
+        self._table, self._slots = table, slots
+
+    def _logged_hashes(self):
+        """The full hashes of the logged ids, in log order, a part at a time."""
         self._hashes.flush()
         self._hashes.seek(0)
-        hits = np.empty(1 << 20, dtype=np.uint8)
         while True:
-            data = self._hashes.read(8 * hits.size)
+            data = self._hashes.read(_READ)
             if not data:
-                break
-            part = np.frombuffer(data, dtype=np.uint64)
-            scan.table_add(table, part, hits[:part.size])
-        self._table = table
+                return
+            yield np.frombuffer(data, dtype=np.uint64)
 
     def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines,
             hashes: np.ndarray | None = None) -> dict[int, tuple[int, int]]:
@@ -90,7 +109,7 @@ class IdSet:
         if suspects.size:
             if callable(ids):
                 ids = ids()
-            duplicates = self._confirm(ids, suspects, file_index, lines)
+            duplicates = self._confirm(ids, suspects, hashes, file_index, lines)
         if duplicates:
             keep = np.ones(count, dtype=bool)
             keep[list(duplicates)] = False
@@ -112,27 +131,22 @@ class IdSet:
             self._logged += count
         return duplicates
 
-    def _confirm(self, ids: list[str], suspects, file_index: int, lines) -> dict[int, tuple[int, int]]:
+    def _confirm(self, ids: list[str], suspects, hashes, file_index: int, lines) -> dict[int, tuple[int, int]]:
         """Which suspects really were seen before, and where first."""
         wanted: dict[str, list[int]] = {}
         for k in suspects.tolist():
             wanted.setdefault(ids[k], []).append(k)
         first: dict[str, tuple[int, int]] = {}
-        if self._logged:
-            self._log.flush()
-            self._where.flush()
+        ordinals = self._logged_with(np.unique(hashes[suspects])) if self._logged else []
+        if ordinals:
             keys = {i.encode("utf-8", "surrogatepass"): i for i in wanted}
-            self._log.seek(0)
-            ordinal = 0
-            for line in self._log:
-                word = line[:-1]
-                if word in keys and keys[word] not in first:
+            for ordinal, word in self._log_lines(ordinals):
+                i = keys.get(word)
+                if i is not None and i not in first:
+                    self._where.flush()
                     self._where.seek(16 * ordinal)
                     f, n = np.frombuffer(self._where.read(16), dtype=np.int64).tolist()
-                    first[keys[word]] = (f, n)
-                    if len(first) == len(wanted):
-                        break
-                ordinal += 1
+                    first[i] = (f, n)
         duplicates: dict[int, tuple[int, int]] = {}
         need_block = [i for i in wanted if i not in first]
         if need_block:
@@ -152,3 +166,34 @@ class IdSet:
                 for k in ks:
                     duplicates[k] = first[i]
         return duplicates
+
+    def _logged_with(self, values: np.ndarray) -> list[int]:
+        """Ordinals of the logged ids whose full hash is one of ``values``, ascending."""
+        found: list[int] = []
+        base = 0
+        for part in self._logged_hashes():
+            found.extend((base + np.flatnonzero(np.isin(part, values))).tolist())
+            base += part.size
+        return found
+
+    def _log_lines(self, ordinals: list[int]):
+        """``(ordinal, id bytes)`` of the logged ids at ``ordinals`` (ascending), read from the log."""
+        self._log.flush()
+        self._log.seek(0)
+        todo = iter(ordinals)
+        want = next(todo, None)
+        base = 0                                # ordinal of the first line in buf
+        carry = b""
+        while want is not None:
+            data = self._log.read(_READ)
+            if not data:
+                return
+            buf = carry + data if carry else data
+            ends = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+            while want is not None and want < base + ends.size:
+                at = want - base
+                start = int(ends[at - 1]) + 1 if at else 0
+                yield want, buf[start:int(ends[at])]
+                want = next(todo, None)
+            carry = buf[int(ends[-1]) + 1:] if ends.size else buf
+            base += ends.size

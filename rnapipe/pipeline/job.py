@@ -205,13 +205,34 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 continue
             if failed:
                 break
-            q.put((chunk, pool.submit(_texts, chunk, results, sinks, algorithm, journal is not None)))
+            future = pool.submit(_texts, chunk, results, sinks, algorithm, journal is not None)
+            # what waits for the writer is the chunk's text: its records and results go once it is made
+            q.put((_Done.of(chunk), future))
+            del chunk, results
     finally:
         q.put(None)
         thread.join()
         pool.shutdown(wait=True, cancel_futures=True)
     if failed:
         raise failed[0]
+
+
+@dataclass
+class _Done:
+    """What the writer needs of a chunk besides its text."""
+
+    number: int
+    rejected: list
+    records: int
+    nucleotides: int
+    cost: float
+
+    @classmethod
+    def of(cls, chunk) -> "_Done":
+        return cls(chunk.number, chunk.rejected, len(chunk), chunk.nucleotides, chunk.cost)
+
+    def __len__(self) -> int:
+        return self.records
 
 
 def _texts(chunk, results, sinks, algorithm: str, digest: bool) -> tuple[list, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import io
 import itertools
+import os
 import re
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -108,6 +109,15 @@ class FastaReader:
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
         self.index = 0
+        self._total = _plain_bytes(self.paths)     # input bytes, where known before reading
+        self._consumed = 0                          # bytes of the blocks taken so far
+
+    def _expect(self, ids: IdSet, size: int, records: int) -> None:
+        """Tell ``ids`` how many ids the stream may hold: the records so far (``records``, with the block of
+        ``size`` bytes being taken) in proportion to the bytes read (its table is then sized once)."""
+        self._consumed += size
+        if self._total and records:
+            ids.expected = records * self._total / max(self._consumed, 1)
 
     def __iter__(self) -> Iterator[Piece]:
         ids = IdSet(self.scratch)
@@ -247,6 +257,7 @@ class FastaReader:
         state.ordinal += count
         index = np.arange(first_index, first_index + count, dtype=np.int64)
         records = Records(ids_text, seqs_text, id_lens, lens, index)
+        self._expect(ids, len(block), self.index)
         problems: dict[int, tuple[str, type | None]] = {}
         for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
             problems[k] = self._duplicate(f, line, state.name, int(lines[k])), None
@@ -276,6 +287,7 @@ class FastaReader:
     def _slow(self, block: bytes, first: bool, state: _File, ids: IdSet) -> Piece:
         """The block through the per-record rules of rnapipe.io.read_records (exact messages)."""
         name = state.name
+        self._expect(ids, len(block), self.index + block.count(b"\n>") + 1)
         text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors="replace",
                                 newline=None)
         if first:
@@ -350,6 +362,22 @@ def _parse(block: bytes):
         if scan.hash_lines(np.frombuffer(ids_text, dtype=np.uint8), hashes) != count:
             hashes = None
     return parsed + (hashes,)
+
+
+def _plain_bytes(paths) -> int | None:
+    """Bytes of the inputs if every one is a regular, uncompressed file (else None: not known ahead)."""
+    total = 0
+    for path in paths:
+        try:
+            if path == "-" or not os.path.isfile(path):
+                return None
+            with open(path, "rb") as handle:
+                if handle.read(2) == b"\x1f\x8b":
+                    return None
+            total += os.path.getsize(path)
+        except (OSError, TypeError, ValueError):
+            return None
+    return total
 
 
 def _file_start(text, name: str):

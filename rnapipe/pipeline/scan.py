@@ -155,27 +155,41 @@ def hash_lines(buf, out):
 
 @njit(nogil=True, cache=True)
 def table_add(table, hashes, hits):
-    """Insert ``hashes`` into the open-addressing ``table`` of 32-bit fingerprints (size a power of two,
-    0 = empty): hash h lives in the run of slots from ``h & (size - 1)``, as its high 32 bits (made odd).
-    ``hits[k]`` is 1 where an equal fingerprint is in hash k's run already (nothing is inserted for it): the
-    id may have been seen before, and the caller checks. Returns the number inserted."""
-    mask = np.uint64(table.shape[0] - 1)
+    """Insert ``hashes`` into the open-addressing ``table`` of 24-bit fingerprints (a uint8 array, three bytes
+    a slot, any number of slots; all three bytes 0 = empty). Hash h lives in the run of slots from
+    ``(low 32 bits of h) * slots >> 32``, as its high 24 bits (0 stored as 1). ``hits[k]`` is 1 where an
+    equal fingerprint is in hash k's run already (nothing is inserted for it): the id may have been seen
+    before, and the caller checks. Returns the number inserted."""
+    slots = np.uint64(table.shape[0] // 3)
+    low = np.uint64(0xFFFFFFFF)
     added = 0
     for k in range(hashes.shape[0]):
         h = hashes[k]
-        fp = np.uint32((h >> np.uint64(32)) | np.uint64(1))
-        slot = h & mask
+        fp = h >> np.uint64(40)
+        if fp == np.uint64(0):
+            fp = np.uint64(1)
+        b0 = np.uint8(fp & np.uint64(0xFF))
+        b1 = np.uint8((fp >> np.uint64(8)) & np.uint64(0xFF))
+        b2 = np.uint8(fp >> np.uint64(16))
+        slot = ((h & low) * slots) >> np.uint64(32)
         hits[k] = 0
         while True:
-            v = table[slot]
-            if v == np.uint32(0):
-                table[slot] = fp
+            p = np.int64(slot) * 3
+            v0 = table[p]
+            v1 = table[p + 1]
+            v2 = table[p + 2]
+            if v0 == 0 and v1 == 0 and v2 == 0:
+                table[p] = b0
+                table[p + 1] = b1
+                table[p + 2] = b2
                 added += 1
                 break
-            if v == fp:
+            if v0 == b0 and v1 == b1 and v2 == b2:
                 hits[k] = 1
                 break
-            slot = (slot + np.uint64(1)) & mask
+            slot += np.uint64(1)
+            if slot == slots:
+                slot = np.uint64(0)
     return added
 
 

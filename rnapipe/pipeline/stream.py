@@ -270,5 +270,6 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
             yield c, Folded(scores[at:at + n], structures[offset:end])
             at += n
             offset = end
+        del batch, c, scores, structures        # not held while the next batch is gathered and folded
         if pending is not None:
             raise pending

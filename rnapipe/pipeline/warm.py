@@ -18,7 +18,7 @@ def _load() -> None:
     parsed = scan.parse_block(b">a\nACGU\n", 1)
     hashes = np.empty(1, dtype=np.uint64)
     scan.hash_lines(np.frombuffer(parsed[2], dtype=np.uint8), hashes)
-    scan.table_add(np.zeros(16, dtype=np.uint32), hashes, np.empty(1, dtype=np.uint8))
+    scan.table_add(np.zeros(48, dtype=np.uint8), hashes, np.empty(1, dtype=np.uint8))
     textout.render("db", "zuker", parsed[2], parsed[1], b"....\n", np.zeros(1, dtype=np.int64))
 
 
