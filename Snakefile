@@ -1,6 +1,7 @@
-# rnapipe workflow: thin entry point. Stages live in workflow/rules/*.smk.
+# rnapipe workflow: prepare -> profile -> partition -> fold_cpu || fold_gpu -> merge -> report.
+# Stages live in workflow/rules/*.smk, one file each; config keys in config/README.md.
 # Run the bundled example:  snakemake --cores all
-# Another input:            snakemake --cores all --config inputs='{"mine": "path/to/mine.fa.gz"}'
+# Your own inputs:          snakemake --cores all --config 'inputs=[path/to/mine.fa.gz]'
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -13,10 +14,20 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/profile.smk"
+include: "workflow/rules/partition.smk"
 include: "workflow/rules/fold.smk"
+include: "workflow/rules/merge.smk"
+include: "workflow/rules/report.smk"
+
+
+onstart:
+    print_devices()
 
 
 rule all:
     input:
         all_outputs(),
+        report_outputs(),
     default_target: True

@@ -98,6 +98,26 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def _length_list(text: str) -> list[int]:
+    try:
+        lengths = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected lengths like 30,68,120, not '{text}'") from None
+    if not lengths or lengths[0] < 1:
+        raise argparse.ArgumentTypeError(f"expected positive lengths like 30,68,120, not '{text}'")
+    return lengths
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
+    return value
+
+
 def _temperature(text: str) -> float:
     try:
         value = float(text)
@@ -197,9 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--threads", type=_positive_int, metavar="N",
                          help="CPU threads of the hybrid run (default: the usable physical cores)")
     profile.add_argument("--gpus", type=_gpu_list, metavar="LIST", help="the GPU to time (default: GPU 0)")
+    profile.add_argument("--device", choices=("hybrid", "auto", "cpu"), default="hybrid",
+                         help="hybrid (default): the CPU and the GPU, for --device hybrid; auto: the CPU, and the "
+                         "GPU when there is one; cpu: the CPU alone, on all --threads")
+    profile.add_argument("--cached", action="store_true",
+                         help="use this host's saved profile when there is one (else measure and save)")
+    profile.add_argument("--lengths", type=_length_list, metavar="L,L,...", help=argparse.SUPPRESS)
+    profile.add_argument("-o", "--output", metavar="FILE", help="also write the profile as JSON to FILE")
     profile.add_argument("--min-loop", type=_nonnegative_int, metavar="K", help=argparse.SUPPRESS)
     _add_energy_options(profile)
     profile.set_defaults(run=_profile)
+
+    _add_workflow_commands(commands, ALGORITHMS)
 
     evaluate = commands.add_parser("eval", help="free energy of given structures (kcal/mol)",
                                    epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -212,6 +241,73 @@ def build_parser() -> argparse.ArgumentParser:
     _add_energy_options(evaluate)
     evaluate.set_defaults(run=_eval)
     return parser
+
+
+def _add_workflow_commands(commands, algorithms) -> None:
+    """The workflow's stages as subcommands (workflow/rules/*.smk run them)."""
+    def sub(name: str, help_: str, description: str):
+        return commands.add_parser(name, help=help_, description=description, epilog=EXIT_CODES_HELP,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    prepare = sub("prepare", "cut a FASTA file into shards by length (workflow)",
+                  "Read and check INPUT as rnapipe fold does, and write its valid records into shards of one "
+                  "length range each under DIR, with a manifest of every record's place and the list of "
+                  "rejected records.")
+    prepare.add_argument("input", metavar="INPUT", help="FASTA or gzipped FASTA file")
+    prepare.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to make (replaced)")
+    prepare.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM,
+                         help="the algorithm the shards will be folded with (for the length limit)")
+    prepare.add_argument("--on-invalid", choices=("error", "skip"), default="error",
+                         help="a bad record stops the run (error, default) or is skipped and listed (skip)")
+    prepare.add_argument("--shard-records", type=_positive_int, default=None, metavar="N",
+                         help="records a shard at most (default 65536)")
+    prepare.add_argument("--shard-cost", type=_positive_float, default=None, metavar="C",
+                         help="predicted work (sum of L^3) a shard at most (default 1e12)")
+    prepare.set_defaults(run=_prepare)
+
+    partition = sub("partition", "assign prepared shards to CPU and GPU jobs (workflow)",
+                    "Assign the shards of a prepared input to CPU jobs and GPU jobs by the host's profile, so "
+                    "that both sides are predicted to end together; print each device's share.")
+    partition.add_argument("prepared", metavar="DIR", help="a directory made by rnapipe prepare")
+    partition.add_argument("--profile", required=True, metavar="FILE", help="JSON from rnapipe profile -o")
+    partition.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
+    partition.add_argument("--gpu-jobs", type=_nonnegative_int, default=0, metavar="N", help="default 0")
+    partition.add_argument("-o", "--output", required=True, metavar="DIR", help="plan directory")
+    partition.set_defaults(run=_partition)
+
+    merge = sub("merge", "merge fold jobs' outputs in input order (workflow)",
+                "Put the records the fold jobs of a plan wrote back in input order and write every output, "
+                "byte for byte what one rnapipe fold of the input writes.")
+    merge.add_argument("prepared", metavar="DIR", help="a directory made by rnapipe prepare")
+    merge.add_argument("--plan", required=True, metavar="DIR", help="its plan (rnapipe partition -o)")
+    merge.add_argument("--folds", required=True, metavar="DIR", help="where the jobs wrote JOB.db")
+    merge.add_argument("-o", "--output", required=True, action="append", metavar="OUTPUT", help="output file")
+    merge.add_argument("--format", action="append", metavar="FMT", help="format of each -o (default: suffix)")
+    merge.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM)
+    merge.add_argument("--rejected", metavar="FILE", help="write the rejected records' list here")
+    merge.set_defaults(run=_merge)
+
+
+def _prepare(args) -> int:
+    from .pipeline import commands, shards
+
+    commands.prepare(args.input, args.output, args.algorithm, args.on_invalid,
+                     args.shard_records or shards.SHARD_RECORDS, args.shard_cost or shards.SHARD_COST)
+    return errors.EXIT_OK
+
+
+def _partition(args) -> int:
+    from .pipeline import commands
+
+    commands.partition(args.prepared, args.profile, args.cpu_jobs, args.gpu_jobs, args.output)
+    return errors.EXIT_OK
+
+
+def _merge(args) -> int:
+    from .pipeline import commands
+
+    commands.merge(args.prepared, args.plan, args.folds, args.output, args.format, args.algorithm, args.rejected)
+    return errors.EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -283,22 +379,11 @@ def _outputs(args) -> list[tuple[str, str | None]]:
 
 
 def _profile(args) -> int:
-    from .pipeline.hybrid import HybridFolder, stderr_say
+    from .pipeline import commands, costmodel
 
-    folder = HybridFolder(args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
-                          reprofile=True, say=stderr_say(False))
-    profile = folder.profile
-    print(f"{'length':>7} {'CPU seq/s':>12} {'GPU seq/s':>12} {'K':>8}")
-    for length in sorted(profile.samples["gpu"]):
-        cpu = profile.samples["cpu"].get(length)
-        gpu = profile.samples["gpu"][length]
-        print(f"{length:>7} {(1 / cpu if cpu else float('nan')):>12,.0f} {1 / gpu:>12,.0f} "
-              f"{(cpu / gpu if cpu else float('nan')):>8.1f}")
-    for device, cost in profile.costs.items():
-        call = profile.calls.get(device)
-        print(f"{device}: t(L) = {cost.a:.3e}·L³ + {cost.b:.3e}·L² + {cost.c:.3e} s a sequence"
-              + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
-    return 0
+    commands.profile(args.device, args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
+                     args.lengths or costmodel.LENGTHS, args.cached, args.output)
+    return errors.EXIT_OK
 
 
 def _fold(args) -> int:

@@ -1,11 +1,24 @@
-# Helpers shared by the rules.
+# Settings and helpers shared by the rules: inputs and their names, job counts, threads, devices.
 
+import importlib.util
+import os
 import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 OUTDIR = config["outdir"]
+WORK = f"{OUTDIR}/work"
 ALGORITHM = config["fold"]["algorithm"]
-SUFFIX = {"db": "db", "tsv": "tsv", "ct": "ct", "bpseq": "bpseq"}
+FORMATS = list(dict.fromkeys(config["formats"]))
+# The workflow's own rnapipe (this checkout), whichever one the environment has installed.
+RNAPIPE = f"PYTHONPATH={shlex.quote(workflow.basedir)}${{PYTHONPATH:+:$PYTHONPATH}} python -m rnapipe"
+
+if re.search(r"\s", OUTDIR):
+    raise ValueError(f"outdir '{OUTDIR}' has white space in it: choose a name without")
 
 
 def sample_name(path):
@@ -21,13 +34,81 @@ for _path in config["inputs"]:
     SAMPLES[_name] = _path
 
 
-def fold_outputs(sample):
+def visible_gpus():
+    """NVIDIA GPUs this host shows (nvidia-smi; CUDA_VISIBLE_DEVICES respected) when CuPy is installed."""
+    if importlib.util.find_spec("cupy") is None or shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    count = sum(1 for line in listed.splitlines() if line.startswith("GPU "))
+    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if shown is not None:
+        count = min(count, len([x for x in shown.split(",") if x.strip() and not x.strip().startswith("-")]))
+    return count
+
+
+def _gpu_jobs():
+    jobs = config["jobs"]
+    if jobs["gpu"] != "auto":
+        return int(jobs["gpu"])
+    if ALGORITHM != "zuker" and jobs["cpu"] > 0:
+        return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
+    return visible_gpus()
+
+
+CPU_JOBS = int(config["jobs"]["cpu"])
+GPU_JOBS = _gpu_jobs()
+if CPU_JOBS + GPU_JOBS == 0:
+    raise ValueError("jobs.cpu is 0 and there are no GPU jobs (no GPU here, or jobs.gpu: 0): nothing would fold")
+if ALGORITHM != "zuker" and CPU_JOBS and GPU_JOBS:
+    raise ValueError("fold.algorithm nussinov: its CPU and GPU engines may pick different structures of the "
+                     "same score; set jobs.cpu: 0 or jobs.gpu: 0")
+CORES = workflow.cores if isinstance(workflow.cores, int) and workflow.cores > 0 else (os.cpu_count() or 1)
+# a GPU job's process takes one core (it feeds the GPU); the CPU jobs share the rest
+CPU_THREADS = config["jobs"]["cpu_threads"] or max(1, (CORES - GPU_JOBS) // max(1, CPU_JOBS))
+GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, visible_gpus())))
+PROFILE = f"{OUTDIR}/profile/{socket.gethostname()}.{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
+
+
+def print_devices():
+    if GPU_JOBS:
+        print(f"rnapipe: {CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input",
+              file=sys.stderr)
+    else:
+        print(f"rnapipe: no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
+              f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input", file=sys.stderr)
+
+
+def job_names():
+    return [f"cpu{j}" for j in range(CPU_JOBS)] + [f"gpu{j}" for j in range(GPU_JOBS)]
+
+
+def final_outputs(sample):
     """The outputs of one input: one file per configured format, all from one fold."""
-    return [f"{OUTDIR}/{sample}.{ALGORITHM}.{SUFFIX[fmt]}" for fmt in dict.fromkeys(config["formats"])]
+    return [f"{OUTDIR}/{sample}.{ALGORITHM}.{fmt}" for fmt in FORMATS]
+
+
+SCORE_FORMAT = next((fmt for fmt in FORMATS if fmt in ("tsv", "db")), FORMATS[0])
+
+
+def score_output(sample):
+    """The output the report reads the scores from (tsv or db when configured)."""
+    return f"{OUTDIR}/{sample}.{ALGORITHM}.{SCORE_FORMAT}"
+
+
+def rejected_output(sample):
+    """Beside the first output, as rnapipe fold names it: <output>.rejected.tsv."""
+    return final_outputs(sample)[0] + ".rejected.tsv"
 
 
 def all_outputs():
-    return [path for sample in SAMPLES for path in fold_outputs(sample)]
+    return [path for sample in SAMPLES for path in final_outputs(sample) + [rejected_output(sample)]]
+
+
+def report_outputs():
+    return [f"{OUTDIR}/report/{name}.svg" for name in ("throughput", "partition", "time_vs_length", "energy")]
 
 
 def input_of(wildcards):
@@ -36,9 +117,11 @@ def input_of(wildcards):
 
 def fold_options():
     fold = config["fold"]
-    opts = [f"--device {fold['device']}", f"--on-invalid {fold['on_invalid']}"]
+    opts = [f"--algorithm {ALGORITHM}", "--on-invalid error"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
-    if fold.get("gpus"):
-        opts.append("--gpus " + ",".join(str(g) for g in fold["gpus"]))
     return " ".join(opts)
+
+
+def gpu_of(wildcards):
+    return GPU_IDS[int(wildcards.j) % len(GPU_IDS)]

@@ -1,0 +1,110 @@
+"""The workflow's subcommands (``rnapipe prepare``, ``profile``, ``partition``, ``merge``): what each does
+once the command line is parsed (:mod:`rnapipe.cli` parses it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import UsageError
+
+
+def say(text: str) -> None:
+    print(f"rnapipe: {text}", file=sys.stderr, flush=True)
+
+
+def prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
+            shard_cost: float, quiet: bool = False) -> None:
+    from .shards import prepare as cut
+    from .stream import Folder
+
+    check = Folder(algorithm, None, "cpu", 1).length_check()
+    counts = cut(path, directory, on_invalid, check, shard_records, shard_cost)
+    if counts["rejected"] and not quiet:
+        say(f"skipped {counts['rejected']:,} record(s), listed in {os.path.join(directory, 'rejected.tsv')}")
+    say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")
+
+
+def gpu_count() -> int:
+    """CUDA devices this process sees (0 without CuPy or a driver)."""
+    from ..engines import gpu_available
+
+    if not gpu_available():
+        return 0
+    import cupy
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def profile(device: str, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
+            lengths, cached: bool, output: str | None) -> None:
+    """``--device cpu``: the CPU alone; ``auto``: the CPU, and the GPU when there is one (one line says when
+    there is none); ``hybrid``: both (a GPU is required)."""
+    from .. import config
+    from ..errors import UnavailableError
+    from . import profiling
+
+    use_gpu = device == "hybrid" or (device == "auto" and gpu_count() > 0)
+    if device == "hybrid" and gpu_count() == 0:
+        raise UnavailableError("profiling the GPU needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
+                               "none was found: use --device cpu")
+    if device == "auto" and not use_gpu:
+        say("no GPU here: profiling the CPU only")
+    cores = threads or config.default_threads()
+    # hybrid: the CPU engine runs on the cores but the one that feeds the GPU (as in --device hybrid)
+    cpu_threads = max(1, cores - 1) if device == "hybrid" else cores
+    data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
+                                  reprofile=not cached, say=say)
+    if output:
+        profiling.write(data, output)
+    print_profile(data)
+
+
+def print_profile(data: dict) -> None:
+    devices = data["devices"]
+    lengths = sorted({int(k) for d in devices for k in data["samples"][d]})
+    head = f"{'length':>7}" + "".join(f"{d.upper() + ' seq/s':>12}" for d in devices)
+    print(head + (f"{'K':>8}" if "gpu" in devices else ""))
+    for length in lengths:
+        t = {d: data["samples"][d].get(str(length)) for d in devices}
+        line = f"{length:>7}" + "".join(f"{(1 / t[d] if t[d] else float('nan')):>12,.0f}" for d in devices)
+        if "gpu" in devices:
+            line += f"{(t['cpu'] / t['gpu'] if t['cpu'] and t['gpu'] else float('nan')):>8.1f}"
+        print(line)
+    for d in devices:
+        c = data["costs"][d]
+        call = data.get("calls", {}).get(d)
+        print(f"{d}: t(L) = {c['a']:.3e}·L³ + {c['b']:.3e}·L² + {c['c']:.3e} s a sequence"
+              + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
+
+
+def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str) -> None:
+    from . import plan, profiling
+
+    if cpu_jobs + gpu_jobs == 0:
+        raise UsageError("no jobs: give --cpu-jobs or --gpu-jobs at least 1")
+    if not os.path.exists(os.path.join(prepared, "done")):
+        raise UsageError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
+    costs, longest = profiling.load(profile_path)
+    if gpu_jobs and "gpu" not in costs:
+        raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
+    rows = plan.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs)
+    if gpu_jobs == 0:
+        say("no GPU jobs: every shard goes to the CPU")
+    sys.stdout.write(plan.share_table(rows))
+
+
+def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], formats: list[str] | None,
+          algorithm: str, rejected: str | None) -> None:
+    from .merge import MergeError, merge as join
+    from .outputs import format_of
+
+    if formats and len(formats) != len(outputs):
+        raise UsageError(f"{len(formats)} formats for {len(outputs)} outputs: give one format per -o")
+    pairs = [(path, formats[k] if formats else format_of(path)) for k, path in enumerate(outputs)]
+    if any(path.lower().endswith(".gz") for path, _ in pairs):
+        raise UsageError("merge writes uncompressed outputs only")
+    try:
+        count = join(prepared, plan_dir, fold_dir, pairs, algorithm, rejected)
+    except (MergeError, FileNotFoundError) as err:
+        raise UsageError(f"cannot merge {prepared}: {err}") from None
+    say(f"merged {count:,} record(s) into {', '.join(p for p, _ in pairs)}")

@@ -1,0 +1,173 @@
+"""The workflow's merge stage: the fold jobs' outputs of one input put back in input order, in every format.
+
+Each fold job writes its shards' records in db format (``>id``, sequence, ``structure (score)``), shard
+after shard in the order of its list. The manifest of the prepared input gives each record's bin in input
+order; the shards of a bin hold its records in turn. So the merge reads, for every bin, a cursor that walks
+that bin's shards in the job outputs, and takes from it as many records as the manifest asks for, a block of
+records at a time; each block is then written to every output by the writers of ``rnapipe fold``
+(:func:`.outputs.chunk_bytes`), so the outputs are byte for byte those of one ``rnapipe fold`` of the input.
+Memory holds one block and one buffered reader a bin.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+
+from .outputs import Sink, chunk_bytes, fsync_directory, header
+from .plan import read_plan
+from .records import Records
+from .shards import read_shards
+
+BLOCK = 1 << 16               # records a block
+SCAN_BYTES = 1 << 24
+
+
+class MergeError(Exception):
+    pass
+
+
+def shard_offsets(path: str, records_per_shard: list[int]) -> list[int]:
+    """Byte offset in the db file ``path`` where each of its shards starts (three lines a record); checks
+    that the file holds exactly the records the plan gave its job."""
+    starts = np.cumsum([0] + records_per_shard[:-1]) * 3 if records_per_shard else np.zeros(0, np.int64)
+    want = [int(m) for m in starts]
+    out = [0] * len(want)
+    seen = 0                               # newlines before the current block
+    at = 0                                 # next entry of `want` to find
+    while at < len(want) and want[at] == 0:
+        at += 1
+    base = 0
+    with open(path, "rb") as handle:
+        while True:
+            buf = handle.read(SCAN_BYTES)
+            if not buf:
+                break
+            nl = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+            while at < len(want) and want[at] - 1 < seen + len(nl):
+                out[at] = base + int(nl[want[at] - 1 - seen]) + 1
+                at += 1
+            seen += len(nl)
+            base += len(buf)
+    total = 3 * sum(records_per_shard)
+    if seen != total:
+        raise MergeError(f"{path} holds {seen // 3} records, its job was given {total // 3}: fold it again "
+                         "(remove it and rerun)")
+    return out
+
+
+class _Cursor:
+    """The records of one bin, shard after shard, from the job outputs."""
+
+    def __init__(self, pieces: list[tuple[str, int, int]]):
+        self.pieces = pieces          # (path, offset, records) in the bin's order
+        self.next = 0
+        self.left = 0
+        self.handle = None
+
+    def take(self, n: int, ids: list, seqs: list, structures: list, scores: list) -> None:
+        while n:
+            if not self.left:
+                if self.handle is not None:
+                    self.handle.close()
+                if self.next >= len(self.pieces):
+                    raise MergeError("the manifest asks for more records of a length range than its shards hold")
+                path, offset, self.left = self.pieces[self.next]
+                self.next += 1
+                self.handle = open(path, "rb", buffering=1 << 20)
+                self.handle.seek(offset)
+            readline = self.handle.readline
+            k = min(n, self.left)
+            for _ in range(k):
+                ids.append(readline()[1:-1])
+                seqs.append(readline()[:-1])
+                line = readline()
+                cut = line.index(b" ")
+                structures.append(line[:cut])
+                scores.append(line[cut + 1:].strip()[1:-1].strip())
+            self.left -= k
+            n -= k
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, str]], algorithm: str,
+          rejected_out: str | None = None) -> int:
+    """Write ``outputs`` ((path, format) pairs) of the prepared input from its fold jobs' db outputs
+    (``fold_dir/{job}.db``); copy the prepared rejected list to ``rejected_out``. Returns the records."""
+    shards = read_shards(prepared)
+    where = read_plan(plan_dir)
+    per_job: dict[str, list] = {}
+    for s in shards:
+        job, place = where[s.number]
+        per_job.setdefault(job, []).append((place, s))
+    located: dict[int, tuple[str, int]] = {}
+    for job, items in per_job.items():
+        items.sort(key=lambda item: item[0])
+        path = os.path.join(fold_dir, f"{job}.db")
+        for (_, s), offset in zip(items, shard_offsets(path, [s.records for _, s in items])):
+            located[s.number] = (path, offset)
+    bins: dict[int, list] = {}
+    for s in shards:                                      # a bin's shards in input order
+        bins.setdefault(s.bin, []).append((*located[s.number], s.records))
+    cursors = {b: _Cursor(pieces) for b, pieces in bins.items()}
+    zuker = algorithm == "zuker"
+    sinks = [Sink(path, fmt, compressed=False) for path, fmt in outputs]
+    total = 0
+    try:
+        for sink in sinks:
+            sink.open(None, header(sink.fmt))
+        with open(os.path.join(prepared, "manifest.bin"), "rb") as manifest:
+            while True:
+                block = np.frombuffer(manifest.read(BLOCK), dtype=np.uint8)
+                n = len(block)
+                if not n:
+                    break
+                ids, seqs, structures, scores = [None] * n, [None] * n, [None] * n, [None] * n
+                for b in np.unique(block).tolist():
+                    at = np.flatnonzero(block == b).tolist()
+                    i, s, t, e = [], [], [], []
+                    cursors[b].take(len(at), i, s, t, e)
+                    for k, p in enumerate(at):
+                        ids[p], seqs[p], structures[p], scores[p] = i[k], s[k], t[k], e[k]
+                if zuker:
+                    values = np.array([int(x.replace(b".", b"")) for x in scores], dtype=np.int64)
+                else:
+                    values = np.array([int(x) for x in scores], dtype=np.int64)
+                lens = np.fromiter(map(len, seqs), dtype=np.int64, count=n)
+                id_lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+                records = Records(b"\n".join(ids) + b"\n", b"\n".join(seqs) + b"\n", id_lens, lens,
+                                  np.arange(total, total + n, dtype=np.int64))
+                structures_text = b"\n".join(structures) + b"\n"
+                made: dict = {}
+                for sink in sinks:
+                    if sink.fmt not in made:
+                        made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values)
+                    sink.write(made[sink.fmt])
+                total += n
+        for b, cursor in cursors.items():
+            if cursor.left or cursor.next < len(cursor.pieces):
+                raise MergeError(f"the shards of length range {b} hold more records than the manifest lists")
+        for sink in sinks:
+            sink.sync()
+        if rejected_out is not None:
+            tmp = rejected_out + ".part"
+            shutil.copyfile(os.path.join(prepared, "rejected.tsv"), tmp)
+            os.replace(tmp, rejected_out)
+        for sink in sinks:
+            sink.finish()
+        if sinks:
+            fsync_directory(sinks[0].path)
+    except BaseException:
+        for sink in sinks:
+            sink.discard()
+        raise
+    finally:
+        for cursor in cursors.values():
+            cursor.close()
+    return total

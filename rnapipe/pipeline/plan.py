@@ -1,0 +1,161 @@
+"""The workflow's partition stage: the shards of one prepared input assigned to CPU jobs and GPU jobs.
+
+Each shard's predicted seconds on either device come from the host's profile (:mod:`.costmodel`: a·ΣL³ +
+b·ΣL² + c·n over its records). Shards are ordered by how much better the CPU does on them (t_CPU / t_GPU,
+:func:`.partition.cpu_first`); the CPU jobs take the prefix of that order, the GPU jobs the rest, at the
+boundary that makes the later of the two sides' predicted ends earliest (a side's end: its total over its
+jobs, and no earlier than its longest shard). Within a side, shards go to the job with the least predicted
+work so far, longest first. A job folds its shards by length range (bin), in input order within a bin.
+
+A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one a line), ``plan.tsv``
+(shard, job, place in the job) and ``jobs.tsv`` (per job: device, shards, records, nucleotides, predicted
+seconds).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+
+import numpy as np
+
+from .partition import cpu_first
+from .shards import Shard, read_shards, shard_name
+
+
+def predicted(shards: list[Shard], cost, longest: int | None) -> np.ndarray:
+    """Seconds of each shard on a device of cost ``cost`` (inf where a record is longer than ``longest``)."""
+    s3 = np.array([s.sum_len3 for s in shards], dtype=np.float64)
+    s2 = np.array([s.sum_len2 for s in shards], dtype=np.float64)
+    n = np.array([s.records for s in shards], dtype=np.float64)
+    t = cost.a * s3 + cost.b * s2 + cost.c * n
+    if longest is not None:
+        t[np.array([s.longest for s in shards], dtype=np.int64) > longest] = np.inf
+    return t
+
+
+def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int) -> np.ndarray:
+    """Boolean mask of the shards the CPU jobs take (see the module docstring)."""
+    n = len(tc)
+    mask = np.zeros(n, dtype=bool)
+    if n == 0 or gpu_jobs == 0:
+        mask[:] = cpu_jobs > 0
+        return mask
+    if cpu_jobs == 0:
+        return mask
+    order = cpu_first(tc, tg)
+    a, g = tc[order], tg[order]
+    with np.errstate(invalid="ignore"):
+        cpu_end = np.concatenate([[0.0], np.maximum(np.cumsum(a) / cpu_jobs, np.maximum.accumulate(a))])
+        rest_sum = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
+        rest_max = np.concatenate([np.maximum.accumulate(g[::-1])[::-1], [0.0]])
+        gpu_end = np.maximum(rest_sum / gpu_jobs, rest_max)
+        finish = np.maximum(cpu_end, gpu_end)
+    finish = np.where(np.isnan(finish), np.inf, finish)
+    k = int(np.argmin(finish))
+    mask[order[:k]] = True
+    return mask
+
+
+def spread(times: np.ndarray, members: np.ndarray, jobs: int) -> list[list[int]]:
+    """Shards ``members`` over ``jobs`` jobs: longest first, each to the job with the least work so far."""
+    out: list[list[int]] = [[] for _ in range(jobs)]
+    if jobs == 0:
+        return out
+    heap = [(0.0, j) for j in range(jobs)]
+    t = np.where(np.isfinite(times), times, 0.0)
+    for k in sorted(members.tolist(), key=lambda k: (-t[k], k)):
+        load, j = heapq.heappop(heap)
+        out[j].append(k)
+        heapq.heappush(heap, (load + float(t[k]), j))
+    return out
+
+
+def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: int, gpu_jobs: int) -> list[dict]:
+    """Write the plan of ``prepared`` into ``directory``; returns the rows of ``jobs.tsv``."""
+    shards = read_shards(prepared)
+    if gpu_jobs and "gpu" not in costs:
+        raise ValueError("GPU jobs asked for, but the profile has no GPU (profile on a host with one)")
+    tc = predicted(shards, costs["cpu"], longest.get("cpu"))
+    tg = predicted(shards, costs["gpu"], longest.get("gpu")) if "gpu" in costs else np.full(len(shards), np.inf)
+    on_cpu = boundary(tc, tg, cpu_jobs, gpu_jobs)
+    jobs = [("cpu", j, members) for j, members in enumerate(spread(tc, np.flatnonzero(on_cpu), cpu_jobs))]
+    jobs += [("gpu", j, members) for j, members in enumerate(spread(tg, np.flatnonzero(~on_cpu), gpu_jobs))]
+    os.makedirs(directory, exist_ok=True)
+    rows = []
+    plan_lines = []
+    for device, j, members in jobs:
+        members = sorted(members, key=lambda k: (shards[k].bin, shards[k].number))
+        name = f"{device}{j}"
+        _write(os.path.join(directory, f"{name}.list"),
+               "".join(os.path.join(prepared, "shards", shard_name(shards[k].number)) + "\n" for k in members))
+        times = tc if device == "cpu" else tg
+        for place, k in enumerate(members):
+            plan_lines.append(f"{shards[k].number}\t{name}\t{place}\n")
+        rows.append({"job": name, "device": device, "shards": len(members),
+                     "records": sum(shards[k].records for k in members),
+                     "nucleotides": int(sum(shards[k].sum_len for k in members)),
+                     "predicted_s": float(sum(times[k] for k in members))})
+    _write(os.path.join(directory, "plan.tsv"), "shard\tjob\tplace\n" + "".join(sorted(
+        plan_lines, key=lambda line: int(line.split("\t", 1)[0]))))
+    _write(os.path.join(directory, "jobs.tsv"), "job\tdevice\tshards\trecords\tnucleotides\tpredicted_s\n" + "".join(
+        f"{r['job']}\t{r['device']}\t{r['shards']}\t{r['records']}\t{r['nucleotides']}\t{r['predicted_s']:.6g}\n"
+        for r in rows))
+    return rows
+
+
+def read_jobs(directory: str) -> list[dict]:
+    rows = []
+    with open(os.path.join(directory, "jobs.tsv")) as handle:
+        next(handle)
+        for line in handle:
+            f = line.rstrip("\n").split("\t")
+            rows.append({"job": f[0], "device": f[1], "shards": int(f[2]), "records": int(f[3]),
+                         "nucleotides": int(f[4]), "predicted_s": float(f[5])})
+    return rows
+
+
+def read_plan(directory: str) -> dict[int, tuple[str, int]]:
+    """shard number -> (job, place in the job)."""
+    out = {}
+    with open(os.path.join(directory, "plan.tsv")) as handle:
+        next(handle)
+        for line in handle:
+            shard, job, place = line.rstrip("\n").split("\t")
+            out[int(shard)] = (job, int(place))
+    return out
+
+
+def shares(rows: list[dict]) -> list[dict]:
+    """Per device: jobs, shards, records, nucleotides, the share of the records and of the nucleotides, and
+    the predicted seconds (all jobs, and the busiest job's)."""
+    records = sum(r["records"] for r in rows) or 1
+    nucleotides = sum(r["nucleotides"] for r in rows) or 1
+    out = []
+    for device in dict.fromkeys(r["device"] for r in rows):
+        mine = [r for r in rows if r["device"] == device]
+        out.append({"device": device, "jobs": len(mine), "shards": sum(r["shards"] for r in mine),
+                    "records": sum(r["records"] for r in mine),
+                    "record_share": sum(r["records"] for r in mine) / records,
+                    "nucleotides": sum(r["nucleotides"] for r in mine),
+                    "nucleotide_share": sum(r["nucleotides"] for r in mine) / nucleotides,
+                    "predicted_s": sum(r["predicted_s"] for r in mine),
+                    "busiest_s": max((r["predicted_s"] for r in mine), default=0.0)})
+    return out
+
+
+def share_table(rows: list[dict]) -> str:
+    lines = [f"{'device':<7}{'jobs':>5}{'shards':>8}{'records':>12}{'share':>8}{'nucleotides':>14}{'share':>8}"
+             f"{'predicted s':>13}{'busiest job s':>15}"]
+    for s in shares(rows):
+        lines.append(f"{s['device']:<7}{s['jobs']:>5}{s['shards']:>8}{s['records']:>12,}{100 * s['record_share']:>7.1f}%"
+                     f"{s['nucleotides']:>14,}{100 * s['nucleotide_share']:>7.1f}%{s['predicted_s']:>13.2f}"
+                     f"{s['busiest_s']:>15.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)

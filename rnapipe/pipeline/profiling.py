@@ -1,0 +1,86 @@
+"""A host's profile for the workflow's partition: the CPU engine alone, or the CPU and the GPU engines.
+
+With a GPU this is the profile ``--device hybrid`` uses (the same cache file when the lengths are the
+default ones: :func:`.hybrid.profile_key`); without one, the CPU is timed alone. Either way the profile is
+taken from the host's cache (:mod:`.costmodel`) when there is one, measured and saved otherwise, and
+written as JSON with each device's longest foldable sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Callable
+
+from . import costmodel
+
+
+def _key(cpu, gpu, lengths) -> dict:
+    if gpu is not None:
+        from .hybrid import profile_key
+        key = profile_key(cpu, gpu)
+    else:
+        key = costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, None, cpu.threads)
+    if tuple(lengths) != tuple(costmodel.LENGTHS):
+        key["lengths"] = list(lengths)
+    return key
+
+
+def measure(folders: dict, key: dict, lengths, say: Callable[[str], None] | None = None) -> costmodel.Profile:
+    samples, calls = {}, {}
+    for name, folder in folders.items():
+        if say:
+            say(f"profiling the {name.upper()} engine" + (f" ({folder.threads} thread(s))" if name == "cpu" else ""))
+        samples[name] = costmodel.measure(folder, lengths, longest=folder.length_check().longest)
+        calls[name] = costmodel.call_seconds(folder)
+    return costmodel.Profile.fitted(key, samples, calls)
+
+
+def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: bool, gpus=None,
+                 options: dict | None = None, lengths=costmodel.LENGTHS, reprofile: bool = False,
+                 say: Callable[[str], None] | None = None) -> dict:
+    """The host's profile as a JSON-ready dict: ``devices``, ``costs`` (a, b, c per device), ``calls``,
+    ``samples``, ``longest`` (per device, None: no limit), ``threads`` (the CPU's)."""
+    from .stream import Folder
+
+    cpu = Folder(algorithm, variant, "cpu", threads, None, options)
+    gpu = Folder(algorithm, variant, "gpu", 1, gpus, options) if use_gpu else None
+    folders = {"cpu": cpu} if gpu is None else {"cpu": cpu, "gpu": gpu}
+    key = _key(cpu, gpu, lengths)
+    path = costmodel.cache_path(key)
+    profile = None if reprofile else costmodel.Profile.load(path, key)
+    if profile is not None:
+        if say:
+            say(f"profile of this host taken from {path}")
+    else:
+        start = time.perf_counter()
+        profile = measure(folders, key, lengths, say)
+        try:
+            profile.save(path)
+            where = f"; saved in {path}"
+        except OSError as err:
+            where = f"; not saved ({err.strerror or err})"
+        if say:
+            say(f"profiled in {time.perf_counter() - start:.0f} s{where}")
+    data = json.loads(profile.to_json())
+    data["devices"] = list(folders)
+    data["threads"] = cpu.threads
+    data["longest"] = {name: folder.length_check().longest for name, folder in folders.items()}
+    return data
+
+
+def write(data: dict, path: str) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as handle:
+        json.dump(data, handle, indent=1)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def load(path: str) -> tuple[dict, dict]:
+    """(costs, longest) of a profile written by :func:`write`: ``costs[device]`` a :class:`costmodel.Cost`."""
+    with open(path) as handle:
+        data = json.load(handle)
+    costs = {d: costmodel.Cost(**c) for d, c in data["costs"].items() if d in data["devices"]}
+    return costs, data.get("longest", {})

@@ -1,0 +1,32 @@
+# profile: this host's CPU engine (at a CPU fold job's threads) and, when there are GPU jobs, its GPU engine,
+# each timed at a few lengths and fitted to t(L) = a*L^3 + b*L^2 + c. Once per host and device kind: the file
+# is named after both, and rnapipe keeps the host's profile in its cache (~/.cache/rnapipe) for later runs.
+# Without a GPU it times the CPU only and its log says so in one line.
+
+
+rule profile:
+    output:
+        PROFILE,
+    log:
+        f"{OUTDIR}/logs/profile/{Path(PROFILE).stem}.log",
+    benchmark:
+        f"{OUTDIR}/benchmarks/profile/{Path(PROFILE).stem}.tsv"
+    params:
+        rnapipe=RNAPIPE,
+        device="auto" if GPU_JOBS else "cpu",
+        gpu=f"--gpus {GPU_IDS[0]}" if GPU_JOBS else "",
+        lengths=(
+            "--lengths " + ",".join(str(n) for n in config["profile"]["lengths"])
+            if config["profile"]["lengths"]
+            else ""
+        ),
+        algorithm=ALGORITHM,
+    threads: CPU_THREADS
+    resources:
+        mem_mb=config["fold"]["mem_mb"],
+        gpu=1 if GPU_JOBS else 0,
+    conda:
+        "../envs/profile.yaml"
+    shell:
+        "{params.rnapipe} profile --device {params.device} --cached --algorithm {params.algorithm}"
+        " --threads {threads} {params.gpu} {params.lengths} -o {output} > {log} 2>&1"

@@ -1,0 +1,141 @@
+"""The report rule's pictures (see workflow/rules/report.smk). Reads the plans (jobs.tsv), the fold jobs'
+benchmark files, the profile and the merged outputs; streams the outputs (one score at a time)."""
+
+import csv
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COLOURS = {"cpu": "#4477aa", "gpu": "#cc6677"}
+
+
+def read_tsv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def jobs_measured(sm):
+    """Rows of every input's jobs.tsv with the measured seconds and peak memory of the job's run."""
+    rows = []
+    for sample, path in zip(sm.params.samples, sm.input.jobs):
+        for row in read_tsv(path):
+            bench = os.path.join(sm.params.benchmarks, f"{sample}.{row['job']}.tsv")
+            measured = read_tsv(bench)[-1] if os.path.exists(bench) else {}
+            rows.append({"sample": sample, "job": row["job"], "device": row["device"],
+                         "records": int(row["records"]), "nucleotides": int(row["nucleotides"]),
+                         "predicted": float(row["predicted_s"]), "measured": float(measured.get("s", "nan"))})
+    return rows
+
+
+def throughput(rows, path):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    devices = [d for d in ("cpu", "gpu") if any(r["device"] == d for r in rows)]
+    rates = []
+    for d in devices:
+        mine = [r for r in rows if r["device"] == d and r["records"]]
+        seconds = sum(r["measured"] for r in mine)
+        rates.append(sum(r["records"] for r in mine) / seconds if seconds > 0 else 0.0)
+    ax.bar(devices, rates, color=[COLOURS[d] for d in devices])
+    for k, rate in enumerate(rates):
+        ax.text(k, rate, f"{rate:,.0f}", ha="center", va="bottom")
+    ax.set_ylabel("sequences a second (one job's wall time)")
+    ax.set_title("Throughput per device (fold jobs)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def partition(rows, path):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    devices = [d for d in ("cpu", "gpu") if any(r["device"] == d for r in rows)]
+    total_p = sum(r["predicted"] for r in rows) or 1.0
+    total_m = sum(r["measured"] for r in rows if r["measured"] == r["measured"]) or 1.0
+    x = np.arange(len(devices))
+    predicted = [100 * sum(r["predicted"] for r in rows if r["device"] == d) / total_p for d in devices]
+    measured = [100 * sum(r["measured"] for r in rows if r["device"] == d) / total_m for d in devices]
+    records = [100 * sum(r["records"] for r in rows if r["device"] == d) / max(1, sum(r["records"] for r in rows))
+               for d in devices]
+    ax.bar(x - 0.2, predicted, 0.4, label="predicted time", color="#999933")
+    ax.bar(x + 0.2, measured, 0.4, label="measured time", color="#332288")
+    ax.set_xticks(x, [f"{d}\n({share:.1f} % of the records)" for d, share in zip(devices, records)])
+    ax.set_ylabel("share of the fold jobs' time (%)")
+    ax.set_title("Partition: each device's share, predicted and measured")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def time_vs_length(profile_path, path):
+    with open(profile_path) as handle:
+        data = json.load(handle)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for d in data["devices"]:
+        samples = data["samples"][d]
+        lens = np.array(sorted(int(k) for k in samples), dtype=float)
+        secs = np.array([samples[str(int(n))] for n in lens])
+        c = data["costs"][d]
+        grid = np.geomspace(lens.min(), lens.max(), 100)
+        ax.loglog(lens, secs, "o", color=COLOURS.get(d), label=f"{d} measured")
+        ax.loglog(grid, c["a"] * grid ** 3 + c["b"] * grid ** 2 + c["c"], "-", color=COLOURS.get(d),
+                  label=f"{d} fitted a·L³ + b·L² + c")
+    ax.set_xlabel("sequence length (nt)")
+    ax.set_ylabel("seconds a sequence (throughput)")
+    ax.set_title(f"Time against length ({data['threads']} CPU thread(s))")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def scores(path, fmt):
+    """The scores of a merged output (tsv: third column; db: the number in parentheses)."""
+    with open(path, "rb") as handle:
+        if fmt == "tsv":
+            next(handle, None)
+            for line in handle:
+                yield float(line.split(b"\t")[2])
+        elif fmt == "db":
+            for k, line in enumerate(handle):
+                if k % 3 == 2:
+                    yield float(line.rsplit(b"(", 1)[1].strip()[:-1])
+
+
+def energy(sm, path):
+    fmt = sm.params.fmt
+    values = []
+    for output in sm.input.outputs:
+        if fmt in ("tsv", "db"):
+            values.extend(scores(output, fmt))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if values:
+        ax.hist(np.array(values), bins=min(60, max(5, len(set(values)))), color="#117733")
+    else:
+        ax.text(0.5, 0.5, f"no scores (formats without db or tsv: {fmt})", ha="center",
+                transform=ax.transAxes)
+    zuker = sm.params.algorithm == "zuker"
+    ax.set_xlabel("minimum free energy (kcal/mol)" if zuker else "base pairs (Nussinov)")
+    ax.set_ylabel("records")
+    ax.set_title(f"Distribution of the scores ({len(values):,} records)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(sm):
+    rows = jobs_measured(sm)
+    throughput(rows, sm.output.throughput)
+    partition(rows, sm.output.partition)
+    time_vs_length(sm.input.profile, sm.output.time_vs_length)
+    energy(sm, sm.output.energy)
+
+
+with open(snakemake.log[0], "w") as log:  # noqa: F821 (given by Snakemake)
+    sys.stderr = log
+    main(snakemake)  # noqa: F821
