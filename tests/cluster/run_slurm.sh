@@ -9,7 +9,7 @@
 #   4. writes a single-node, CPU-only slurm.conf for this host (its nproc and memory) and starts slurmctld
 #      and slurmd;
 #   5. makes a fresh virtual environment with `pip install .` and snakemake-executor-plugin-slurm;
-#   6. runs the workflow with `snakemake --profile profiles/slurm` (account, partition, threads and memory
+#   6. runs the workflow with `snakemake --workflow-profile profiles/slurm` (account, partition, threads and memory
 #      set for this node, see site_profile.py) into one folder, and with `snakemake --cores all` into another;
 #   7. compares every output file of the two runs byte for byte (cmp); logs and benchmark timings aside.
 # Exit status 0 only if every step worked and every output is identical. The daemons it started are stopped
@@ -39,9 +39,9 @@ PARTITION=local
 CONF_DIR=/etc/slurm  # SLURM's default configuration folder (Debian's build)
 MARK="tests/cluster/run_slurm.sh"  # in the first line of the configuration files this script writes
 PACKAGES=(slurm-wlm slurmdbd munge mariadb-server python3-venv)
-# Files under these folders of an output directory are not compared: they hold times measured during the
-# run (Snakemake's benchmark tables) and the jobs' logs, which differ between any two runs.
-NOT_COMPARED='^\./(logs|benchmarks)/'
+# Files under these folders of an output directory are not compared: the jobs' logs, Snakemake's benchmark
+# tables and the report's pictures hold times measured during the run, which differ between any two runs.
+NOT_COMPARED='^\./(logs|benchmarks|report)/'
 
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 step() { printf '\n[%s] ==== %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -242,14 +242,17 @@ log "$(sbatch --version)"
 
 # ---- 6. the workflow, on SLURM and locally -----------------------------------------------------------------
 cd "$REPO"
+# The host's timing profile (rnapipe profile --cached) starts empty: the SLURM run's profile job measures it, and
+# the local run finds it in this cache, as a second run on a host does.
+export RNAPIPE_CACHE="$WORK/cache"
 python "$HERE/site_profile.py" profiles/slurm "$WORK/profile-slurm" "$ACCOUNT" "$PARTITION" "$CPUS" "$MEM_MB"
 read -r -a extra <<< "${SNAKEMAKE_ARGS:-}"
 snakemake --unlock --cores 1 "${extra[@]}" >/dev/null 2>&1 || true  # a lock an interrupted run left
 
-step "6a. workflow on SLURM: snakemake --profile profiles/slurm (this node's copy) -> $WORK/out/slurm"
+step "6a. workflow on SLURM: snakemake --workflow-profile profiles/slurm (this node's copy) -> $WORK/out/slurm"
 start_slurm="$(date +%Y-%m-%dT%H:%M:%S)"
 t0=$SECONDS
-snakemake --profile "$WORK/profile-slurm" --config "outdir=$WORK/out/slurm" "${extra[@]}" \
+snakemake --workflow-profile "$WORK/profile-slurm" --config "outdir=$WORK/out/slurm" "${extra[@]}" \
   || die "the workflow on SLURM failed"
 log "SLURM run finished in $((SECONDS - t0)) s; the jobs SLURM ran (sacct):"
 sacct -X -S "$start_slurm" -o JobID,Comment%28,Account,Partition,AllocCPUS,ReqMem,State,ExitCode,Elapsed \
