@@ -1,20 +1,26 @@
-"""The Snakemake workflow end to end on a few records of the bundled example, in a temporary directory."""
+"""The Snakemake workflow (prepare -> profile -> partition -> fold -> merge -> report) on small inputs in a
+temporary directory: results against RNAfold and against one direct `rnapipe fold` of the same input; the
+stages' subcommands on their own; killed at several points and run again."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from naive import pairs_of
 
 REPO = Path(__file__).resolve().parents[1]
+BIN = os.path.dirname(sys.executable)
+FORMATS = ("db", "tsv", "ct", "bpseq")
 
-pytestmark = pytest.mark.skipif(shutil.which("snakemake", path=os.path.dirname(sys.executable) + os.pathsep
-                                             + os.environ.get("PATH", "")) is None,
-                                reason="snakemake is not installed")
+needs_snakemake = pytest.mark.skipif(shutil.which("snakemake", path=BIN + os.pathsep + os.environ.get("PATH", ""))
+                                     is None, reason="snakemake is not installed")
 
 
 def read_fasta(path):
@@ -28,23 +34,181 @@ def read_fasta(path):
     return records
 
 
+def environment(tmp_path, **extra):
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+               RNAPIPE_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
+    for key in ("RNAPIPE_PAUSE_AT", "RNAPIPE_PAUSE_FILE", "RNAPIPE_CHUNK_RECORDS", "RNAPIPE_BATCH_RECORDS"):
+        env.pop(key, None)
+    env.update(extra)
+    return env
+
+
+def snakemake_cmd(workdir, config: dict, *more):
+    lines = [f"{key}: {value}" for key, value in config.items()]
+    (workdir / "run.yaml").write_text("\n".join(lines) + "\n")
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+            "--configfile", str(REPO / "config" / "config.yaml"), str(workdir / "run.yaml"), "--cores", "2", *more]
+
+
+def rnapipe(args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "rnapipe", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def mixed_input(path, count, seed, bad=True):
+    """Random RNA of 5-300 nt (several length ranges), a few bad records when ``bad``."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for k in range(count):
+        n = int(rng.integers(5, 300)) if k % 3 else int(rng.integers(5, 40))
+        seq = "".join(rng.choice(list("ACGU"), size=n))
+        name = f"r{k}"
+        if bad and k == 7:
+            seq = seq[:3] + "X" + seq[4:]             # a wrong character
+        if bad and k == 11:
+            name = "r3"                               # a duplicate id
+        lines.append(f">{name} description {k}\n{seq}\n")
+    if bad:
+        lines.insert(20, ">empty\n")
+    path.write_text("".join(lines))
+
+
+# -------------------------------------------------------------------------------------------------------------
+# the stages' subcommands, without Snakemake
+
+
+@pytest.mark.parametrize("algorithm", ["nussinov", "zuker"])
+def test_prepare_partition_merge_equal_one_fold(tmp_path, algorithm):
+    """Many shards over several length ranges and jobs, bad records skipped: the merged outputs are byte for byte
+    those of one `rnapipe fold` of the input, in every format, and the rejected lists are the same."""
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 160 if algorithm == "zuker" else 400, seed=5)
+    direct = rnapipe(["fold", "in.fa", "-q", "--algorithm", algorithm, "--on-invalid", "skip"]
+                     + [x for fmt in FORMATS for x in ("-o", f"direct.{fmt}")], tmp_path, env)
+    assert direct.returncode == 0, direct.stderr
+    run = rnapipe(["prepare", "in.fa", "-o", "prep", "--on-invalid", "skip", "--shard-records", "7",
+                   "--algorithm", algorithm], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    shards = (tmp_path / "prep" / "shards.tsv").read_text().splitlines()[1:]
+    assert len({row.split("\t")[1] for row in shards}) >= 5                   # several length ranges
+    for row in shards:                                                          # each shard one range
+        fields = row.split("\t")
+        lens = [len(s) for _, s in read_fasta(tmp_path / "prep" / "shards" / f"{int(fields[0]):06d}.fa")]
+        assert len(lens) == int(fields[2]) and min(lens) == int(fields[6]) and max(lens) == int(fields[7])
+        assert len({int(np.floor(4 * np.log2(n))) for n in lens}) == 1
+    run = rnapipe(["profile", "--device", "cpu", "--cached", "--algorithm", algorithm, "--threads", "1",
+                   "--lengths", "20,40", "-o", "profile.json"], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    run = rnapipe(["partition", "prep", "--profile", "profile.json", "--cpu-jobs", "4", "-o", "plan"], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    assert "cpu        4" in run.stdout and "100.0%" in run.stdout          # the device's share
+    (tmp_path / "folds").mkdir()
+    listed = []
+    for j in range(4):
+        names = (tmp_path / "plan" / f"cpu{j}.list").read_text().split()
+        listed += names
+        assert names, "every job has shards here"
+        job = rnapipe(["fold", *names, "-o", f"folds/cpu{j}.db", "-q", "--algorithm", algorithm, "--threads", "1"],
+                      tmp_path, env)
+        assert job.returncode == 0, job.stderr
+    assert len(listed) == len(set(listed)) == len(shards)                      # every shard once
+    run = rnapipe(["merge", "prep", "--plan", "plan", "--folds", "folds", "--algorithm", algorithm,
+                   "--rejected", "merged.rejected.tsv"] + [x for fmt in FORMATS for x in ("-o", f"merged.{fmt}")],
+                  tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    for fmt in FORMATS:
+        assert (tmp_path / f"merged.{fmt}").read_bytes() == (tmp_path / f"direct.{fmt}").read_bytes(), fmt
+    rejected = (tmp_path / "merged.rejected.tsv").read_text()
+    assert rejected == (tmp_path / "direct.db.rejected.tsv").read_text()
+    assert len(rejected.splitlines()) == 4                                     # header + three bad records
+
+
+def test_merge_refuses_a_job_output_with_missing_records(tmp_path):
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 40, seed=2, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep", "--shard-records", "5"], tmp_path, env).returncode == 0
+    assert rnapipe(["profile", "--device", "cpu", "--cached", "--algorithm", "nussinov", "--threads", "1",
+                    "--lengths", "20,40", "-o", "p.json"], tmp_path, env).returncode == 0
+    assert rnapipe(["partition", "prep", "--profile", "p.json", "-o", "plan"], tmp_path, env).returncode == 0
+    (tmp_path / "folds").mkdir()
+    names = (tmp_path / "plan" / "cpu0.list").read_text().split()
+    assert rnapipe(["fold", *names, "-o", "folds/cpu0.db", "-q", "--algorithm", "nussinov"], tmp_path,
+                   env).returncode == 0
+    db = (tmp_path / "folds" / "cpu0.db").read_bytes().splitlines(keepends=True)
+    (tmp_path / "folds" / "cpu0.db").write_bytes(b"".join(db[:-3]))          # one record short
+    run = rnapipe(["merge", "prep", "--plan", "plan", "--folds", "folds", "--algorithm", "nussinov", "-o", "m.db"],
+                  tmp_path, env)
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "39 records, its job was given 40" in run.stderr
+    assert not (tmp_path / "m.db").exists() and not (tmp_path / "m.db.part").exists()
+
+
+def test_boundary_balances_like_the_papers_rule():
+    """Equal shards: the CPU jobs take B = N / (K + 1) of them (Lei et al.), K = t_CPU / t_GPU; and the split
+    is the best prefix of the CPU-first order (brute force over every boundary)."""
+    from rnapipe.pipeline.partition import cpu_first
+    from rnapipe.pipeline.plan import boundary
+
+    for n, k in ((100, 4.0), (90, 8.0), (33, 1.0)):
+        tc, tg = np.full(n, k), np.full(n, 1.0)
+        got = int(boundary(tc, tg, 1, 1).sum())
+        assert abs(got - n / (k + 1)) <= 1, (n, k, got)
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        tc, tg = rng.uniform(0.1, 5, n), rng.uniform(0.1, 5, n)
+        cj, gj = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        mask = boundary(tc, tg, cj, gj)
+
+        def finish(m):
+            c = max(tc[m].sum() / cj, tc[m].max(initial=0))
+            g = max(tg[~m].sum() / gj, tg[~m].max(initial=0))
+            return max(c, g)
+        order = cpu_first(tc, tg)
+        best = min(finish(np.isin(np.arange(n), order[:b])) for b in range(n + 1))
+        assert finish(mask) == pytest.approx(best)
+
+
+def test_shard_bins_are_length_ranges():
+    from rnapipe.pipeline.shards import bin_of, bin_range
+
+    lens = np.arange(1, 20001)
+    bins = bin_of(lens)
+    assert np.all(np.diff(bins) >= 0)
+    for b in np.unique(bins).tolist()[:-1]:           # the last range goes on past 20,000
+        lo, hi = bin_range(b)
+        assert lens[bins == b].min() == lo and lens[bins == b].max() == hi - 1
+
+
+# -------------------------------------------------------------------------------------------------------------
+# the workflow
+
+
+@needs_snakemake
 def test_workflow_folds_example_subset(tmp_path):
+    """The default configuration (Zuker, CPU) on 12 records of the bundled example: RNAfold's energies, input
+    order, every stage run once, nothing partial left, the pictures made."""
     example = read_fasta(REPO / "workflow" / "resources" / "example.fa")
     subset = example[:12]
     with open(tmp_path / "few.fa", "w") as handle:
         for name, seq in subset:
             handle.write(f">{name}\n{seq}\n")
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-           "--configfile", str(REPO / "config" / "config.yaml"), "--cores", "2",
-           "--config", "inputs=[few.fa]", "outdir=out"]
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    # one fold job for the input, writing every configured format
-    assert sorted(p.name for p in (tmp_path / "out" / "benchmarks" / "fold").iterdir()) == ["few.zuker.tsv"]
-    assert not list((tmp_path / "out").glob("*.journal")) and not list((tmp_path / "out").glob("*.part"))
+    from rnapipe.engines import gpu_available
 
-    # the default configuration folds with Zuker: energies must be RNAfold's, to the integer dcal/mol
+    cmd = snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "profile": "{lengths: [20, 40]}"})
+    run = subprocess.run(cmd, env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    bench = tmp_path / "out" / "benchmarks"
+    assert sorted(p.name for p in bench.iterdir()) == ["fold", "merge", "partition", "prepare", "profile", "report"]
+    if not gpu_available():          # jobs.gpu: auto, and no GPU: CPU only, said once in the run and the profile
+        assert run.stderr.count("the workflow runs on the CPU only") == 1
+        assert sorted(p.name for p in (bench / "fold").iterdir()) == ["few.cpu0.tsv"]
+        profile_log = next((tmp_path / "out" / "logs" / "profile").iterdir()).read_text()
+        assert profile_log.count("no GPU here: profiling the CPU only") == 1
+    assert not list((tmp_path / "out").rglob("*.journal")) and not list((tmp_path / "out").rglob("*.part"))
+    assert sorted(p.name for p in (tmp_path / "out" / "report").iterdir()) == [
+        "energy.svg", "partition.svg", "throughput.svg", "time_vs_length.svg"]
+
     RNA = pytest.importorskip("RNA")
     tsv = (tmp_path / "out" / "few.zuker.tsv").read_text().splitlines()
     assert tsv[0].split("\t")[:4] == ["id", "length", "score", "structure"]
@@ -56,8 +220,112 @@ def test_workflow_folds_example_subset(tmp_path):
         assert round(float(row[2]) * 100) == mfe
         pairs_of(row[3])  # balanced
         assert round(RNA.fold_compound(seq).eval_structure(row[3]) * 100) == mfe
-
     db = (tmp_path / "out" / "few.zuker.db").read_text().splitlines()
     assert db[0::3] == [f">{name}" for name, _ in subset]
     assert db[1::3] == [seq for _, seq in subset]
     assert [line.split(" ")[0] for line in db[2::3]] == [r[3] for r in rows]
+    assert (tmp_path / "out" / "few.zuker.db.rejected.tsv").read_text() == "index\tid\tfile\treason\n"
+
+
+KILL_CONFIG = {"inputs": "[in.fa, other.fa]", "outdir": "out", "formats": "[db, tsv, ct, bpseq]",
+               "fold": "{algorithm: nussinov, on_invalid: skip}", "jobs": "{cpu: 3, gpu: 0}",
+               "prepare": "{shard_records: 6}", "profile": "{lengths: [20, 40]}"}
+KILL_ENV = {"RNAPIPE_CHUNK_RECORDS": "4", "RNAPIPE_BATCH_RECORDS": "1"}
+
+
+def outputs_of(directory):
+    out = {}
+    for sample in ("in", "other"):
+        for fmt in FORMATS:
+            out[f"{sample}.{fmt}"] = (directory / "out" / f"{sample}.nussinov.{fmt}").read_bytes()
+        out[f"{sample}.rejected"] = (directory / "out" / f"{sample}.nussinov.db.rejected.tsv").read_bytes()
+    return out
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    """An uninterrupted run of KILL_CONFIG, and one direct `rnapipe fold` of each input."""
+    tmp = tmp_path_factory.mktemp("clean")
+    mixed_input(tmp / "in.fa", 120, seed=11)
+    mixed_input(tmp / "other.fa", 60, seed=12, bad=False)
+    env = environment(tmp, **KILL_ENV)
+    run = subprocess.run(snakemake_cmd(tmp, KILL_CONFIG), env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    direct = {}
+    for sample in ("in", "other"):
+        fold = rnapipe(["fold", f"{sample}.fa", "-q", "--algorithm", "nussinov", "--on-invalid", "skip"]
+                       + [x for fmt in FORMATS for x in ("-o", f"direct.{sample}.{fmt}")], tmp, env)
+        assert fold.returncode == 0, fold.stderr
+        for fmt in FORMATS:
+            direct[f"{sample}.{fmt}"] = (tmp / f"direct.{sample}.{fmt}").read_bytes()
+    return tmp, outputs_of(tmp), direct
+
+
+@needs_snakemake
+def test_workflow_equals_one_fold_of_each_input(clean_run):
+    """Two inputs, three CPU jobs each, many shards, bad records skipped: every format byte for byte one
+    `rnapipe fold` of the input; the rejected list as rnapipe fold writes it."""
+    tmp, got, direct = clean_run
+    for key, data in direct.items():
+        assert got[key] == data, key
+    assert got["in.rejected"] == (tmp / "direct.in.db.rejected.tsv").read_bytes()
+    assert got["other.rejected"] == b"index\tid\tfile\treason\n"
+    jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").iterdir())
+    assert jobs == ["cpu0.db", "cpu1.db", "cpu2.db"]
+
+
+def start_paused(tmp, point):
+    """Start the workflow with rnapipe told to stop at ``point``; return the process once stopped there."""
+    pause = tmp / "paused"
+    pause.unlink(missing_ok=True)
+    env = environment(tmp, RNAPIPE_PAUSE_AT=point, RNAPIPE_PAUSE_FILE=str(pause), **KILL_ENV)
+    proc = subprocess.Popen(snakemake_cmd(tmp, KILL_CONFIG), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not pause.exists():
+        assert proc.poll() is None, f"the workflow ended before {point}"
+        assert time.monotonic() < deadline, f"never reached {point}"
+        time.sleep(0.1)
+    time.sleep(0.5)                       # what was done before the point is written
+    return proc
+
+
+def kill_all(proc):
+    os.killpg(proc.pid, signal.SIGKILL)   # Snakemake and every job it started (one session)
+    proc.wait()
+
+
+@needs_snakemake
+@pytest.mark.parametrize("point", ["prepare:shard", "fold:2", "merge:block", "first fold job done"])
+def test_killed_workflow_resumes_byte_identical(tmp_path, clean_run, point):
+    """SIGKILL to Snakemake and all its jobs at a point of the run; `snakemake --unlock` and the same command
+    finish with outputs byte for byte those of the uninterrupted run; a fold job cut off keeps its chunks."""
+    _, want, _ = clean_run
+    mixed_input(tmp_path / "in.fa", 120, seed=11)
+    mixed_input(tmp_path / "other.fa", 60, seed=12, bad=False)
+    if point == "first fold job done":
+        env = environment(tmp_path, **KILL_ENV)
+        proc = subprocess.Popen(snakemake_cmd(tmp_path, KILL_CONFIG), env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while not list((tmp_path / "out" / "work").glob("*/fold/cpu*.db")):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        kill_all(proc)
+    else:
+        kill_all(start_paused(tmp_path, point))
+    assert not (tmp_path / "out" / "in.nussinov.db").exists()
+    env = environment(tmp_path, **KILL_ENV)
+    unlock = subprocess.run(snakemake_cmd(tmp_path, KILL_CONFIG, "--unlock"), env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    again = subprocess.run(snakemake_cmd(tmp_path, KILL_CONFIG), env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert outputs_of(tmp_path) == want
+    assert not list((tmp_path / "out").rglob("*.journal")) and not list((tmp_path / "out").rglob("*.part"))
+    if point == "fold:2":
+        logs = [p.read_text() for p in (tmp_path / "out" / "logs" / "fold").iterdir()]
+        resumed = [log for log in logs if "resumed an interrupted run: " in log]
+        assert resumed, "no fold job went on from its journal"
+        assert all(int(log.split("resumed an interrupted run: ")[1].split()[0]) >= 1 for log in resumed)

@@ -20,6 +20,7 @@ from .outputs import Sink, chunk_bytes, fsync_directory, header
 from .plan import read_plan
 from .records import Records
 from .shards import read_shards
+from .stream import pause_point
 
 BLOCK = 1 << 16               # records a block
 SCAN_BYTES = 1 << 24
@@ -150,6 +151,7 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
                         made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values)
                     sink.write(made[sink.fmt])
                 total += n
+                pause_point("merge:block")
         for b, cursor in cursors.items():
             if cursor.left or cursor.next < len(cursor.pieces):
                 raise MergeError(f"the shards of length range {b} hold more records than the manifest lists")

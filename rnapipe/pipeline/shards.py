@@ -26,6 +26,7 @@ import numpy as np
 
 from .outputs import REJECTED_HEADER, rejected_rows
 from .reader import FastaReader, LengthCheck
+from .stream import pause_point
 
 SHARD_RECORDS = 1 << 16
 SHARD_COST = 1e12            # Σ L³ of a shard: 10× a fold chunk's; one sequence of 10,000 nt or more is alone
@@ -144,6 +145,7 @@ def prepare(path: str, directory: str, on_invalid: str = "error", length_check: 
                 s.sum_len3 += float(length) ** 3
                 if s.records >= shard_records or s.sum_len3 >= shard_cost:
                     close(b)
+                    pause_point("prepare:shard")
     finally:
         for b in list(open_):
             close(b)

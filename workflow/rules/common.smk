@@ -14,8 +14,19 @@ OUTDIR = config["outdir"]
 WORK = f"{OUTDIR}/work"
 ALGORITHM = config["fold"]["algorithm"]
 FORMATS = list(dict.fromkeys(config["formats"]))
+
+
+def _python():
+    """The rules' Python: the rule's conda environment's (--sdm conda), else the one running Snakemake."""
+    try:
+        methods = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
+    except AttributeError:
+        methods = set()
+    return "python" if any("conda" in m for m in methods) else shlex.quote(sys.executable)
+
+
 # The workflow's own rnapipe (this checkout), whichever one the environment has installed.
-RNAPIPE = f"PYTHONPATH={shlex.quote(workflow.basedir)}${{PYTHONPATH:+:$PYTHONPATH}} python -m rnapipe"
+RNAPIPE = f"PYTHONPATH={shlex.quote(workflow.basedir)}${{PYTHONPATH:+:$PYTHONPATH}} {_python()} -m rnapipe"
 
 if re.search(r"\s", OUTDIR):
     raise ValueError(f"outdir '{OUTDIR}' has white space in it: choose a name without")

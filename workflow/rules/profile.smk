@@ -13,7 +13,7 @@ rule profile:
         f"{OUTDIR}/benchmarks/profile/{Path(PROFILE).stem}.tsv"
     params:
         rnapipe=RNAPIPE,
-        device="auto" if GPU_JOBS else "cpu",
+        device="auto" if GPU_JOBS or config["jobs"]["gpu"] == "auto" else "cpu",
         gpu=f"--gpus {GPU_IDS[0]}" if GPU_JOBS else "",
         lengths=(
             "--lengths " + ",".join(str(n) for n in config["profile"]["lengths"])
