@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 OUTDIR = config["outdir"]
 WORK = f"{OUTDIR}/work"
 ALGORITHM = config["fold"]["algorithm"]
@@ -76,7 +78,19 @@ if CPU_JOBS + GPU_JOBS == 0:
 if ALGORITHM != "zuker" and CPU_JOBS and GPU_JOBS:
     raise ValueError("fold.algorithm nussinov: its CPU and GPU engines may pick different structures of the "
                      "same score; set jobs.cpu: 0 or jobs.gpu: 0")
-CORES = workflow.cores if isinstance(workflow.cores, int) and workflow.cores > 0 else (os.cpu_count() or 1)
+
+
+def _cores():
+    """--cores; a cluster run has none (Snakemake raises on the question): this host's count then, and the
+    profile's set-threads sizes the CPU jobs."""
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        cores = None
+    return cores if isinstance(cores, int) and cores > 0 else (os.cpu_count() or 1)
+
+
+CORES = _cores()
 # a GPU job's process takes one core (it feeds the GPU); the CPU jobs share the rest
 CPU_THREADS = config["jobs"]["cpu_threads"] or max(1, (CORES - GPU_JOBS) // max(1, CPU_JOBS))
 GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, visible_gpus())))
