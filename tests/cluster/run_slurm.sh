@@ -39,9 +39,10 @@ PARTITION=local
 CONF_DIR=/etc/slurm  # SLURM's default configuration folder (Debian's build)
 MARK="tests/cluster/run_slurm.sh"  # in the first line of the configuration files this script writes
 PACKAGES=(slurm-wlm slurmdbd munge mariadb-server python3-venv)
-# Files under these folders of an output directory are not compared: the jobs' logs, Snakemake's benchmark
-# tables and the report's pictures hold times measured during the run, which differ between any two runs.
-NOT_COMPARED='^\./(logs|benchmarks|report)/'
+# Files under these folders of an output directory are not compared: they hold what was measured during the run,
+# which differs between any two runs: the jobs' logs, Snakemake's benchmark tables, the report's pictures, and
+# the host's profile (timings, and the longest sequence the memory free at that moment holds).
+NOT_COMPARED='^\./(logs|benchmarks|report|profile)/'
 
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 step() { printf '\n[%s] ==== %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -249,12 +250,17 @@ python "$HERE/site_profile.py" profiles/slurm "$WORK/profile-slurm" "$ACCOUNT" "
 read -r -a extra <<< "${SNAKEMAKE_ARGS:-}"
 snakemake --unlock --cores 1 "${extra[@]}" >/dev/null 2>&1 || true  # a lock an interrupted run left
 
-step "6a. workflow on SLURM: snakemake --workflow-profile profiles/slurm (this node's copy) -> $WORK/out/slurm"
+# Both runs write to the same folder, moved aside after each: the outputs may name paths under it (the shard
+# lists do), and so must be the same files byte for byte.
+RUN_OUT="$WORK/out/run"
+
+step "6a. workflow on SLURM: snakemake --workflow-profile profiles/slurm (this node's copy) -> $RUN_OUT"
 start_slurm="$(date +%Y-%m-%dT%H:%M:%S)"
 t0=$SECONDS
-snakemake --workflow-profile "$WORK/profile-slurm" --config "outdir=$WORK/out/slurm" "${extra[@]}" \
+snakemake --workflow-profile "$WORK/profile-slurm" --config "outdir=$RUN_OUT" "${extra[@]}" \
   || die "the workflow on SLURM failed"
-log "SLURM run finished in $((SECONDS - t0)) s; the jobs SLURM ran (sacct):"
+mv "$RUN_OUT" "$WORK/out/slurm"
+log "SLURM run finished in $((SECONDS - t0)) s (outputs moved to $WORK/out/slurm); the jobs SLURM ran (sacct):"
 sacct -X -S "$start_slurm" -o JobID,Comment%28,Account,Partition,AllocCPUS,ReqMem,State,ExitCode,Elapsed \
   | sed 's/^/    /'
 n_done="$(sacct -X -n -P -S "$start_slurm" -o State | grep -c '^COMPLETED$' || true)"
@@ -263,10 +269,11 @@ n_bad="$(sacct -X -n -P -S "$start_slurm" -o State | grep -v -c '^COMPLETED$' ||
 [ "$n_bad" -eq 0 ] || die "$n_bad SLURM job(s) did not complete"
 log "$n_done SLURM job(s) completed, none failed"
 
-step "6b. workflow locally: snakemake --cores all -> $WORK/out/local"
+step "6b. workflow locally: snakemake --cores all -> $RUN_OUT"
 t0=$SECONDS
-snakemake --cores all --config "outdir=$WORK/out/local" "${extra[@]}" || die "the local workflow run failed"
-log "local run finished in $((SECONDS - t0)) s"
+snakemake --cores all --config "outdir=$RUN_OUT" "${extra[@]}" || die "the local workflow run failed"
+mv "$RUN_OUT" "$WORK/out/local"
+log "local run finished in $((SECONDS - t0)) s (outputs moved to $WORK/out/local)"
 
 # ---- 7. byte-for-byte comparison -------------------------------------------------------------------------
 step "7. compare every output (cmp), except $NOT_COMPARED"
