@@ -123,6 +123,46 @@ def test_prepare_partition_merge_equal_one_fold(tmp_path, algorithm):
     assert len(rejected.splitlines()) == 4                                     # header + three bad records
 
 
+def test_partition_between_cpu_and_gpu_jobs_merges_to_one_fold(tmp_path):
+    """A profile with a GPU 5 times faster on every length: the CPU jobs get some shards, the GPU jobs the
+    most; every shard once; each side's jobs (folded here on the CPU: Zuker's CPU and GPU engines agree bit for
+    bit) merge to one fold's outputs; the printed shares are the plan's."""
+    import json
+
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 150, seed=8, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep", "--shard-records", "2"], tmp_path, env).returncode == 0
+    cost = {"a": 4e-11, "b": 2e-8, "c": 1e-6}
+    profile = {"devices": ["cpu", "gpu"], "threads": 1, "longest": {"cpu": None, "gpu": None},
+               "costs": {"cpu": cost, "gpu": {k: v / 5 for k, v in cost.items()}},
+               "samples": {"cpu": {"20": 1e-5}, "gpu": {"20": 5e-7}}, "calls": {}}
+    (tmp_path / "p.json").write_text(json.dumps(profile))
+    run = rnapipe(["partition", "prep", "--profile", "p.json", "--cpu-jobs", "2", "--gpu-jobs", "2", "-o", "plan"],
+                  tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    jobs = [line.split("\t") for line in (tmp_path / "plan" / "jobs.tsv").read_text().splitlines()[1:]]
+    records = {d: sum(int(j[3]) for j in jobs if j[1] == d) for d in ("cpu", "gpu")}
+    assert 0 < records["cpu"] < records["gpu"]
+    rows = {line.split()[0]: line.split() for line in run.stdout.splitlines()[1:]}
+    assert rows["cpu"][3] == f"{records['cpu']:,}" and rows["gpu"][3] == f"{records['gpu']:,}"
+    direct = rnapipe(["fold", "in.fa", "-q", "-o", "direct.db", "-o", "direct.tsv"], tmp_path, env)
+    assert direct.returncode == 0, direct.stderr
+    (tmp_path / "folds").mkdir()
+    listed = []
+    for name in ("cpu0", "cpu1", "gpu0", "gpu1"):
+        names = (tmp_path / "plan" / f"{name}.list").read_text().split()
+        listed += names
+        if names:
+            assert rnapipe(["fold", *names, "-o", f"folds/{name}.db", "-q"], tmp_path, env).returncode == 0
+        else:
+            (tmp_path / "folds" / f"{name}.db").write_bytes(b"")
+    assert len(listed) == len(set(listed)) == len((tmp_path / "prep" / "shards.tsv").read_text().splitlines()) - 1
+    run = rnapipe(["merge", "prep", "--plan", "plan", "--folds", "folds", "-o", "m.db", "-o", "m.tsv"], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "m.db").read_bytes() == (tmp_path / "direct.db").read_bytes()
+    assert (tmp_path / "m.tsv").read_bytes() == (tmp_path / "direct.tsv").read_bytes()
+
+
 def test_merge_refuses_a_job_output_with_missing_records(tmp_path):
     env = environment(tmp_path)
     mixed_input(tmp_path / "in.fa", 40, seed=2, bad=False)

@@ -84,7 +84,12 @@ def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, ou
         raise UsageError("no jobs: give --cpu-jobs or --gpu-jobs at least 1")
     if not os.path.exists(os.path.join(prepared, "done")):
         raise UsageError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
-    costs, longest = profiling.load(profile_path)
+    try:
+        costs, longest = profiling.load(profile_path)
+    except OSError as err:
+        raise UsageError(f"cannot read the profile '{profile_path}': {err.strerror or err}") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise UsageError(f"'{profile_path}' is not a profile written by rnapipe profile -o ({err})") from None
     if gpu_jobs and "gpu" not in costs:
         raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
     rows = plan.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs)

@@ -94,11 +94,27 @@ class _Open:
 
 def prepare(path: str, directory: str, on_invalid: str = "error", length_check: LengthCheck | None = None,
             shard_records: int = SHARD_RECORDS, shard_cost: float = SHARD_COST) -> dict:
-    """Cut ``path`` into shards under ``directory`` (made afresh; see the module docstring). Returns counts:
-    records, rejected, shards. Raises the reader's errors (a bad record under ``on_invalid='error'``)."""
+    """Cut ``path`` into shards under ``directory`` (see the module docstring), made as ``directory.part`` and
+    renamed when complete (an existing ``directory`` is replaced). Returns counts: records, rejected, shards.
+    Raises the reader's errors (a bad record under ``on_invalid='error'``), leaving nothing behind."""
+    final = directory
+    directory = f"{final.rstrip(os.sep)}.part"
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(directory)
     os.makedirs(os.path.join(directory, "shards"))
+    try:
+        counts = _cut(path, directory, on_invalid, length_check, shard_records, shard_cost)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(final)
+    os.replace(directory, final)
+    return counts
+
+
+def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck | None, shard_records: int,
+         shard_cost: float) -> dict:
     shards: list[Shard] = []
     open_: dict[int, _Open] = {}
     records = rejected = 0

@@ -1,6 +1,7 @@
 """The report rule's pictures (see workflow/rules/report.smk). Reads the plans (jobs.tsv), the fold jobs'
 benchmark files, the profile and the merged outputs; streams the outputs (one score at a time)."""
 
+import collections
 import csv
 import json
 import os
@@ -95,34 +96,37 @@ def time_vs_length(profile_path, path):
 
 
 def scores(path, fmt):
-    """The scores of a merged output (tsv: third column; db: the number in parentheses)."""
+    """How often each score text occurs in a merged output (tsv: third column; db: the number in parentheses):
+    scores are few distinct values (pairs, or energies in 0.01 kcal/mol), so this stays small."""
+    counts = collections.Counter()
     with open(path, "rb") as handle:
         if fmt == "tsv":
             next(handle, None)
-            for line in handle:
-                yield float(line.split(b"\t")[2])
+            counts.update(line.split(b"\t", 3)[2] for line in handle)
         elif fmt == "db":
-            for k, line in enumerate(handle):
-                if k % 3 == 2:
-                    yield float(line.rsplit(b"(", 1)[1].strip()[:-1])
+            counts.update(line.rsplit(b"(", 1)[1].strip()[:-1].strip()
+                          for k, line in enumerate(handle) if k % 3 == 2)
+    return counts
 
 
 def energy(sm, path):
     fmt = sm.params.fmt
-    values = []
-    for output in sm.input.outputs:
-        if fmt in ("tsv", "db"):
-            values.extend(scores(output, fmt))
+    counts = collections.Counter()
+    if fmt in ("tsv", "db"):
+        for output in sm.input.outputs:
+            counts.update(scores(output, fmt))
+    values = np.array([float(x) for x in counts], dtype=float)
+    weights = np.array(list(counts.values()), dtype=float)
+    total = int(weights.sum())
     fig, ax = plt.subplots(figsize=(7, 4))
-    if values:
-        ax.hist(np.array(values), bins=min(60, max(5, len(set(values)))), color="#117733")
+    if total:
+        ax.hist(values, bins=min(60, max(5, len(values))), weights=weights, color="#117733")
     else:
-        ax.text(0.5, 0.5, f"no scores (formats without db or tsv: {fmt})", ha="center",
-                transform=ax.transAxes)
+        ax.text(0.5, 0.5, f"no scores (formats without db or tsv: {fmt})", ha="center", transform=ax.transAxes)
     zuker = sm.params.algorithm == "zuker"
     ax.set_xlabel("minimum free energy (kcal/mol)" if zuker else "base pairs (Nussinov)")
     ax.set_ylabel("records")
-    ax.set_title(f"Distribution of the scores ({len(values):,} records)")
+    ax.set_title(f"Distribution of the scores ({total:,} records)")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
