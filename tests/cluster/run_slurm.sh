@@ -20,6 +20,9 @@
 # environment: RNAPIPE_SLURM_WORK  work folder for daemons' state, logs, venv and outputs
 #                                  (default /tmp/rnapipe-slurm; emptied at the start, except the pip cache)
 #              RNAPIPE_SLURM_KEEP=1  leave the daemons running at the end (stop them by running with --stop)
+#              RNAPIPE_SLURM_NODE=NAME  the compute node's host name (default: this host's). Another name runs
+#                                  slurmd in a UTS namespace of its own (unshare --uts) under that name, so the
+#                                  jobs see another host than the one Snakemake starts on, as on a cluster.
 #              SNAKEMAKE_ARGS      extra arguments for both snakemake runs (e.g. --config 'inputs=[...]')
 #              PYTHON              the interpreter for the venv (default python3)
 # usage: sudo tests/cluster/run_slurm.sh --stop    stops the daemons a previous run left
@@ -122,10 +125,11 @@ for port in "$CTLD_PORT" "$SLURMD_PORT" "$DBD_PORT" "$DB_PORT"; do
   port_free "$port" || die "port $port on 127.0.0.1 is in use (another SLURM or MySQL?); set RNAPIPE_SLURM_*_PORT"
 done
 HOST="$(hostname -s)"
+NODE="${RNAPIPE_SLURM_NODE:-$HOST}"
 CPUS="$(nproc)"
 MEM_TOTAL_MB="$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)"
 MEM_MB=$((MEM_TOTAL_MB * 9 / 10))  # what the node offers to jobs; the rest stays for the daemons
-log "host $HOST: $CPUS CPUs, ${MEM_TOTAL_MB} MB memory (${MEM_MB} MB for jobs), no GPU configured"
+log "host $HOST: $CPUS CPUs, ${MEM_TOTAL_MB} MB memory (${MEM_MB} MB for jobs), no GPU configured; compute node $NODE"
 
 # ---- 1. packages -------------------------------------------------------------------------------------------
 step "1. Debian packages: ${PACKAGES[*]}"
@@ -189,7 +193,7 @@ mariadb --no-defaults --socket="$WORK/run/mariadb.sock" -u root -e "
   GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
 
 fill() {  # fill TEMPLATE DEST: replace the @NAME@ placeholders
-  sed -e "s|@HOST@|$HOST|g" -e "s|@CPUS@|$CPUS|g" -e "s|@MEM_MB@|$MEM_MB|g" -e "s|@WORK@|$WORK|g" \
+  sed -e "s|@HOST@|$HOST|g" -e "s|@NODE@|$NODE|g" -e "s|@CPUS@|$CPUS|g" -e "s|@MEM_MB@|$MEM_MB|g" -e "s|@WORK@|$WORK|g" \
       -e "s|@PARTITION@|$PARTITION|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" -e "s|@SLURMD_PORT@|$SLURMD_PORT|g" \
       -e "s|@DBD_PORT@|$DBD_PORT|g" -e "s|@DB_PORT@|$DB_PORT|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1" > "$2"
 }
@@ -213,14 +217,20 @@ sacctmgr -i add user root Account="$ACCOUNT" DefaultAccount="$ACCOUNT" Cluster="
 sacctmgr -n -P list associations format=Cluster,Account,User | sed 's/^/    association: /'
 
 # ---- 4. slurmctld and slurmd -----------------------------------------------------------------------------
-step "4. slurmctld and slurmd (node $HOST: CPUs=$CPUS RealMemory=$MEM_MB, partition $PARTITION)"
+step "4. slurmctld and slurmd (node $NODE: CPUs=$CPUS RealMemory=$MEM_MB, partition $PARTITION)"
 log "$CONF_DIR/slurm.conf:"
 grep -v '^#' "$CONF_DIR/slurm.conf" | sed 's/^/    /'
 slurmctld
 wait_for 60 slurmctld scontrol ping
-slurmd -N "$HOST"
-node_idle() { [ "$(sinfo -h -n "$HOST" -o %T)" = idle ]; }
-wait_for 60 "node $HOST" node_idle
+if [ "$NODE" = "$HOST" ]; then
+  slurmd -N "$NODE"
+else
+  log "slurmd runs as host $NODE (its own UTS namespace): the jobs see another host name than $HOST"
+  # shellcheck disable=SC2016
+  unshare --uts sh -c 'hostname "$1" && exec slurmd -N "$1"' sh "$NODE"
+fi
+node_idle() { [ "$(sinfo -h -n "$NODE" -o %T)" = idle ]; }
+wait_for 60 "node $NODE" node_idle
 log "slurmctld (pid $(cat "$WORK/run/slurmctld.pid")) and slurmd (pid $(cat "$WORK/run/slurmd.pid")) up"
 sinfo -N -o '    %N %P %T cpus=%c memory=%m MB' | sed 's/^ *NODELIST/    NODELIST/'
 log "smoke test: srun -A $ACCOUNT -p $PARTITION hostname -> $(srun -A "$ACCOUNT" -p "$PARTITION" -n1 -t 1 hostname)"
