@@ -5,7 +5,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -94,7 +93,9 @@ CORES = _cores()
 # a GPU job's process takes one core (it feeds the GPU); the CPU jobs share the rest
 CPU_THREADS = config["jobs"]["cpu_threads"] or max(1, (CORES - GPU_JOBS) // max(1, CPU_JOBS))
 GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, visible_gpus())))
-PROFILE = f"{OUTDIR}/profile/{socket.gethostname()}.{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
+# Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
+# that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
+PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
 
 
 def print_devices():
