@@ -20,9 +20,10 @@
 # environment: RNAPIPE_SLURM_WORK  work folder for daemons' state, logs, venv and outputs
 #                                  (default /tmp/rnapipe-slurm; emptied at the start, except the pip cache)
 #              RNAPIPE_SLURM_KEEP=1  leave the daemons running at the end (stop them by running with --stop)
-#              RNAPIPE_SLURM_NODE=NAME  the compute node's host name (default: this host's). Another name runs
-#                                  slurmd in a UTS namespace of its own (unshare --uts) under that name, so the
-#                                  jobs see another host than the one Snakemake starts on, as on a cluster.
+#              RNAPIPE_SLURM_NODE=NAME  the compute node's host name (default node1). slurmd runs in a UTS
+#                                  namespace of its own (unshare --uts) under that name, so the jobs see another
+#                                  host than the one Snakemake starts on, as on a cluster; this host's own name
+#                                  (or a system without unshare) runs slurmd as this host.
 #              SNAKEMAKE_ARGS      extra arguments for both snakemake runs (e.g. --config 'inputs=[...]')
 #              PYTHON              the interpreter for the venv (default python3)
 # usage: sudo tests/cluster/run_slurm.sh --stop    stops the daemons a previous run left
@@ -125,7 +126,11 @@ for port in "$CTLD_PORT" "$SLURMD_PORT" "$DBD_PORT" "$DB_PORT"; do
   port_free "$port" || die "port $port on 127.0.0.1 is in use (another SLURM or MySQL?); set RNAPIPE_SLURM_*_PORT"
 done
 HOST="$(hostname -s)"
-NODE="${RNAPIPE_SLURM_NODE:-$HOST}"
+NODE="${RNAPIPE_SLURM_NODE:-node1}"
+if [ "$NODE" != "$HOST" ] && ! unshare --uts true 2>/dev/null; then
+  log "unshare --uts is not allowed here: the compute node is this host, $HOST"
+  NODE="$HOST"
+fi
 CPUS="$(nproc)"
 MEM_TOTAL_MB="$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)"
 MEM_MB=$((MEM_TOTAL_MB * 9 / 10))  # what the node offers to jobs; the rest stays for the daemons
