@@ -272,6 +272,9 @@ def _add_workflow_commands(commands, algorithms) -> None:
     partition.add_argument("--profile", required=True, metavar="FILE", help="JSON from rnapipe profile -o")
     partition.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
     partition.add_argument("--gpu-jobs", type=_nonnegative_int, default=0, metavar="N", help="default 0")
+    partition.add_argument("--min-gain", type=float, metavar="F",
+                           help="the CPU jobs get shards only where that is predicted to end the input this "
+                           "share sooner than the GPU jobs alone (default 0.05)")
     partition.add_argument("-o", "--output", required=True, metavar="DIR", help="plan directory")
     partition.set_defaults(run=_partition)
 
@@ -299,7 +302,7 @@ def _prepare(args) -> int:
 def _partition(args) -> int:
     from .pipeline import commands
 
-    commands.partition(args.prepared, args.profile, args.cpu_jobs, args.gpu_jobs, args.output)
+    commands.partition(args.prepared, args.profile, args.cpu_jobs, args.gpu_jobs, args.output, args.min_gain)
     return errors.EXIT_OK
 
 

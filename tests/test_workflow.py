@@ -138,7 +138,7 @@ def test_partition_between_cpu_and_gpu_jobs_merges_to_one_fold(tmp_path):
                "samples": {"cpu": {"20": 1e-5}, "gpu": {"20": 5e-7}}, "calls": {}}
     (tmp_path / "p.json").write_text(json.dumps(profile))
     run = rnapipe(["partition", "prep", "--profile", "p.json", "--cpu-jobs", "2", "--gpu-jobs", "2", "-o", "plan"],
-                  tmp_path, env)
+                  tmp_path, env)                    # the CPU's best share, 2 / (2 + 10), is above MIN_GAIN
     assert run.returncode == 0, run.stderr
     jobs = [line.split("\t") for line in (tmp_path / "plan" / "jobs.tsv").read_text().splitlines()[1:]]
     records = {d: sum(int(j[3]) for j in jobs if j[1] == d) for d in ("cpu", "gpu")}
@@ -207,6 +207,29 @@ def test_boundary_balances_like_the_papers_rule():
         order = cpu_first(tc, tg)
         best = min(finish(np.isin(np.arange(n), order[:b])) for b in range(n + 1))
         assert finish(mask) == pytest.approx(best)
+
+
+def test_cpu_gets_nothing_unless_it_saves_min_gain_and_long_records_wait_on_one_thread(tmp_path):
+    """K = 21 (the H100 on transcripts): the CPU could save 1/22 = 4.5 % < MIN_GAIN, so it gets no shard, as
+    --device hybrid decides; with K = 4 it gets about N / 5. A shard whose one record would take longer on one of
+    the CPU job's threads than the GPU's whole share stays on the GPU."""
+    from rnapipe.pipeline import plan
+    from rnapipe.pipeline.costmodel import Cost
+    from rnapipe.pipeline.shards import Shard
+
+    n = 100
+    assert plan.boundary(np.full(n, 21.0), np.ones(n), 1, 1, plan.MIN_GAIN).sum() == 0
+    assert abs(plan.boundary(np.full(n, 21.0), np.ones(n), 1, 1, 0.0).sum() - n / 22) <= 1
+    assert abs(plan.boundary(np.full(n, 4.0), np.ones(n), 1, 1, plan.MIN_GAIN).sum() - n / 5) <= 1
+    # one shard of one long record that the CPU does relatively best (K = 2), and 40 shards it does worse (K = 10)
+    tc, tg = np.array([0.2] + [1.0] * 40), np.array([0.1] + [0.1] * 40)
+    assert plan.boundary(tc, tg, 1, 1, plan.MIN_GAIN)[0]                   # by throughput alone: to the CPU
+    shards = [Shard(0, 43, 1, 2e3, 4e6, 8e9, 2000, 2000)] + [Shard(k, 26, 100, 1e4, 1e6, 1e8, 100, 100)
+                                                             for k in range(1, 41)]
+    one = plan.on_one_thread(shards, Cost(2.5e-11, 0, 0), 16, None)         # 0.2 s of throughput for 2,000 nt
+    assert one[0] == pytest.approx(16 * 0.2) and one[1] == pytest.approx(16 * 2.5e-5)
+    mask = plan.boundary(np.maximum(tc, one), tg, 1, 1, plan.MIN_GAIN)      # on one of 16 threads: 3.2 s
+    assert not mask[0] and mask.sum() > 0
 
 
 def test_shard_bins_are_length_ranges():
@@ -310,7 +333,7 @@ def test_workflow_equals_one_fold_of_each_input(clean_run):
         assert got[key] == data, key
     assert got["in.rejected"] == (tmp / "direct.in.db.rejected.tsv").read_bytes()
     assert got["other.rejected"] == b"index\tid\tfile\treason\n"
-    jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").iterdir())
+    jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").glob("*.db"))
     assert jobs == ["cpu0.db", "cpu1.db", "cpu2.db"]
 
 
@@ -336,21 +359,21 @@ def kill_all(proc):
 
 
 @needs_snakemake
-@pytest.mark.parametrize("point", ["prepare:shard", "fold:2", "merge:block", "first fold job done"])
+@pytest.mark.parametrize("point", ["prepare:shard", "fold:2", "merge:block", "first fold complete"])
 def test_killed_workflow_resumes_byte_identical(tmp_path, clean_run, point):
     """SIGKILL to Snakemake and all its jobs at a point of the run; `snakemake --unlock` and the same command
     finish with outputs byte for byte those of the uninterrupted run; a fold job cut off keeps its chunks."""
     _, want, _ = clean_run
     mixed_input(tmp_path / "in.fa", 120, seed=11)
     mixed_input(tmp_path / "other.fa", 60, seed=12, bad=False)
-    if point == "first fold job done":
+    if point == "first fold complete":       # as soon as rnapipe fold has renamed its first output
         env = environment(tmp_path, **KILL_ENV)
         proc = subprocess.Popen(snakemake_cmd(tmp_path, KILL_CONFIG), env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 300
-        while not list((tmp_path / "out" / "work").glob("*/fold/cpu*.db")):
+        while not list((tmp_path / "out" / "work").glob("*/fold/cpu*.db.fold")):
             assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+            time.sleep(0.005)
         kill_all(proc)
     else:
         kill_all(start_paused(tmp_path, point))

@@ -77,7 +77,8 @@ def print_profile(data: dict) -> None:
               + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
 
 
-def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str) -> None:
+def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str,
+              min_gain: float | None = None) -> None:
     from . import plan, profiling
 
     if cpu_jobs + gpu_jobs == 0:
@@ -85,14 +86,15 @@ def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, ou
     if not os.path.exists(os.path.join(prepared, "done")):
         raise UsageError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
     try:
-        costs, longest = profiling.load(profile_path)
+        costs, longest, threads = profiling.load(profile_path)
     except OSError as err:
         raise UsageError(f"cannot read the profile '{profile_path}': {err.strerror or err}") from None
     except (ValueError, KeyError, TypeError) as err:
         raise UsageError(f"'{profile_path}' is not a profile written by rnapipe profile -o ({err})") from None
     if gpu_jobs and "gpu" not in costs:
         raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
-    rows = plan.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs)
+    rows = plan.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs, threads,
+                     plan.MIN_GAIN if min_gain is None else min_gain)
     if gpu_jobs == 0:
         say("no GPU jobs: every shard goes to the CPU")
     sys.stdout.write(plan.share_table(rows))

@@ -1,11 +1,14 @@
 """The workflow's partition stage: the shards of one prepared input assigned to CPU jobs and GPU jobs.
 
 Each shard's predicted seconds on either device come from the host's profile (:mod:`.costmodel`: a·ΣL³ +
-b·ΣL² + c·n over its records). Shards are ordered by how much better the CPU does on them (t_CPU / t_GPU,
-:func:`.partition.cpu_first`); the CPU jobs take the prefix of that order, the GPU jobs the rest, at the
-boundary that makes the later of the two sides' predicted ends earliest (a side's end: its total over its
-jobs, and no earlier than its longest shard). Within a side, shards go to the job with the least predicted
-work so far, longest first. A job folds its shards by length range (bin), in input order within a bin.
+b·ΣL² + c·n over its records; the profile's costs are throughputs). On the CPU a shard takes no less than its
+longest record on one thread (the CPU engine folds a sequence a thread: its threads × that record's cost).
+Shards are ordered by how much better the CPU does on them (t_CPU / t_GPU, :func:`.partition.cpu_first`); the
+CPU jobs take the prefix of that order, the GPU jobs the rest, at the boundary that makes the later of the two
+sides' predicted ends earliest (a side's end: its total over its jobs, and no earlier than its longest shard),
+and nothing unless that is predicted to end at least ``MIN_GAIN`` sooner than the GPU jobs alone. Within a
+side, shards go to the job with the least predicted work so far, longest first. A job folds its shards by
+length range (bin), in input order within a bin.
 
 A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one a line), ``plan.tsv``
 (shard, job, place in the job) and ``jobs.tsv`` (per job: device, shards, records, nucleotides, predicted
@@ -22,6 +25,11 @@ import numpy as np
 from .partition import cpu_first
 from .shards import Shard, read_shards, shard_name
 
+# As --device hybrid's rule (hybrid.MIN_GAIN): the CPU gets shards only where that is predicted to end the
+# input this much sooner than the GPU jobs alone; the profile's throughputs have missed small CPU shares by 3-4x
+# (benchmarks/RESULTS.md, hybrid sweep), and a CPU job beside a GPU job takes cores its host threads use.
+MIN_GAIN = 0.05
+
 
 def predicted(shards: list[Shard], cost, longest: int | None) -> np.ndarray:
     """Seconds of each shard on a device of cost ``cost`` (inf where a record is longer than ``longest``)."""
@@ -34,7 +42,16 @@ def predicted(shards: list[Shard], cost, longest: int | None) -> np.ndarray:
     return t
 
 
-def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int) -> np.ndarray:
+def on_one_thread(shards: list[Shard], cost, threads: int, longest: int | None) -> np.ndarray:
+    """Seconds of each shard's longest record on one of ``threads`` CPU threads (inf past ``longest``)."""
+    top = np.array([s.longest for s in shards], dtype=np.float64)
+    t = threads * cost.seconds(top)
+    if longest is not None:
+        t[top > longest] = np.inf
+    return t
+
+
+def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int, min_gain: float = 0.0) -> np.ndarray:
     """Boolean mask of the shards the CPU jobs take (see the module docstring)."""
     n = len(tc)
     mask = np.zeros(n, dtype=bool)
@@ -53,6 +70,9 @@ def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int) -> np
         finish = np.maximum(cpu_end, gpu_end)
     finish = np.where(np.isnan(finish), np.inf, finish)
     k = int(np.argmin(finish))
+    must = int(np.count_nonzero(np.isinf(g) & np.isfinite(a)))     # only the CPU can fold these (first)
+    if k > must and finish[k] > (1.0 - min_gain) * finish[must]:
+        k = must
     mask[order[:k]] = True
     return mask
 
@@ -71,14 +91,17 @@ def spread(times: np.ndarray, members: np.ndarray, jobs: int) -> list[list[int]]
     return out
 
 
-def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: int, gpu_jobs: int) -> list[dict]:
-    """Write the plan of ``prepared`` into ``directory``; returns the rows of ``jobs.tsv``."""
+def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: int, gpu_jobs: int,
+         cpu_threads: int = 1, min_gain: float = MIN_GAIN) -> list[dict]:
+    """Write the plan of ``prepared`` into ``directory``; returns the rows of ``jobs.tsv``. ``cpu_threads``:
+    a CPU job's threads (those the profile timed the CPU with)."""
     shards = read_shards(prepared)
     if gpu_jobs and "gpu" not in costs:
         raise ValueError("GPU jobs asked for, but the profile has no GPU (profile on a host with one)")
-    tc = predicted(shards, costs["cpu"], longest.get("cpu"))
+    tc = np.maximum(predicted(shards, costs["cpu"], longest.get("cpu")),
+                    on_one_thread(shards, costs["cpu"], cpu_threads, longest.get("cpu")))
     tg = predicted(shards, costs["gpu"], longest.get("gpu")) if "gpu" in costs else np.full(len(shards), np.inf)
-    on_cpu = boundary(tc, tg, cpu_jobs, gpu_jobs)
+    on_cpu = boundary(tc, tg, cpu_jobs, gpu_jobs, min_gain)
     jobs = [("cpu", j, members) for j, members in enumerate(spread(tc, np.flatnonzero(on_cpu), cpu_jobs))]
     jobs += [("gpu", j, members) for j, members in enumerate(spread(tg, np.flatnonzero(~on_cpu), gpu_jobs))]
     os.makedirs(directory, exist_ok=True)

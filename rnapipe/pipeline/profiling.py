@@ -78,9 +78,10 @@ def write(data: dict, path: str) -> None:
     os.replace(tmp, path)
 
 
-def load(path: str) -> tuple[dict, dict]:
-    """(costs, longest) of a profile written by :func:`write`: ``costs[device]`` a :class:`costmodel.Cost`."""
+def load(path: str) -> tuple[dict, dict, int]:
+    """(costs, longest, CPU threads) of a profile written by :func:`write`: ``costs[device]`` a
+    :class:`costmodel.Cost`."""
     with open(path) as handle:
         data = json.load(handle)
     costs = {d: costmodel.Cost(**c) for d, c in data["costs"].items() if d in data["devices"]}
-    return costs, data.get("longest", {})
+    return costs, data.get("longest", {}), int(data.get("threads", 1))

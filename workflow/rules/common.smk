@@ -151,3 +151,24 @@ def fold_options():
 
 def gpu_of(wildcards):
     return GPU_IDS[int(wildcards.j) % len(GPU_IDS)]
+
+
+# The fold jobs' command (see fold.smk): rnapipe fold into {output}.fold, resumable, then linked to {output}
+# (a hard link, a copy where the file system has none): {output}.fold stays, so a job cut off after its fold
+# was complete links it again instead of folding again.
+FOLD_SHELL = """
+fold={output}.fold
+if [ ! -s {input.shards} ]; then
+    : > {output}
+    echo 'rnapipe: no shards for this job' > {log}
+elif [ -e "$fold" ] && [ ! -e "$fold.journal" ] && [ "$fold" -nt {input.shards} ]; then
+    ln -f "$fold" {output} 2> /dev/null || cp "$fold" {output}
+    echo 'rnapipe: the fold was complete before the job was cut off' > {log}
+else
+    restart=
+    if [ -e "$fold.journal" ] && [ {input.shards} -nt "$fold.journal" ]; then restart=--restart; fi
+    {params.rnapipe} fold $(cat {input.shards}) -o "$fold" --format db --threads {threads} {params.options} \\
+        $restart 2> {log}
+    ln -f "$fold" {output} 2> /dev/null || cp "$fold" {output}
+fi
+"""

@@ -1,8 +1,10 @@
 # fold_cpu, fold_gpu: one job a (input, job number), each one `rnapipe fold` of the shards its list names, in db
-# format (what the merge reads). rnapipe writes the output as OUTPUT.part and renames it when complete, and keeps
-# OUTPUT.journal meanwhile, so a job cut off goes on from its finished chunks when it runs again; a journal older
-# than the job's list belongs to another plan and is discarded (--restart). A job with no shards writes an empty
-# file. On one node both kinds run at once (--cores all --resources gpu=N); GPU jobs ask for gpu=1.
+# format (what the merge reads). rnapipe writes OUTPUT.fold (as OUTPUT.fold.part, renamed when complete) and
+# keeps OUTPUT.fold.journal meanwhile, so a job cut off goes on from its finished chunks when it runs again; the
+# job then links OUTPUT.fold to its output. (Snakemake removes the output of a job that was cut off before
+# running it again: rnapipe's own finished file must not be only under that name.) A journal or a finished file older
+# than the job's list belongs to another plan: the fold starts afresh (--restart). A job with no shards writes
+# an empty file. On one node both kinds run at once (--cores all --resources gpu=N); GPU jobs ask for gpu=1.
 
 
 rule fold_cpu:
@@ -19,18 +21,14 @@ rule fold_cpu:
         j=r"\d+",
     params:
         rnapipe=RNAPIPE,
-        options=fold_options(),
+        options=fold_options() + " --device cpu",
     threads: CPU_THREADS
     resources:
         mem_mb=config["fold"]["mem_mb"],
     conda:
         "../envs/fold_cpu.yaml"
     shell:
-        "if [ -s {input.shards} ]; then"
-        " restart=; if [ -e {output}.journal ] && [ {input.shards} -nt {output}.journal ]; then restart=--restart; fi;"
-        " {params.rnapipe} fold $(cat {input.shards}) -o {output} --format db --device cpu --threads {threads}"
-        " {params.options} $restart 2> {log};"
-        " else : > {output}; echo 'rnapipe: no shards for this job' > {log}; fi"
+        FOLD_SHELL
 
 
 rule fold_gpu:
@@ -47,8 +45,7 @@ rule fold_gpu:
         j=r"\d+",
     params:
         rnapipe=RNAPIPE,
-        options=fold_options(),
-        gpu=gpu_of,
+        options=lambda wildcards: f"{fold_options()} --device gpu --gpus {gpu_of(wildcards)}",
     threads: 1
     resources:
         mem_mb=config["fold"]["mem_mb"],
@@ -56,8 +53,4 @@ rule fold_gpu:
     conda:
         "../envs/fold_gpu.yaml"
     shell:
-        "if [ -s {input.shards} ]; then"
-        " restart=; if [ -e {output}.journal ] && [ {input.shards} -nt {output}.journal ]; then restart=--restart; fi;"
-        " {params.rnapipe} fold $(cat {input.shards}) -o {output} --format db --device gpu --gpus {params.gpu}"
-        " --threads {threads} {params.options} $restart 2> {log};"
-        " else : > {output}; echo 'rnapipe: no shards for this job' > {log}; fi"
+        FOLD_SHELL

@@ -16,7 +16,7 @@ rule prepare:
         rnapipe=RNAPIPE,
         options=f"--algorithm {ALGORITHM} --on-invalid {config['fold']['on_invalid']}"
         f" --shard-records {config['prepare']['shard_records']} --shard-cost {config['prepare']['shard_cost']}",
-    threads: 2
+    threads: 1
     resources:
         mem_mb=config["prepare"]["mem_mb"],
     conda:

@@ -53,7 +53,9 @@ def throughput(rows, path):
 
 
 def partition(rows, path):
-    fig, ax = plt.subplots(figsize=(7, 4))
+    """Left: each device's share of the fold jobs' time, predicted and measured (and of the records); right:
+    each job's predicted and measured seconds."""
+    fig, (ax, jobs) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 2]})
     devices = [d for d in ("cpu", "gpu") if any(r["device"] == d for r in rows)]
     total_p = sum(r["predicted"] for r in rows) or 1.0
     total_m = sum(r["measured"] for r in rows if r["measured"] == r["measured"]) or 1.0
@@ -62,12 +64,20 @@ def partition(rows, path):
     measured = [100 * sum(r["measured"] for r in rows if r["device"] == d) / total_m for d in devices]
     records = [100 * sum(r["records"] for r in rows if r["device"] == d) / max(1, sum(r["records"] for r in rows))
                for d in devices]
-    ax.bar(x - 0.2, predicted, 0.4, label="predicted time", color="#999933")
-    ax.bar(x + 0.2, measured, 0.4, label="measured time", color="#332288")
+    ax.bar(x - 0.2, predicted, 0.4, label="predicted", color="#999933")
+    ax.bar(x + 0.2, measured, 0.4, label="measured", color="#332288")
     ax.set_xticks(x, [f"{d}\n({share:.1f} % of the records)" for d, share in zip(devices, records)])
     ax.set_ylabel("share of the fold jobs' time (%)")
-    ax.set_title("Partition: each device's share, predicted and measured")
+    ax.set_title("Each device's share")
     ax.legend()
+    k = np.arange(len(rows))
+    jobs.bar(k - 0.2, [r["predicted"] for r in rows], 0.4, label="predicted", color="#999933")
+    jobs.bar(k + 0.2, [r["measured"] for r in rows], 0.4, label="measured", color="#332288")
+    jobs.set_xticks(k, [f"{r['sample']} {r['job']}" for r in rows], rotation=90, fontsize=7)
+    jobs.set_ylabel("seconds")
+    jobs.set_title("Each fold job (measured: its wall time)")
+    jobs.legend()
+    fig.suptitle("Partition: predicted against measured")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
