@@ -292,7 +292,7 @@ log "local run finished in $((SECONDS - t0)) s (outputs moved to $WORK/out/local
 
 # ---- 7. byte-for-byte comparison -------------------------------------------------------------------------
 step "7. compare every output (cmp), except $NOT_COMPARED"
-list_outputs() { (cd "$1" && find . -type f | LC_ALL=C sort | grep -v -E "$NOT_COMPARED" || true); }
+list_outputs() { (cd "$1" && { find . -type f | LC_ALL=C sort | grep -v -E "$NOT_COMPARED" || true; }); }
 list_outputs "$WORK/out/slurm" > "$WORK/outputs.slurm"
 list_outputs "$WORK/out/local" > "$WORK/outputs.local"
 if ! diff "$WORK/outputs.slurm" "$WORK/outputs.local" > "$WORK/outputs.diff"; then
