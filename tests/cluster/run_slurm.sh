@@ -6,12 +6,13 @@
 #   2. writes a munge key (if there is none) and starts munged (unless one already answers);
 #   3. starts a private MariaDB server and slurmdbd (job accounting: the executor plugin reads job states
 #      with sacct), and registers the cluster, an account and root as its user;
-#   4. writes a single-node, CPU-only slurm.conf for this host (its nproc and memory) and starts slurmctld
-#      and slurmd;
+#   4. writes a single-node, CPU-only slurm.conf (/etc/slurm, where the jobs' srun looks) sized from this host
+#      (nproc, memory), and starts slurmctld and slurmd (as host node1, see RNAPIPE_SLURM_NODE);
 #   5. makes a fresh virtual environment with `pip install .` and snakemake-executor-plugin-slurm;
 #   6. runs the workflow with `snakemake --workflow-profile profiles/slurm` (account, partition, threads and memory
-#      set for this node, see site_profile.py) into one folder, and with `snakemake --cores all` into another;
-#   7. compares every output file of the two runs byte for byte (cmp); logs and benchmark timings aside.
+#      set for this node, see site_profile.py), checks in sacct that its jobs ran on SLURM, then runs it with
+#      `snakemake --cores all`;
+#   7. compares every output file of the two runs byte for byte (cmp), the measured ones aside (NOT_COMPARED).
 # Exit status 0 only if every step worked and every output is identical. The daemons it started are stopped
 # at the end, also on failure; running it again starts from a clean state.
 #
@@ -24,7 +25,10 @@
 #                                  namespace of its own (unshare --uts) under that name, so the jobs see another
 #                                  host than the one Snakemake starts on, as on a cluster; this host's own name
 #                                  (or a system without unshare) runs slurmd as this host.
-#              SNAKEMAKE_ARGS      extra arguments for both snakemake runs (e.g. --config 'inputs=[...]')
+#              SNAKEMAKE_ARGS      extra arguments for both snakemake runs, e.g. --configfile my.yaml (not
+#                                  --config: it would replace the script's --config outdir=...)
+#              RNAPIPE_SLURM_{CTLD,SLURMD,DBD,DB}_PORT  ports of slurmctld, slurmd, slurmdbd and MariaDB
+#                                  (default 6817, 6818, 6819, 3306)
 #              PYTHON              the interpreter for the venv (default python3)
 # usage: sudo tests/cluster/run_slurm.sh --stop    stops the daemons a previous run left
 set -euo pipefail
