@@ -8,8 +8,8 @@ Steps, each a fresh process, on ``--input`` (default: the chr19 cDNA of benchmar
 1. the host's profile is made or loaded (``rnapipe profile --cached``), untimed: both runs below use it from the
    cache (the hybrid run's and the workflow's CPU jobs have the same threads: the cores but one with a GPU);
 2. direct: ``rnapipe fold INPUT -o direct.db -o direct.tsv --device D --threads N -q``, timed;
-3. workflow: ``snakemake --cores N --resources gpu=G`` with the input (one CPU job, and with a GPU one GPU job per
-   GPU; ``jobs.gpu: 0`` for --device cpu) into a fresh output directory, timed from Snakemake's start to its
+3. workflow: ``snakemake --cores N --resources gpu=1`` with the input (one CPU job, and for --device hybrid one
+   GPU job on GPU 0; ``jobs.gpu: 0`` for --device cpu) into a fresh output directory, timed from Snakemake's start to its
    end (every stage: prepare, profile (from the cache), partition, fold jobs, merge, report);
 4. both runs' db and tsv outputs compared byte for byte.
 
@@ -123,10 +123,10 @@ def main() -> None:
     direct_cmd = [py, "-m", "rnapipe", "fold", str(data), "-o", "direct.db", "-o", "direct.tsv", "--device",
                   args.device, "--threads", str(args.cores), "--algorithm", args.algorithm, "-q"]
     (args.work / "run.yaml").write_text(f"inputs: [{data}]\noutdir: wf\nfold: {{algorithm: {args.algorithm}}}\n"
-                                        f"jobs: {{cpu: 1, gpu: {'auto' if gpu else 0}}}\n")
+                                        f"jobs: {{cpu: 1, gpu: {1 if gpu else 0}, gpus: [0]}}\n")
     workflow_cmd = [py, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(args.work),
                     "--configfile", str(REPO / "config" / "config.yaml"), str(args.work / "run.yaml"),
-                    "--cores", str(args.cores), "--resources", f"gpu={8 if gpu else 0}"]
+                    "--cores", str(args.cores), "--resources", f"gpu={1 if gpu else 0}"]
     try:
         import matplotlib  # noqa: F401  (the report rule's pictures)
         report = True

@@ -127,17 +127,6 @@ def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: in
     return rows
 
 
-def read_jobs(directory: str) -> list[dict]:
-    rows = []
-    with open(os.path.join(directory, "jobs.tsv")) as handle:
-        next(handle)
-        for line in handle:
-            f = line.rstrip("\n").split("\t")
-            rows.append({"job": f[0], "device": f[1], "shards": int(f[2]), "records": int(f[3]),
-                         "nucleotides": int(f[4]), "predicted_s": float(f[5])})
-    return rows
-
-
 def read_plan(directory: str) -> dict[int, tuple[str, int]]:
     """shard number -> (job, place in the job)."""
     out = {}

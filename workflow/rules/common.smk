@@ -47,12 +47,17 @@ for _path in config["inputs"]:
 
 
 def visible_gpus():
-    """NVIDIA GPUs this host shows (nvidia-smi; CUDA_VISIBLE_DEVICES respected) when CuPy is installed."""
-    if importlib.util.find_spec("cupy") is None or shutil.which("nvidia-smi") is None:
+    """NVIDIA GPUs this host shows when CuPy is installed: nvidia-smi's count (CUDA_VISIBLE_DEVICES respected), or
+    where there is no nvidia-smi, CuPy's (in a process of its own: Snakemake's does not start CUDA)."""
+    if importlib.util.find_spec("cupy") is None:
         return 0
     try:
+        if shutil.which("nvidia-smi") is None:
+            probe = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
+            listed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+            return int(listed.stdout.strip() or 0) if listed.returncode == 0 else 0
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):
         return 0
     count = sum(1 for line in listed.splitlines() if line.startswith("GPU "))
     shown = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -61,13 +66,16 @@ def visible_gpus():
     return count
 
 
+VISIBLE_GPUS = visible_gpus() if config["jobs"]["gpu"] == "auto" or not config["jobs"]["gpus"] else 0
+
+
 def _gpu_jobs():
     jobs = config["jobs"]
     if jobs["gpu"] != "auto":
         return int(jobs["gpu"])
     if ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
-    return visible_gpus()
+    return VISIBLE_GPUS
 
 
 CPU_JOBS = int(config["jobs"]["cpu"])
@@ -92,7 +100,7 @@ def _cores():
 CORES = _cores()
 # a GPU job's process takes one core (it feeds the GPU); the CPU jobs share the rest
 CPU_THREADS = config["jobs"]["cpu_threads"] or max(1, (CORES - GPU_JOBS) // max(1, CPU_JOBS))
-GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, visible_gpus())))
+GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, VISIBLE_GPUS)))
 # Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
 # that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
 PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
