@@ -5,10 +5,11 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
 
 OUTDIR = config["outdir"]
 WORK = f"{OUTDIR}/work"
@@ -84,11 +85,25 @@ if CPU_JOBS + GPU_JOBS == 0:
 if ALGORITHM != "zuker" and CPU_JOBS and GPU_JOBS:
     raise ValueError("fold.algorithm nussinov: its CPU and GPU engines may pick different structures of the "
                      "same score; set jobs.cpu: 0 or jobs.gpu: 0")
-CORES = workflow.cores if isinstance(workflow.cores, int) and workflow.cores > 0 else (os.cpu_count() or 1)
+
+
+def _cores():
+    """--cores; a cluster run has none (Snakemake raises on the question): this host's count then, and the
+    profile's set-threads sizes the CPU jobs."""
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        cores = None
+    return cores if isinstance(cores, int) and cores > 0 else (os.cpu_count() or 1)
+
+
+CORES = _cores()
 # a GPU job's process takes one core (it feeds the GPU); the CPU jobs share the rest
 CPU_THREADS = config["jobs"]["cpu_threads"] or max(1, (CORES - GPU_JOBS) // max(1, CPU_JOBS))
 GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, VISIBLE_GPUS)))
-PROFILE = f"{OUTDIR}/profile/{socket.gethostname()}.{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
+# Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
+# that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
+PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
 
 
 def print_devices():
