@@ -155,6 +155,21 @@ def test_killed_while_folding_resumes_byte_identical(workdir, clean_run, point, 
     assert not journal.exists() and not list(workdir.glob("*.part"))
 
 
+def test_a_finished_run_whose_output_was_removed_folds_again(workdir, clean_run):
+    """Killed after the first rename, then that output removed (as a workflow manager removes the outputs of
+    a job it saw fail): the journal's run has nothing left to finish, so the rerun folds everything."""
+    for name in clean_run:
+        (workdir / name).unlink()
+    killed_at("rename:1", workdir)
+    (workdir / OUTPUTS[0]).unlink()
+    proc = cli([x for x in FOLD if x != "-q"], workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "folding everything again" in proc.stderr
+    for name, data in clean_run.items():
+        assert (workdir / name).read_bytes() == data, name
+    assert not (workdir / "out.db.journal").exists() and not list(workdir.glob("*.part"))
+
+
 @pytest.mark.parametrize("point", ["rename:1", "rename:3"])
 def test_killed_during_the_final_rename_resumes_without_folding(workdir, clean_run, point):
     for name in clean_run:

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import queue
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -75,6 +76,13 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
     if first is not None and len(files) == len(sinks):    # standard output cannot be resumed: no journal
         header_ = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options)
         journal = Journal(journal_path(first), header_, restart)
+        if journal.complete and any(not os.path.exists(s.part) and not os.path.exists(s.path) for s in files):
+            # the run was done but an output went (removed before the journal was): nothing to finish
+            if not quiet:
+                print(f"rnapipe: {journal.path} says the run was complete, but its outputs are gone: "
+                      "folding everything again", file=sys.stderr, flush=True)
+            journal.close()
+            journal = Journal(journal_path(first), header_, True)
     outcome = Outcome(rejected_path=str(side.path) if side else None)
     if journal is not None and journal.entries and not journal.complete:
         _consistent(journal, files, side)
