@@ -395,37 +395,11 @@ def profile_key(cpu, gpu) -> dict:
     return costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, gpu_name((gpu.gpus or [0])[0]), cpu.threads)
 
 
-def measure(cpu, gpu, say: Callable[[str], None] | None = None) -> costmodel.Profile:
-    """Time both folders at the profile's lengths and fit their costs."""
-    samples, calls = {}, {}
-    for name, folder in (("cpu", cpu), ("gpu", gpu)):
-        if say:
-            say(f"profiling the {name.upper()} engine ({folder.threads} thread(s))" if name == "cpu" else
-                "profiling the GPU engine")
-        samples[name] = costmodel.measure(folder, longest=folder.length_check().longest)
-        calls[name] = costmodel.call_seconds(folder)
-    return costmodel.Profile.fitted(profile_key(cpu, gpu), samples, calls)
-
-
 def load_or_measure(cpu, gpu, reprofile: bool = False,
                     say: Callable[[str], None] | None = None) -> costmodel.Profile:
     """The host's saved profile for these folders, or a new one (measured, then saved)."""
-    key = profile_key(cpu, gpu)
-    path = costmodel.cache_path(key)
-    if not reprofile:
-        profile = costmodel.Profile.load(path, key)
-        if profile is not None:
-            return profile
-    start = time.perf_counter()
-    profile = measure(cpu, gpu, say)
-    try:
-        profile.save(path)
-        where = f"; saved in {path}"
-    except OSError as err:
-        where = f"; not saved ({err.strerror or err})"
-    if say:
-        say(f"profiled in {time.perf_counter() - start:.0f} s{where}")
-    return profile
+    from .profiling import cached
+    return cached({"cpu": cpu, "gpu": gpu}, profile_key(cpu, gpu), reprofile=reprofile, say=say)
 
 
 def best_gain(profile: costmodel.Profile, gpus: int = 1) -> tuple[float, int, float]:

@@ -37,6 +37,28 @@ def measure(folders: dict, key: dict, lengths, say: Callable[[str], None] | None
     return costmodel.Profile.fitted(key, samples, calls)
 
 
+def cached(folders: dict, key: dict, lengths=costmodel.LENGTHS, reprofile: bool = False,
+           say: Callable[[str], None] | None = None) -> costmodel.Profile:
+    """The host's profile saved under ``key``, or (none saved, or ``reprofile``) a new one measured on
+    ``folders`` and saved."""
+    path = costmodel.cache_path(key)
+    profile = None if reprofile else costmodel.Profile.load(path, key)
+    if profile is not None:
+        if say:
+            say(f"profile of this host taken from {path}")
+        return profile
+    start = time.perf_counter()
+    profile = measure(folders, key, lengths, say)
+    try:
+        profile.save(path)
+        where = f"; saved in {path}"
+    except OSError as err:
+        where = f"; not saved ({err.strerror or err})"
+    if say:
+        say(f"profiled in {time.perf_counter() - start:.0f} s{where}")
+    return profile
+
+
 def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: bool, gpus=None,
                  options: dict | None = None, lengths=costmodel.LENGTHS, reprofile: bool = False,
                  say: Callable[[str], None] | None = None) -> dict:
@@ -47,22 +69,7 @@ def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: boo
     cpu = Folder(algorithm, variant, "cpu", threads, None, options)
     gpu = Folder(algorithm, variant, "gpu", 1, gpus, options) if use_gpu else None
     folders = {"cpu": cpu} if gpu is None else {"cpu": cpu, "gpu": gpu}
-    key = _key(cpu, gpu, lengths)
-    path = costmodel.cache_path(key)
-    profile = None if reprofile else costmodel.Profile.load(path, key)
-    if profile is not None:
-        if say:
-            say(f"profile of this host taken from {path}")
-    else:
-        start = time.perf_counter()
-        profile = measure(folders, key, lengths, say)
-        try:
-            profile.save(path)
-            where = f"; saved in {path}"
-        except OSError as err:
-            where = f"; not saved ({err.strerror or err})"
-        if say:
-            say(f"profiled in {time.perf_counter() - start:.0f} s{where}")
+    profile = cached(folders, _key(cpu, gpu, lengths), lengths, reprofile, say)
     data = json.loads(profile.to_json())
     data["devices"] = list(folders)
     data["threads"] = cpu.threads
