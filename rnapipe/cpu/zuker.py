@@ -484,18 +484,23 @@ _local = threading.local()
 GROUP_CELLS = 200_000
 
 
+def tables_copy(tables):
+    """A copy of the energy tables whose arrays are new (read-only) arrays."""
+    copies = []
+    for value in tables:
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            value.setflags(write=False)
+        copies.append(value)
+    return type(tables)(*copies)
+
+
 def _thread_tables(tables):
     """This thread's own copy of the tables: Numba counts references to arrays with atomic operations on
     the array's header, and with one copy for all threads those cache lines bounce between the cores."""
     mine = getattr(_local, "tables", None)
     if mine is None or mine[0] is not tables:
-        copies = []
-        for value in tables:
-            if isinstance(value, np.ndarray):
-                value = value.copy()
-                value.setflags(write=False)
-            copies.append(value)
-        mine = (tables, type(tables)(*copies))
+        mine = (tables, tables_copy(tables))
         _local.tables = mine
     return mine[1]
 

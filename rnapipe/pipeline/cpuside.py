@@ -46,18 +46,6 @@ def fold_positions(T, code, src, starts, lens, positions, work32, work8, scores,
         out[a + n] = 10
 
 
-def tables_copy(tables):
-    """A thread's own copy of the energy tables (see rnapipe.cpu.zuker._thread_tables: one copy shared by
-    threads makes their reference counts bounce between the cores)."""
-    copies = []
-    for value in tables:
-        if isinstance(value, np.ndarray):
-            value = value.copy()
-            value.setflags(write=False)
-        copies.append(value)
-    return type(tables)(*copies)
-
-
 def bytes_needed(lens: np.ndarray, positions: np.ndarray) -> int:
     """The workspace bytes of one thread's call over ``positions``."""
     return workspace_bytes(int(lens[positions].max())) if len(positions) else 0

@@ -31,6 +31,7 @@ from numba import njit
 
 from .. import config
 from ..cpu.batch import POOL, MemoryGate
+from ..cpu.zuker import tables_copy
 from ..errors import UnavailableError, UsageError
 from ..model import Model
 from . import costmodel, cpuside, scheduler
@@ -349,7 +350,7 @@ class HybridFolder:
         """This thread's copy of the CPU engine's energy tables (kept per thread for the folder's life)."""
         mine = getattr(self._local, "tables", None)
         if mine is None:
-            mine = self._local.tables = cpuside.tables_copy(self._model_tables)
+            mine = self._local.tables = tables_copy(self._model_tables)
         return mine
 
     def _count(self, device: int, seconds: float, predicted: float, records: int) -> None:
