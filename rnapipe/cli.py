@@ -189,8 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     fold.add_argument("--gpus", type=_gpu_list, metavar="LIST",
                       help="with --device gpu or hybrid: GPUs to spread the batches over, e.g. 0,1 (default: GPU 0)")
     fold.add_argument("--split", choices=config.HYBRID_SPLITS, metavar="{static,dynamic}",
-                      help="with --device hybrid: share each batch once by the profile (static) or from one queue "
-                      f"the devices pull from (dynamic; default {config.HYBRID_SPLIT}, or RNAPIPE_HYBRID_SPLIT)")
+                      help="with --device hybrid: share each batch by the profile (static) or on the costs measured so "
+                      f"far in the run (dynamic; default {config.HYBRID_SPLIT}, or RNAPIPE_HYBRID_SPLIT)")
     fold.add_argument("--threads", type=_positive_int, metavar="N",
                       help="CPU threads (default: the usable physical cores)")
     fold.add_argument("--format", type=_formats(FORMATS), metavar="FMT[,FMT...]",

@@ -224,7 +224,7 @@ def test_the_no_gain_shortcut_changes_no_split():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# dynamic split: one queue, CPU threads and several (stand-in) GPUs
+# dynamic split: batches planned on measured costs, CPU threads and several (stand-in) GPUs
 
 
 class SlowFolder:
