@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from ..io.writers import atomic_output
 from .partition import cpu_first
 from .shards import Shard, read_shards, shard_name
 
@@ -167,7 +168,5 @@ def share_table(rows: list[dict]) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as handle:
+    with atomic_output(path) as handle:
         handle.write(text)
-    os.replace(tmp, path)

@@ -9,10 +9,10 @@ written as JSON with each device's longest foldable sequence.
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Callable
 
+from ..io.writers import atomic_output
 from . import costmodel
 
 
@@ -78,11 +78,9 @@ def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: boo
 
 
 def write(data: dict, path: str) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as handle:
+    with atomic_output(path) as handle:
         json.dump(data, handle, indent=1)
         handle.write("\n")
-    os.replace(tmp, path)
 
 
 def load(path: str) -> tuple[dict, dict, int]:
