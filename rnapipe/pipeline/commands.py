@@ -14,13 +14,13 @@ def say(text: str) -> None:
 
 
 def prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
-            shard_cost: float, quiet: bool = False) -> None:
+            shard_cost: float) -> None:
     from .shards import prepare as cut
     from .stream import Folder
 
     check = Folder(algorithm, None, "cpu", 1).length_check()
     counts = cut(path, directory, on_invalid, check, shard_records, shard_cost)
-    if counts["rejected"] and not quiet:
+    if counts["rejected"]:
         say(f"skipped {counts['rejected']:,} record(s), listed in {os.path.join(directory, 'rejected.tsv')}")
     say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")
 
