@@ -43,8 +43,9 @@ def profile(device: str, algorithm: str, variant: str | None, threads: int | Non
     from ..errors import UnavailableError
     from . import profiling
 
-    use_gpu = device == "hybrid" or (device == "auto" and gpu_count() > 0)
-    if device == "hybrid" and gpu_count() == 0:
+    gpus_here = gpu_count() if device in ("hybrid", "auto") else 0
+    use_gpu = device == "hybrid" or (device == "auto" and gpus_here > 0)
+    if device == "hybrid" and gpus_here == 0:
         raise UnavailableError("profiling the GPU needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
                                "none was found: use --device cpu")
     if device == "auto" and not use_gpu:
