@@ -255,12 +255,7 @@ class HybridFolder:
         self.records += count
         if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1 and \
                 not self._may_gain(lens):                      # the GPU alone, nothing predicted a record
-            start = time.perf_counter()
-            result = self.gpu.fold_packed(parts)
-            seconds = time.perf_counter() - start
-            predicted = float(self.gpu_cost.seconds(lens).sum())
-            self._count(0, seconds, predicted, count)
-            self.scales.add("gpu0", seconds, predicted)
+            result = self._gpu_alone(0, parts, float(self.gpu_cost.seconds(lens).sum()), count)
             self.scales.age()
             return result
         tc, tg = self.predict(lens)
@@ -297,13 +292,7 @@ class HybridFolder:
         cpu_part = np.flatnonzero(where < 0)
         if not cpu_part.size and sum(1 for p in gpu_parts if p.size) == 1:      # one GPU: no split, no thread
             i = next(i for i, p in enumerate(gpu_parts) if p.size)
-            start = time.perf_counter()
-            result = self.gpu_folders[i].fold_packed(parts)
-            seconds = time.perf_counter() - start
-            predicted = float(tg.sum())
-            self._count(i, seconds, predicted, len(lens))
-            self.scales.add(f"gpu{i}", seconds, predicted)
-            return result
+            return self._gpu_alone(i, parts, float(tg.sum()), len(lens))
         batch = _Batch(text, lens)
         jobs = []
         beside = "+cpu" if cpu_part.size else ""
@@ -317,6 +306,15 @@ class HybridFolder:
                 jobs.append((-1, self._cpu_job(batch, gate, positions, float(tc1[positions].sum()))))
         self._run(jobs)
         return batch.scores, batch.out.tobytes()
+
+    def _gpu_alone(self, i: int, parts: list, predicted: float, records: int) -> tuple[np.ndarray, bytes]:
+        """The whole batch on GPU i, on the calling thread; measured into the scales."""
+        start = time.perf_counter()
+        result = self.gpu_folders[i].fold_packed(parts)
+        seconds = time.perf_counter() - start
+        self._count(i, seconds, predicted, records)
+        self.scales.add(f"gpu{i}", seconds, predicted)
+        return result
 
     def _gpu_job(self, batch: _Batch, i: int, positions: np.ndarray, predicted: float, beside: str):
         def job() -> None:
