@@ -231,7 +231,10 @@ class HybridFolder:
         n = len(self.gpu_folders)
         if self.cpu_share is not None:
             return split_at(tc, tg, int(round(self.cpu_share * len(tc))))
-        return split(tc, tg / n, self.cpu.threads, self.profile.calls.get("cpu", 0.0), MIN_GAIN)
+        # the profile's CPU costs are per record on all the CPU folder's threads; a batch runs on fewer
+        threads = self.cpu_threads()
+        return split(tc * (self.cpu.threads / threads), tg / n, threads, self.profile.calls.get("cpu", 0.0),
+                     MIN_GAIN)
 
     def assign(self, tc: np.ndarray, tg: np.ndarray) -> np.ndarray:
         """Static split: the device of each record, -1 the CPU, i GPU i."""
