@@ -354,7 +354,7 @@ def start_paused(tmp, point):
 
 
 def kill_all(proc):
-    os.killpg(proc.pid, signal.SIGKILL)   # Snakemake and every job it started (one session)
+    os.killpg(proc.pid, signal.SIGKILL)   # Snakemake and every job it started (one process group)
     proc.wait()
 
 
