@@ -2,6 +2,7 @@
 # Hybrid CPU ∥ GPU on a GPU machine (issue 16), from the repository root, each form under 10 minutes:
 #   bash benchmarks/device_hybrid.sh        # one GPU: profile, small CPU calls, sweeps, identity (about 4 min)
 #   (the GPU tests run apart: python -m pytest -m gpu)
+#   bash benchmarks/device_hybrid.sh lengths  # the GPU's and the CPU's time by length, forced splits (5-7 min)
 #   bash benchmarks/device_hybrid.sh two    # two GPUs and the CPU: profile, transcript sweep, identity (4-6 min)
 # Carried wheels in .whl/ (biopython, viennarna: git-ignored) are installed when present. Writes into $OUT
 # (else /tmp/hybrid-out): profile.txt, small_calls.txt, sweep_{random,transcripts}.{json,png},
@@ -42,6 +43,11 @@ if [ "${1:-one}" = two ]; then
     --json "$out/sweep2.json" --png "$out/sweep2.png" --results "$out/sweep2.md"
   step identity2 120 bash -c "python3 benchmarks/hybrid_identity.py --gpus 0,1 2>&1 | tee '$out/identity2.txt'"
   cat "$out/sweep2.md" 2>/dev/null
+  echo "total: $SECONDS s" | tee -a "$log"
+  exit 0
+fi
+if [ "${1:-one}" = lengths ]; then      # where the GPU's time goes by length (benchmarks/hybrid_lengths.py)
+  step lengths 420 bash -c "python3 benchmarks/hybrid_lengths.py 2>&1 | tee '$out/lengths.txt'"
   echo "total: $SECONDS s" | tee -a "$log"
   exit 0
 fi
