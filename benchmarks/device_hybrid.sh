@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hybrid CPU ∥ GPU on a GPU machine (issue 16), from the repository root, each form under 10 minutes:
-#   bash benchmarks/device_hybrid.sh        # one GPU: profile, small CPU calls, sweeps, identity (about 4 min)
-#   (the GPU tests run apart: python -m pytest -m gpu)
+#   bash benchmarks/device_hybrid.sh        # one GPU: profile, sweeps (about 6 min; SMALL_CALLS=1: the CPU
+#                                           # engine's small calls too)
+#   bash benchmarks/device_hybrid.sh identity  # 4. byte identity, then the hybrid's, CLI's and resume GPU tests
 #   bash benchmarks/device_hybrid.sh lengths  # the GPU's and the CPU's time by length, forced splits (5-7 min)
 #   bash benchmarks/device_hybrid.sh two    # two GPUs and the CPU: profile, transcript sweep, identity (4-6 min)
 # Carried wheels in .whl/ (biopython, viennarna: git-ignored) are installed when present. Writes into $OUT
@@ -51,23 +52,28 @@ if [ "${1:-one}" = lengths ]; then      # where the GPU's time goes by length (b
   echo "total: $SECONDS s" | tee -a "$log"
   exit 0
 fi
-step profile 110 bash -c "python3 -m rnapipe profile 2>&1 | tee '$out/profile.txt'"
+if [ "${1:-one}" = identity ]; then     # byte identity (4.) and the hybrid's GPU tests, a call of their own
+  step identity 80 bash -c "python3 benchmarks/hybrid_identity.py 2>&1 | tee '$out/identity.txt'"
+  grep -c DIFFERENT "$out"/identity*.txt
+  step gpu-tests 400 python3 -m pytest -q -m gpu tests/test_hybrid.py tests/test_cli.py tests/test_resume.py
+  echo "total: $SECONDS s" | tee -a "$log"
+  exit 0
+fi
+step profile 200 bash -c "python3 -m rnapipe profile 2>&1 | tee '$out/profile.txt'"
 
 # 2. the CPU engine's fixed cost for small calls (per-call pool before, kept pool now, with a GIL-busy thread)
-step small-calls 45 bash -c "python3 benchmarks/cpu_small_calls.py --repeat 5 2>&1 | tee '$out/small_calls.txt'"
+if [ -n "${SMALL_CALLS:-}" ]; then
+  step small-calls 45 bash -c "python3 benchmarks/cpu_small_calls.py --repeat 5 2>&1 | tee '$out/small_calls.txt'"
+fi
 
 # 3. the sweep: T_cpu, T_gpu, T_add, forced CPU shares, static and dynamic; 4 random sets and the first 1,000
 #    chr19 transcripts of at most 2,500 nt (the CPU alone on all 11,470, up to 43,816 nt, would take hours)
-step sweep 100 python3 benchmarks/hybrid_sweep.py --sets random:68:20000,random:120:20000,random:154:20000,random:221:20000 \
+step sweep 150 python3 benchmarks/hybrid_sweep.py --sets random:68:20000,random:120:20000,random:154:20000,random:221:20000 \
   --repeat 3 --steps 16 --json "$out/sweep_random.json" --png "$out/sweep_random.png" --results "$out/sweep.md"
 # (forced shares once each here: a share of the longest transcripts on one thread each takes seconds)
-step sweep-transcripts 130 python3 benchmarks/hybrid_sweep.py --repeat 3 --point-repeat 1 --steps 16 \
+step sweep-transcripts 220 python3 benchmarks/hybrid_sweep.py --repeat 3 --point-repeat 1 --steps 16 \
   --sets file:benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz:1000:2500 \
   --json "$out/sweep_transcripts.json" --png "$out/sweep_transcripts.png" --results "$out/sweep.md"
 
-# 4. byte identity: cpu = gpu = hybrid static = hybrid dynamic (one batch; batches of 300), every format
-step identity 80 bash -c "python3 benchmarks/hybrid_identity.py 2>&1 | tee '$out/identity.txt'"
-
 cat "$out/sweep.md" 2>/dev/null
-grep -c DIFFERENT "$out"/identity*.txt
 echo "total: $SECONDS s" | tee -a "$log"

@@ -53,7 +53,7 @@ def main() -> None:
                     "check this script, not to measure)")
     args = ap.parse_args()
 
-    from rnapipe.pipeline import costmodel
+    from rnapipe.pipeline import costmodel, scheduler
     from rnapipe.pipeline.hybrid import HybridFolder, _Batch, gpu_name
 
     # a fixed cost model (the H200's fitted one): table 4 places records itself, the model only orders LPT
@@ -158,7 +158,8 @@ def main() -> None:
             if np.median(walls) > 2.5 * t_gpu:
                 break
 
-    # 5. the dynamic split's own path against the GPU alone, in turn
+    # 5. the dynamic split's own path against the GPU alone, in turn (the scales of tables 3-4 forgotten)
+    folder.scales = scheduler.Scales()
     recs = random_records(68, 20000, 11)
     for _ in range(3):
         folder.fold_packed([recs])

@@ -15,9 +15,11 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
 * the balanced share: the CPU's share of the records that balances the profile's predicted times (as if a
   record could be shared out), and the estimated share: what the default mode gives the CPU
   (``HybridFolder.plan``: the CPU's one thread a sequence, its call cost, a minimum gain);
-* the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one (records taken in the split's order),
-  median of ``--repeat`` each, in the static split's default (its estimated share), and in the dynamic split
-  (``--split dynamic``: one queue; after one run that its scales learn from), with the CPU's share it took.
+* the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one and at 0.5, 1 and 2 points either
+  side of the estimated share (records taken in the split's order), median of ``--repeat`` each, in the static
+  split's default (its estimated share), and in the dynamic split (after one run that its scales learn from;
+  then in turn with the GPU alone, ``--repeat`` pairs and more until the pairs took ``PAIR_SECONDS``), with
+  the CPU's share it took.
 
 With ``--gpus 0,1`` the hybrid has several GPUs and T_gpu is the GPUs together (the batch cut in one part a GPU).
 
@@ -41,6 +43,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import machine  # noqa: E402
+
+PAIR_SECONDS = 2.0      # the dynamic split and the GPU alone run in turn at least --repeat times and this long
 
 
 def fasta_sequences(path: str):
@@ -127,7 +131,10 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
     top = max(3 * paper, 3.0 / len(records))
     points = []
-    for share in np.linspace(0.0, top, steps):
+    shares = set(np.linspace(0.0, top, steps).tolist())
+    if estimated > 0:               # and near the estimate, to tell whether the best is within 1 point of it
+        shares |= {estimated + d for d in (-0.02, -0.01, -0.005, 0.005, 0.01, 0.02) if 0 < estimated + d < 1}
+    for share in sorted(shares):
         folder.cpu_share = float(share)
         points.append((float(share), timed(folder.fold_packed, records, point_repeat or repeat)))
     folder.cpu_share = None
@@ -140,18 +147,19 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     # the dynamic split and the GPUs alone in turn, so that a drift of the machine's speed over the sweep
     # (clocks, caches, the CPU's long runs) counts in both alike; T_gpu is the median of every GPU run
     runs, alone = [], []
-    for _ in range(repeat):
+    while len(runs) < repeat or sum(runs) + sum(alone) < PAIR_SECONDS:       # short batches: many pairs
         runs.append(timed(folder.fold_packed, records, 1))
         alone.append(timed(gpu_alone, records, 1))
     dynamic = float(np.median(runs))
     t_gpu = float(np.median(gpu_runs + alone))
     t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
-    dynamic_share = (folder.cpu_records - before) / (repeat * len(records))
+    dynamic_share = (folder.cpu_records - before) / (len(runs) * len(records))
     folder.split = split
     best_share, best_time = min(points, key=lambda p: p[1])
     return {"set": label, "records": len(records), "t_gpu": t_gpu, "t_cpu": t_cpu, "t_add": t_add,
             "estimated_share": estimated, "balanced_share": paper, "points": points, "default": default,
-            "best_share": best_share, "best": best_time, "dynamic": dynamic, "dynamic_share": dynamic_share}
+            "best_share": best_share, "best": best_time, "dynamic": dynamic, "dynamic_share": dynamic_share,
+            "pairs": len(runs), "pair_ratio": float(np.median(np.array(runs) / np.array(alone)))}
 
 
 def summary_rows(results: list[dict]) -> list[str]:
@@ -163,6 +171,8 @@ def summary_rows(results: list[dict]) -> list[str]:
         faster = min(r["t_cpu"], r["t_gpu"])
         dyn = (f"{r['dynamic']:.4f} [{100 * r['dynamic_share']:.2f}%] | {r['dynamic'] / r['t_add']:.3f} | "
                f"{r['dynamic'] / faster:.3f}") if "dynamic" in r else "- | - | -"
+        if "pair_ratio" in r:
+            dyn += f" (pairs: {r['pair_ratio']:.3f} × the GPU, {r['pairs']} pairs)"
         rows.append(f"| {r['set']} | {r['t_cpu']:.3f} | {r['t_gpu']:.4f} | {r['t_cpu'] / r['t_gpu']:.1f} | "
                     f"{r['t_add']:.4f} | {100 * r.get('balanced_share', r['estimated_share']):.2f}% / "
                     f"{100 * r['estimated_share']:.2f}% | {100 * r['best_share']:.2f}% "
@@ -237,7 +247,7 @@ def main() -> None:
               f"{100 * result['dynamic_share']:.2f}% of the records", flush=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     where = (f"{len(folder.gpu_folders)} × {gpu_name()}; host {machine.cpu_name()}, CPU share on "
-             f"{folder.cpu.threads} threads")
+             f"{folder.cpu_threads()} threads")
     if args.json:
         args.json.write_text(json.dumps({"stamp": stamp, "machine": where, "results": results}, indent=1))
     try:

@@ -5,6 +5,7 @@ saved profile, and the command line's refusals."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import numpy as np
@@ -51,6 +52,79 @@ def test_profile_saved_and_loaded_for_its_key_only(tmp_path):
     assert Profile.load(path, dict(key, cpu_threads=4)) is None
     path.write_text("{not json")
     assert Profile.load(path, key) is None
+
+
+def power_law(samples: dict, length: float, tail: float) -> float:
+    """One record's seconds by the cost model's rule, the slow way: the straight line in log-log through the
+    two timed lengths around ``length``; the first one's time below; ``tail`` as the slope beyond."""
+    lens = sorted(samples)
+    if length <= lens[0]:
+        return samples[lens[0]]
+    if length >= lens[-1]:
+        return samples[lens[-1]] * (length / lens[-1]) ** tail
+    for lo, hi in zip(lens, lens[1:]):
+        if lo <= length <= hi:
+            slope = math.log(samples[hi] / samples[lo]) / math.log(hi / lo)
+            return samples[lo] * (length / lo) ** slope
+    raise AssertionError
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cost_joins_the_timed_lengths_in_log_log(seed):
+    rng = random.Random(seed)
+    samples = {length: rng.uniform(1e-7, 1e-2) for length in rng.sample(range(10, 3000), 8)}
+    for device in ("cpu", "gpu"):
+        cost = Profile.fitted({}, {device: samples}).costs[device]
+        last, before = sorted(samples)[-1], sorted(samples)[-2]
+        slope = math.log(samples[last] / samples[before]) / math.log(last / before)
+        assert cost.tail == (3.0 if device == "cpu" else min(3.0, max(1.0, slope)))
+        lens = [rng.randrange(1, 20000) for _ in range(200)] + sorted(samples)
+        want = [power_law(samples, length, cost.tail) for length in lens]
+        assert np.allclose(cost.seconds(np.array(lens)), want, rtol=1e-9)               # the table
+        assert np.allclose(cost.seconds(np.array(lens, dtype=np.float64)), want, rtol=1e-9)
+        assert np.allclose(cost.seconds(np.array([100_000])), [power_law(samples, 100_000, cost.tail)], rtol=1e-9)
+        # a shard (records of about one length): its records times one of its cube-mean length
+        group = np.array([rng.randrange(400, 480) for _ in range(30)], dtype=np.float64)
+        mean = float(np.mean(group ** 3)) ** (1 / 3)
+        assert cost.total([float(np.sum(group ** 3))], [0.0], [30])[0] == pytest.approx(
+            30 * power_law(samples, mean, cost.tail), rel=1e-9)
+
+
+def test_a_cost_without_timed_lengths_is_its_fit():
+    cost = Cost(2e-9, 3e-7, 4e-5)
+    lens = np.array([1, 50, 700], dtype=np.int64)
+    assert np.allclose(cost.seconds(lens), (2e-9 * lens + 3e-7) * lens ** 2 + 4e-5)
+    assert cost.total([700.0 ** 3 + 50.0 ** 3], [700.0 ** 2 + 50.0 ** 2], [2]) == pytest.approx(
+        float(cost.seconds(np.array([700, 50])).sum()))
+    old = Profile.from_json('{"key": {}, "samples": {"cpu": {"68": 1e-3}}, "costs": {"cpu": {"a": 2e-9, '
+                            '"b": 3e-7, "c": 4e-5}}, "calls": {}}')        # a profile saved before timed lengths
+    assert old.costs["cpu"] == cost
+
+
+def test_the_profile_times_both_sides_of_each_gpu_fill_change():
+    from rnapipe.gpu import zuker_short
+
+    for last in (zuker_short.SMEM_MAX_N, zuker_short.MAX_N):       # the last length of one fill
+        assert last in costmodel.LENGTHS and last + 1 in costmodel.LENGTHS
+
+
+def test_the_plan_gives_the_cpu_the_gpus_weak_lengths():
+    """A GPU 40 x slower a record at 500 nt than its neighbours (K = 3 there, 100 elsewhere): the CPU takes
+    500-nt records and nothing else; the fit alone (through the same points) sees less than half of it."""
+    from rnapipe.pipeline import scheduler
+
+    cpu = {200: 1e-3, 400: 8e-3, 500: 1.6e-2, 600: 2.7e-2}
+    gpu = {200: 1e-3 / 100, 400: 8e-3 / 100, 500: 1.6e-2 / 3, 600: 2.7e-2 / 100}
+    profile = Profile.fitted({}, {"cpu": {k: v / 8 for k, v in cpu.items()}, "gpu": gpu})
+    lens = np.array([200] * 400 + [500] * 40 + [600] * 100, dtype=np.int64)
+    tc1 = profile.costs["cpu"].seconds(lens) * 8
+    tg = profile.costs["gpu"].seconds(lens)
+    chosen, _ = scheduler.plan(tc1, tg, 8, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+    assert len(chosen) and set(lens[chosen].tolist()) == {500}
+    fit = {d: Cost(c.a, c.b, c.c) for d, c in profile.costs.items()}
+    by_fit, _ = scheduler.plan(fit["cpu"].seconds(lens) * 8, fit["gpu"].seconds(lens), 8, 1,
+                               {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+    assert len(by_fit) < len(chosen) / 2
 
 
 def test_measure_times_every_length_that_fits():
@@ -484,7 +558,7 @@ def test_dynamic_learns_the_gpus_slowdown_beside_the_cpu(monkeypatch):
     assert len(scheduler.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
     scale.add("gpu0+cpu", 1.5, 1.0)                  # measured 50 % slower beside the CPU
     assert not len(scheduler.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
-    assert not folder._may_gain(lens)
+    assert not folder._may_gain(68, 68)
     before = folder.cpu_records
     folder.fold_packed([batch(50, 31)])
     assert folder.cpu_records == before

@@ -74,7 +74,9 @@ def print_profile(data: dict) -> None:
     for d in devices:
         c = data["costs"][d]
         call = data.get("calls", {}).get(d)
-        print(f"{d}: t(L) = {c['a']:.3e}·L³ + {c['b']:.3e}·L² + {c['c']:.3e} s a sequence"
+        model = (f"; the model joins the timed lengths (log-log), ∝ L^{c['tail']:.2f} beyond {c['lengths'][-1]} nt"
+                 if c.get("lengths") else "")
+        print(f"{d}: fit t(L) = {c['a']:.3e}·L³ + {c['b']:.3e}·L² + {c['c']:.3e} s a sequence{model}"
               + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
 
 

@@ -1,6 +1,14 @@
-"""Predicted folding time per sequence on one device: ``t(L) = a·L³ + b·L² + c`` seconds (a·L³ the fill, b·L²
-what grows with the matrices, c the fixed cost of a record: host path, launch share, writing), fitted to timed
-samples of a few lengths.
+"""Predicted folding time per sequence on one device, from timed samples of a few lengths.
+
+Between the lengths timed, a sequence's seconds are interpolated, straight in log-log (a power law from one
+timed length to the next): the GPU engine changes its fill at set lengths (:data:`LENGTHS` times both sides
+of each change), and its time a sequence there is no smooth function of the length. Below the shortest length
+timed a sequence costs what one of that length does; beyond the longest it grows as ``L ** tail`` from there
+(the CPU's ``tail`` is 3, the fill's order, which never predicts a long record cheaper on the CPU than it is;
+a GPU's is the slope of its last two lengths, between 1 and 3, which never predicts one dearer on the GPU:
+both err on the side of leaving a long record to the GPU). A fit ``a·L³ + b·L² + c`` (a·L³ the fill, b·L²
+what grows with the matrices, c the fixed cost of a record) is kept beside, for the summary a profile prints;
+a cost with no timed lengths (made by hand) is that fit alone.
 
 A device's profile is measured through the same path a run takes (:meth:`Folder.fold_packed`: packing,
 engine, unpacking), on random sequences of each length class, in batches large enough for the engine's
@@ -11,6 +19,7 @@ directory, and reused until ``--reprofile``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -24,22 +33,72 @@ import numpy as np
 
 from .. import __version__
 
-# lengths timed by a profile (nt); the GPU's short-sequence path changes its launch at 80, 120 and 232 nt
-LENGTHS = (30, 68, 120, 200, 400, 800, 1600)
+# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 232 nt (zs_fold_smem to
+# zs_fold) and after 600 (to the tiled fill), both sides of each are timed (tests/test_hybrid.py checks these
+# against the engine's own limits); its time a sequence is 4 x higher at 233 nt than at 232, 9 x lower at 601
+# than at 600 (benchmarks/RESULTS.md)
+LENGTHS = (30, 68, 120, 200, 232, 233, 300, 400, 500, 600, 601, 800, 1200, 1600)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
+COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
+TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather a batch)
 
 
 @dataclass(frozen=True)
 class Cost:
-    """``seconds(L) = a·L³ + b·L² + c`` per sequence (all coefficients ≥ 0)."""
+    """Seconds a sequence: interpolated between ``lengths`` (timed, ascending) and their ``per_seq`` seconds
+    (see the module's docstring); without them ``a·L³ + b·L² + c`` (all coefficients ≥ 0)."""
 
     a: float
     b: float
     c: float
+    lengths: tuple = ()
+    per_seq: tuple = ()
+    tail: float = 3.0
 
-    def seconds(self, lens) -> np.ndarray:
+    def __post_init__(self):
+        object.__setattr__(self, "lengths", tuple(int(x) for x in self.lengths))
+        object.__setattr__(self, "per_seq", tuple(float(x) for x in self.per_seq))
+        if len(self.lengths) != len(self.per_seq) or any(t <= 0 for t in self.per_seq) or \
+                any(b <= a for a, b in zip(self.lengths, self.lengths[1:])):
+            raise ValueError("a cost's lengths must ascend, one positive time each")
+
+    def polynomial(self, lens) -> np.ndarray:
         x = np.asarray(lens, dtype=np.float64)
         return (self.a * x + self.b) * x * x + self.c
+
+    def _curve(self, lens) -> np.ndarray:
+        x = np.maximum(np.asarray(lens, dtype=np.float64), 1.0)
+        logs = np.log(np.asarray(self.lengths, dtype=np.float64))
+        logt = np.log(np.asarray(self.per_seq, dtype=np.float64))
+        lx = np.log(x)
+        out = np.exp(np.interp(lx, logs, logt))        # constant below the first length and beyond the last
+        beyond = lx > logs[-1]
+        out[beyond] *= np.exp(self.tail * (lx[beyond] - logs[-1]))
+        return out
+
+    @functools.cached_property
+    def _table(self) -> np.ndarray:
+        return self._curve(np.arange(TABLE_MAX + 1))
+
+    def seconds(self, lens) -> np.ndarray:
+        if not self.lengths:
+            return self.polynomial(lens)
+        x = np.asarray(lens)
+        if x.dtype.kind in "iu" and x.size and int(x.max(initial=0)) <= TABLE_MAX and int(x.min()) >= 0:
+            return self._table[x]
+        return self._curve(x)
+
+    def total(self, sum_len3, sum_len2, records) -> np.ndarray:
+        """Seconds of groups of records of about one length each (a shard: one length bin), from their sums
+        of L³, L² and counts: the fit's sums, or without a fit ``records`` × the seconds of one record of the
+        group's cube-mean length."""
+        s3 = np.asarray(sum_len3, dtype=np.float64)
+        n = np.asarray(records, dtype=np.float64)
+        if not self.lengths:
+            return self.a * s3 + self.b * np.asarray(sum_len2, dtype=np.float64) + self.c * n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.where(n > 0, np.cbrt(s3 / np.maximum(n, 1.0)), 0.0)
+        return n * self._curve(mean)
 
     @classmethod
     def fit(cls, lens, seconds) -> "Cost":
@@ -65,6 +124,19 @@ class Cost:
         if best is None:                      # cannot happen with a single positive term, kept for clarity
             raise ValueError("no non-negative fit")
         return cls(*map(float, best))
+
+    @classmethod
+    def measured(cls, samples: dict, tail: float | None = None) -> "Cost":
+        """The cost of timed ``samples`` ({length: seconds a sequence}): interpolated, with the fit beside;
+        ``tail`` None: the slope of the last two lengths, kept within 1-3 (see the module's docstring)."""
+        lens = sorted(int(k) for k in samples)
+        secs = [float(samples[k]) for k in lens]
+        fit = cls.fit(lens, secs)
+        if tail is None:
+            tail = 3.0
+            if len(lens) > 1:
+                tail = float(np.clip(np.log(secs[-1] / secs[-2]) / np.log(lens[-1] / lens[-2]), 1.0, 3.0))
+        return cls(fit.a, fit.b, fit.c, tuple(lens), tuple(secs), float(tail))
 
 
 def _random_sequences(length: int, count: int, seed: int) -> list[str]:
@@ -118,7 +190,7 @@ def call_seconds(folder, repeat: int = 7) -> float:
 
 
 def host_key(algorithm: str, variant: str, options: dict, gpu_name: str | None, cpu_threads: int) -> dict:
-    return {"rnapipe": __version__, "machine": platform.machine(), "cpu_threads": cpu_threads,
+    return {"rnapipe": __version__, "cost": COST_MODEL, "machine": platform.machine(), "cpu_threads": cpu_threads,
             "gpu": gpu_name, "algorithm": algorithm, "variant": variant,
             "options": {k: v for k, v in sorted(options.items()) if v is not None}}
 
@@ -131,7 +203,7 @@ def cache_path(key: dict) -> Path:
 
 @dataclass
 class Profile:
-    """Measured seconds per sequence by device and length, and the fitted cost of each device."""
+    """Measured seconds per sequence by device and length, and each device's :class:`Cost` of them."""
 
     key: dict
     samples: dict            # device -> {length: seconds per sequence}
@@ -166,5 +238,5 @@ class Profile:
 
     @classmethod
     def fitted(cls, key: dict, samples: dict, calls: dict | None = None) -> "Profile":
-        costs = {d: Cost.fit(list(s), list(s.values())) for d, s in samples.items()}
+        costs = {d: Cost.measured(s, tail=3.0 if d == "cpu" else None) for d, s in samples.items()}
         return cls(key, samples, costs, dict(calls or {}))

@@ -256,9 +256,12 @@ class HybridFolder:
         if count == 0:
             return np.zeros(0, dtype=np.int64), b""
         self.records += count
+        lo, hi = int(lens.min()), int(lens.max())
         if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1 and \
-                not self._may_gain(lens):                      # the GPU alone, nothing predicted a record
-            result = self._gpu_alone(0, parts, float(self.gpu_cost.seconds(lens).sum()), count)
+                not self._may_gain(lo, hi):                    # the GPU alone, nothing predicted a record
+            predicted = count * float(self.gpu_cost.seconds(np.array([lo]))[0]) if lo == hi else \
+                float(self.gpu_cost.seconds(lens).sum())
+            result = self._gpu_alone(0, parts, predicted, count)
             self.scales.age()
             return result
         tc, tg = self.predict(lens)
@@ -274,15 +277,19 @@ class HybridFolder:
         self.scales.age()
         return result
 
-    def _may_gain(self, lens: np.ndarray) -> bool:
-        """False where no dynamic split of a batch of these lengths can save MIN_GAIN of the GPU's time
-        (:func:`.scheduler.max_gain` on a few lengths from the batch's shortest to its longest, not every
-        record). True where a device cannot fold one."""
-        lo, hi = int(lens.min()), int(lens.max())
+    def _may_gain(self, lo: int, hi: int) -> bool:
+        """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` can save MIN_GAIN of the GPU's
+        time (:func:`.scheduler.max_gain` on a few lengths from the shortest to the longest, and the lengths
+        the profile timed between them, not every record). True where a device cannot fold one."""
         cpu_limit, gpu_limit = self.longest
         if (gpu_limit is not None and hi > gpu_limit) or (cpu_limit is not None and hi > cpu_limit):
             return True
-        grid = np.unique(np.linspace(lo, hi, 33).astype(np.int64))
+        if lo == hi:
+            grid = np.array([lo], dtype=np.int64)
+        else:
+            timed = np.asarray(self.gpu_cost.lengths, dtype=np.int64)
+            grid = np.unique(np.concatenate([np.linspace(lo, hi, 33).astype(np.int64),
+                                             timed[(timed > lo) & (timed < hi)]]))
         gain = scheduler.max_gain(self.cpu_cost.seconds(grid) * self.cpu.threads, self.gpu_cost.seconds(grid),
                                   self.cpu_threads(), len(self.gpu_folders), self.scales.current())
         return gain >= scheduler.MIN_GAIN

@@ -1,7 +1,8 @@
 """The workflow's partition stage: the shards of one prepared input assigned to CPU jobs and GPU jobs.
 
-Each shard's predicted seconds on either device come from the host's profile (:mod:`.costmodel`: a·ΣL³ +
-b·ΣL² + c·n over its records; the profile's costs are throughputs). On the CPU a shard takes no less than its
+Each shard's predicted seconds on either device come from the host's profile (:mod:`.costmodel`: its records
+times one record's seconds at the shard's cube-mean length, a shard being one length bin; the profile's costs
+are throughputs). On the CPU a shard takes no less than its
 longest record on one thread (the CPU engine folds a sequence a thread: its threads × that record's cost).
 Shards are ordered by how much better the CPU does on them (t_CPU / t_GPU, :func:`.partition.cpu_first`); the
 CPU jobs take the prefix of that order, the GPU jobs the rest, at the boundary that makes the later of the two
@@ -37,7 +38,7 @@ def predicted(shards: list[Shard], cost, longest: int | None) -> np.ndarray:
     s3 = np.array([s.sum_len3 for s in shards], dtype=np.float64)
     s2 = np.array([s.sum_len2 for s in shards], dtype=np.float64)
     n = np.array([s.records for s in shards], dtype=np.float64)
-    t = cost.a * s3 + cost.b * s2 + cost.c * n
+    t = cost.total(s3, s2, n)
     if longest is not None:
         t[np.array([s.longest for s in shards], dtype=np.int64) > longest] = np.inf
     return t

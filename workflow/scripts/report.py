@@ -94,8 +94,13 @@ def time_vs_length(profile_path, path):
         c = data["costs"][d]
         grid = np.geomspace(lens.min(), lens.max(), 100)
         ax.loglog(lens, secs, "o", color=COLOURS.get(d), label=f"{d} measured")
-        ax.loglog(grid, c["a"] * grid ** 3 + c["b"] * grid ** 2 + c["c"], "-", color=COLOURS.get(d),
-                  label=f"{d} fitted a·L³ + b·L² + c")
+        if c.get("lengths"):              # the model rnapipe uses: the timed points joined in log-log
+            ax.loglog(c["lengths"], c["per_seq"], "-", color=COLOURS.get(d), label=f"{d} model (points joined)")
+            style, name = ":", "fit"
+        else:
+            style, name = "-", "fitted"
+        ax.loglog(grid, c["a"] * grid ** 3 + c["b"] * grid ** 2 + c["c"], style, color=COLOURS.get(d),
+                  label=f"{d} {name} a·L³ + b·L² + c")
     ax.set_xlabel("sequence length (nt)")
     ax.set_ylabel("seconds a sequence (throughput)")
     ax.set_title(f"Time against length ({data['threads']} CPU thread(s))")
