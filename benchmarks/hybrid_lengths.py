@@ -10,7 +10,8 @@ Prints four tables (one GPU, the CPU on all cores but two, as a hybrid batch run
 3. the GPU alone on parts of the transcript set, cut by the GPU engine's fills (≤ 232, 233-600, > 600 nt);
 4. forced hybrid batches on the transcripts: the CPU given k records of one length range (shortest or longest
    first), the rest to the GPU: wall seconds, the CPU's longest thread, the GPU's busy seconds;
-5. a dynamic-split batch against the GPU alone at 68 nt × 20,000, in turn (what the split's own path costs).
+5. a dynamic-split batch against the GPU alone at 68 nt × 20,000, in pairs of alternating order, and the GPU
+   alone against itself (what the split's own path costs, and the pairs' spread); ``--overhead``: this alone.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main() -> None:
     ap.add_argument("--set", default=f"file:{TRANSCRIPTS}:1000:2500", help="the mixed set of tables 3 and 4 "
                     "(file:PATH:N:MAXLEN, as hybrid_sweep.py)")
     ap.add_argument("--quick", action="store_true", help="fewer lengths")
+    ap.add_argument("--overhead", action="store_true", help="table 5 only")
     ap.add_argument("--stand-in", action="store_true", help="no GPU: a one-thread CPU folder in its place (to "
                     "check this script, not to measure)")
     args = ap.parse_args()
@@ -67,6 +69,10 @@ def main() -> None:
         folder = HybridFolder("zuker", profile=profile, split="dynamic")
         name = gpu_name()
     threads = folder.cpu_threads()
+    if args.overhead:
+        print(name)
+        overhead(folder, folder.gpu, scheduler)
+        return
     print(f"{name}; CPU part on {threads} threads (CPU folder {folder.cpu.threads})", flush=True)
     gpu = folder.gpu
 
@@ -158,25 +164,39 @@ def main() -> None:
             if np.median(walls) > 2.5 * t_gpu:
                 break
 
-    # 5. the dynamic split's own path against the GPU alone, in turn (the scales of tables 3-4 forgotten)
-    folder.scales = scheduler.Scales()
+    overhead(folder, gpu, scheduler)
+
+
+def overhead(folder, gpu, scheduler, seconds: float = 3.0) -> None:
+    """Table 5: the dynamic split's batch (planned to the GPU alone) against the GPU alone, in pairs whose order
+    alternates, and the GPU alone against itself in the same way (the pairs' own spread)."""
+    folder.scales = scheduler.Scales()          # the scales of the forced batches forgotten
     recs = random_records(68, 20000, 11)
-    for _ in range(3):
-        folder.fold_packed([recs])
-        gpu.fold_packed([recs])
-    dyn, alone = [], []
-    for _ in range(40):
+
+    def call(fold) -> float:
         start = time.perf_counter()
-        folder.fold_packed([recs])
-        dyn.append(time.perf_counter() - start)
+        fold([recs])
+        return time.perf_counter() - start
+
+    for _ in range(5):
+        call(folder.fold_packed)
+        call(gpu.fold_packed)
+    print("\n5. 68 nt × 20,000: pairs in alternating order, median of the ratios (quartiles)")
+    for name, first, second in (("dynamic / GPU alone", folder.fold_packed, gpu.fold_packed),
+                                ("GPU alone / GPU alone", gpu.fold_packed, gpu.fold_packed)):
+        a, b = [], []
         start = time.perf_counter()
-        gpu.fold_packed([recs])
-        alone.append(time.perf_counter() - start)
-    d, a = np.array(dyn), np.array(alone)
-    print(f"\n5. 68 nt × 20,000, 40 pairs in turn: dynamic median {1e3 * np.median(d):.3f} ms, GPU alone "
-          f"{1e3 * np.median(a):.3f} ms, median of pair ratios {np.median(d / a):.4f}; quartiles dynamic "
-          f"{1e3 * np.percentile(d, 25):.3f}-{1e3 * np.percentile(d, 75):.3f}, GPU {1e3 * np.percentile(a, 25):.3f}-"
-          f"{1e3 * np.percentile(a, 75):.3f}; CPU records {folder.cpu_records}")
+        while time.perf_counter() - start < seconds:
+            if len(a) % 2:
+                b.append(call(second))
+                a.append(call(first))
+            else:
+                a.append(call(first))
+                b.append(call(second))
+        r = np.array(a) / np.array(b)
+        print(f"{name}: {np.median(r):.4f} ({np.percentile(r, 25):.4f}-{np.percentile(r, 75):.4f}), {len(r)} pairs; "
+              f"medians {1e3 * np.median(a):.3f} / {1e3 * np.median(b):.3f} ms", flush=True)
+    print(f"CPU records: {folder.cpu_records}")
 
 
 if __name__ == "__main__":

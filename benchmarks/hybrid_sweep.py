@@ -18,7 +18,7 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
 * the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one and at 0.5, 1 and 2 points either
   side of the estimated share (records taken in the split's order), median of ``--repeat`` each, in the static
   split's default (its estimated share), and in the dynamic split (after one run that its scales learn from;
-  then in turn with the GPU alone, ``--repeat`` pairs and more until the pairs took ``PAIR_SECONDS``), with
+  then in turn with the GPU alone, in pairs of alternating order, ``--repeat`` and more until the pairs took ``PAIR_SECONDS``), with
   the CPU's share it took.
 
 With ``--gpus 0,1`` the hybrid has several GPUs and T_gpu is the GPUs together (the batch cut in one part a GPU).
@@ -148,8 +148,12 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     # (clocks, caches, the CPU's long runs) counts in both alike; T_gpu is the median of every GPU run
     runs, alone = [], []
     while len(runs) < repeat or sum(runs) + sum(alone) < PAIR_SECONDS:       # short batches: many pairs
-        runs.append(timed(folder.fold_packed, records, 1))
-        alone.append(timed(gpu_alone, records, 1))
+        if len(runs) % 2:                                                       # each order half the time
+            alone.append(timed(gpu_alone, records, 1))
+            runs.append(timed(folder.fold_packed, records, 1))
+        else:
+            runs.append(timed(folder.fold_packed, records, 1))
+            alone.append(timed(gpu_alone, records, 1))
     dynamic = float(np.median(runs))
     t_gpu = float(np.median(gpu_runs + alone))
     t_add = t_cpu * t_gpu / (t_cpu + t_gpu)
