@@ -53,7 +53,7 @@ if [ "${1:-one}" = lengths ]; then      # where the GPU's time goes by length (b
   exit 0
 fi
 if [ "${1:-one}" = identity ]; then     # byte identity (4.) and the hybrid's GPU tests, a call of their own
-  step identity 80 bash -c "python3 benchmarks/hybrid_identity.py 2>&1 | tee '$out/identity.txt'"
+  step identity 240 bash -c "python3 benchmarks/hybrid_identity.py 2>&1 | tee '$out/identity.txt'"
   grep -c DIFFERENT "$out"/identity*.txt
   step overhead 60 bash -c "python3 benchmarks/hybrid_lengths.py --overhead 2>&1 | tee '$out/overhead.txt'"
   step gpu-tests 400 python3 -m pytest -q -m gpu tests/test_hybrid.py tests/test_cli.py tests/test_resume.py

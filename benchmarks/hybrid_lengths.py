@@ -182,8 +182,14 @@ def overhead(folder, gpu, scheduler, seconds: float = 3.0) -> None:
         call(folder.fold_packed)
         call(gpu.fold_packed)
     print("\n5. 68 nt × 20,000: pairs in alternating order, median of the ratios (quartiles)")
+    predicted = float(folder.gpu_cost.seconds(recs.lens).sum())
+
+    def direct(parts):                    # the hybrid's GPU-alone step without its look at the lengths
+        return folder._gpu_alone(0, parts, predicted, len(recs))
+
     for name, first, second in (("dynamic / GPU alone", folder.fold_packed, gpu.fold_packed),
-                                ("GPU alone / GPU alone", gpu.fold_packed, gpu.fold_packed)):
+                                ("GPU alone / GPU alone", gpu.fold_packed, gpu.fold_packed),
+                                ("hybrid's GPU-alone step / GPU alone", direct, gpu.fold_packed)):
         a, b = [], []
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
@@ -197,6 +203,30 @@ def overhead(folder, gpu, scheduler, seconds: float = 3.0) -> None:
         print(f"{name}: {np.median(r):.4f} ({np.percentile(r, 25):.4f}-{np.percentile(r, 75):.4f}), {len(r)} pairs; "
               f"medians {1e3 * np.median(a):.3f} / {1e3 * np.median(b):.3f} ms", flush=True)
     print(f"CPU records: {folder.cpu_records}")
+
+    class Stub:                            # a GPU that takes no time: what is left is the hybrid's own path
+        def fold_packed(self, parts):
+            return np.zeros(len(parts[0].lens), dtype=np.int64), parts[0].seqs_text
+
+    real = folder.gpu_folders[0]
+    folder.gpu_folders[0] = Stub()
+    try:
+        n = 2000
+        start = time.perf_counter()
+        for _ in range(n):
+            folder.fold_packed([recs])
+        print(f"the dynamic split's own path (a GPU that takes no time): {1e6 * (time.perf_counter() - start) / n:.1f} "
+              "µs a batch of 20,000", flush=True)
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(500):
+            folder.fold_packed([recs])
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(10)
+    finally:
+        folder.gpu_folders[0] = real
 
 
 if __name__ == "__main__":
