@@ -564,6 +564,26 @@ def test_dynamic_learns_the_gpus_slowdown_beside_the_cpu(monkeypatch):
     assert folder.cpu_records == before
 
 
+def test_the_gpu_alone_answer_is_kept_for_a_few_batches_then_asked_again():
+    from rnapipe.pipeline import hybrid
+
+    folder = dynamic_folder([SlowFolder()], threads=4)
+    scale = folder.scales
+    scale.add("cpu", 1.0, 1.0)
+    scale.add("gpu0", 1.0, 1.0)
+    scale.add("gpu0+cpu", 1.5, 1.0)                  # the GPU 50 % slower beside the CPU: no gain
+    records = batch(50, 32)
+    folder.fold_packed([records])
+    assert folder.cpu_records == 0
+    scale.add("gpu0+cpu", 0.0, 1e6)                  # now as fast beside the CPU as alone: the CPU would gain
+    scale.add("gpu0", 1e6, 1e6)
+    for _ in range(hybrid.MEMO_BATCHES - 1):
+        folder.fold_packed([records])
+    assert folder.cpu_records == 0
+    folder.fold_packed([records])
+    assert folder.cpu_records > 0
+
+
 def test_among_cuts_contiguous_runs_of_about_equal_time():
     rng = np.random.default_rng(2)
     t = rng.uniform(0.1, 1.0, 500)

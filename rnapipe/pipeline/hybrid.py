@@ -7,7 +7,7 @@ Two ways to share a batch (``--split``):
 * ``dynamic``: each batch is planned by :func:`.scheduler.plan` on the costs as measured so far in the stream
   (:class:`.scheduler.Scales`: the CPU's, each GPU's alone and beside the busy CPU), the CPU given records only
   where that is predicted to end the batch sooner after every risk is counted, else nothing (the GPUs alone,
-  at no cost beyond a look at a few lengths).
+  at no cost beyond a look at a few lengths, whose answer is kept for the next batches of the same range).
 
 Either way each GPU folds its records in one call on a feeding thread of its own, and the CPU's records are
 spread over its threads longest first, each thread folding its own in one compiled call without the GIL
@@ -48,6 +48,8 @@ MIN_GAIN = 0.05
 # Threads of the CPU folder left out of a hybrid batch, beyond one core a GPU: for the stream's reading, parsing
 # and writing threads, so that the GPUs' feeding threads keep a core each.
 CPU_SPARE = 1
+# Batches for which the dynamic split's answer "the GPU alone" for a length range is kept (see _gpu_only).
+MEMO_BATCHES = 16
 
 
 def gpu_name(device: int = 0) -> str:
@@ -205,6 +207,8 @@ class HybridFolder:
         self.predicted = [0.0, 0.0]         # CPU, GPU seconds predicted for their shares
         self.measured = [0.0, 0.0]          # and measured (busy seconds of the devices, GPUs summed)
         self.cpu_share: float | None = None  # a forced share of each batch's records for the CPU (sweeps)
+        self._batches = 0
+        self._memo: dict = {}               # (shortest, longest) -> (batch, may the CPU gain, GPU s a record)
         limits = [g.length_check().longest for g in self.gpu_folders]
         known = [x for x in limits if x is not None]
         self.longest = (self.cpu.length_check().longest, min(known) if known else None)
@@ -256,14 +260,13 @@ class HybridFolder:
         if count == 0:
             return np.zeros(0, dtype=np.int64), b""
         self.records += count
-        lo, hi = int(lens.min()), int(lens.max())
-        if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1 and \
-                not self._may_gain(lo, hi):                    # the GPU alone, nothing predicted a record
-            predicted = count * float(self.gpu_cost.seconds(np.array([lo]))[0]) if lo == hi else \
-                float(self.gpu_cost.seconds(lens).sum())
-            result = self._gpu_alone(0, parts, predicted, count)
-            self.scales.age()
-            return result
+        self._batches += 1
+        if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1:
+            predicted = self._gpu_only(lens)
+            if predicted is not None:                          # the GPU alone, nothing predicted a record
+                result = self._gpu_alone(0, parts, predicted, count)
+                self.scales.age()
+                return result
         tc, tg = self.predict(lens)
         threads = self.cpu_threads()
         if self.split == "dynamic" and self.cpu_share is None:
@@ -276,6 +279,22 @@ class HybridFolder:
         result = self._fold(parts, text, lens, tc * self.cpu.threads, tg, where, threads)
         self.scales.age()
         return result
+
+    def _gpu_only(self, lens: np.ndarray) -> float | None:
+        """The GPU's predicted seconds for a batch of these lengths where no dynamic split can gain
+        (:meth:`_may_gain`), else None. The answer for a batch's length range is kept for ``MEMO_BATCHES``
+        batches: the scales it depends on move little from one batch to the next, and a batch of a few
+        milliseconds should not pay for planning it."""
+        lo, hi = int(lens.min()), int(lens.max())
+        hit = self._memo.get((lo, hi))
+        if hit is None or self._batches - hit[0] >= MEMO_BATCHES:
+            if len(self._memo) >= 256:
+                self._memo.clear()
+            one = float(self.gpu_cost.seconds(np.array([lo]))[0]) if lo == hi else None
+            hit = self._memo[(lo, hi)] = (self._batches, self._may_gain(lo, hi), one)
+        if hit[1]:
+            return None
+        return len(lens) * hit[2] if hit[2] is not None else float(self.gpu_cost.seconds(lens).sum())
 
     def _may_gain(self, lo: int, hi: int) -> bool:
         """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` can save MIN_GAIN of the GPU's
