@@ -3,6 +3,7 @@
 #   bash benchmarks/device_hybrid.sh        # one GPU: profile, sweeps (about 6 min; SMALL_CALLS=1: the CPU
 #                                           # engine's small calls too)
 #   bash benchmarks/device_hybrid.sh identity  # 4. byte identity, then the hybrid's, CLI's and resume GPU tests
+#   bash benchmarks/device_hybrid.sh cli    # profile, transcript sweep, whole chr19 through `rnapipe fold` (7-9 min)
 #   bash benchmarks/device_hybrid.sh lengths  # the GPU's and the CPU's time by length, forced splits (5-7 min)
 #   bash benchmarks/device_hybrid.sh two    # two GPUs and the CPU: profile, transcript sweep, identity (4-6 min)
 # Carried wheels in .whl/ (biopython, viennarna: git-ignored) are installed when present. Writes into $OUT
@@ -49,6 +50,24 @@ if [ "${1:-one}" = two ]; then
 fi
 if [ "${1:-one}" = lengths ]; then      # where the GPU's time goes by length (benchmarks/hybrid_lengths.py)
   step lengths 420 bash -c "python3 benchmarks/hybrid_lengths.py 2>&1 | tee '$out/lengths.txt'"
+  echo "total: $SECONDS s" | tee -a "$log"
+  exit 0
+fi
+if [ "${1:-one}" = cli ]; then           # what a user gets: the whole chr19 cDNA through `rnapipe fold`
+  in=benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz
+  step profile 200 bash -c "python3 -m rnapipe profile > '$out/profile.txt' 2>&1"
+  step sweep-transcripts 220 python3 benchmarks/hybrid_sweep.py --repeat 5 --point-repeat 1 --steps 16 \
+    --sets "file:$in:1000:2500" --json "$out/sweep_transcripts.json" --png "$out/sweep_transcripts.png" \
+    --results "$out/sweep.md"
+  for mode in gpu dynamic static gpu dynamic; do      # alternating; the profile made above is reused
+    if [ $mode = gpu ]; then dev=(--device gpu); else dev=(--device hybrid --split $mode); fi
+    t0=$(date +%s.%N)
+    python3 -m rnapipe fold "$in" -o "/tmp/chr19.$mode.db" "${dev[@]}" 2>&1 | grep -i "hybrid (\|error" | tail -2
+    echo "cli $mode: $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" \
+      "$(date +%s.%N)") s wall" | tee -a "$log"
+  done
+  cmp /tmp/chr19.gpu.db /tmp/chr19.dynamic.db && cmp /tmp/chr19.gpu.db /tmp/chr19.static.db && echo "cli: outputs identical"
+  cat "$out/sweep.md"
   echo "total: $SECONDS s" | tee -a "$log"
   exit 0
 fi
