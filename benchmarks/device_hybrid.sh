@@ -59,10 +59,13 @@ if [ "${1:-one}" = cli ]; then           # what a user gets: the whole chr19 cDN
   step sweep-transcripts 220 python3 benchmarks/hybrid_sweep.py --repeat 5 --point-repeat 1 --steps 16 \
     --sets "file:$in:1000:2500" --json "$out/sweep_transcripts.json" --png "$out/sweep_transcripts.png" \
     --results "$out/sweep.md"
+  n=0
   for mode in gpu dynamic static gpu dynamic; do      # alternating; the profile made above is reused
     if [ $mode = gpu ]; then dev=(--device gpu); else dev=(--device hybrid --split $mode); fi
+    n=$((n + 1))
     t0=$(date +%s.%N)
-    python3 -m rnapipe fold "$in" -o "/tmp/chr19.$mode.db" "${dev[@]}" 2>&1 | grep -i "hybrid (\|error" | tail -2
+    RNAPIPE_HYBRID_LOG="$out/batches_${n}_$mode.tsv" python3 -m rnapipe fold "$in" -o "/tmp/chr19.$mode.db" \
+      "${dev[@]}" 2>&1 | grep -i "hybrid (\|error" | tail -2
     echo "cli $mode: $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" \
       "$(date +%s.%N)") s wall" | tee -a "$log"
   done

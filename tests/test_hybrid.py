@@ -73,11 +73,11 @@ def power_law(samples: dict, length: float, tail: float) -> float:
 def test_cost_joins_the_timed_lengths_in_log_log(seed):
     rng = random.Random(seed)
     samples = {length: rng.uniform(1e-7, 1e-2) for length in rng.sample(range(10, 3000), 8)}
-    for device in ("cpu", "gpu"):
+    for device in ("gpu", "gpu1"):
         cost = Profile.fitted({}, {device: samples}).costs[device]
         last, before = sorted(samples)[-1], sorted(samples)[-2]
         slope = math.log(samples[last] / samples[before]) / math.log(last / before)
-        assert cost.tail == (3.0 if device == "cpu" else min(3.0, max(1.0, slope)))
+        assert cost.tail == min(3.0, max(1.0, slope))
         lens = [rng.randrange(1, 20000) for _ in range(200)] + sorted(samples)
         want = [power_law(samples, length, cost.tail) for length in lens]
         assert np.allclose(cost.seconds(np.array(lens)), want, rtol=1e-9)               # the table
@@ -88,6 +88,17 @@ def test_cost_joins_the_timed_lengths_in_log_log(seed):
         mean = float(np.mean(group ** 3)) ** (1 / 3)
         assert cost.total([float(np.sum(group ** 3))], [0.0], [30])[0] == pytest.approx(
             30 * power_law(samples, mean, cost.tail), rel=1e-9)
+
+
+def test_the_cpus_cost_is_its_fit_which_one_disturbed_sample_moves_little():
+    lens = np.array(costmodel.LENGTHS, dtype=np.float64)
+    true = 1.4e-11 * lens ** 3 + 8e-9 * lens ** 2
+    samples = dict(zip(costmodel.LENGTHS, true))
+    samples[600] *= 2.4                                     # one sample disturbed
+    cost = Profile.fitted({}, {"cpu": samples, "gpu": samples}).costs["cpu"]
+    assert not cost.lengths                                 # the fit, no interpolation
+    assert cost.seconds(np.array([600]))[0] < 1.3 * true[costmodel.LENGTHS.index(600)]
+    assert np.all(np.abs(cost.seconds(lens) / true - 1) < 0.3)
 
 
 def test_a_cost_without_timed_lengths_is_its_fit():

@@ -1,14 +1,15 @@
 """Predicted folding time per sequence on one device, from timed samples of a few lengths.
 
-Between the lengths timed, a sequence's seconds are interpolated, straight in log-log (a power law from one
-timed length to the next): the GPU engine changes its fill at set lengths (:data:`LENGTHS` times both sides
-of each change), and its time a sequence there is no smooth function of the length. Below the shortest length
-timed a sequence costs what one of that length does; beyond the longest it grows as ``L ** tail`` from there
-(the CPU's ``tail`` is 3, the fill's order, which never predicts a long record cheaper on the CPU than it is;
-a GPU's is the slope of its last two lengths, between 1 and 3, which never predicts one dearer on the GPU:
-both err on the side of leaving a long record to the GPU). A fit ``a·L³ + b·L² + c`` (a·L³ the fill, b·L²
-what grows with the matrices, c the fixed cost of a record) is kept beside, for the summary a profile prints;
-a cost with no timed lengths (made by hand) is that fit alone.
+The CPU engine folds every length the same way: its cost is the fit ``a·L³ + b·L² + c`` (a·L³ the fill,
+b·L² what grows with the matrices, c the fixed cost of a record) through its samples, a smooth curve that one
+disturbed sample moves little (a 15-thread sample has come out 2.4 x slower than its neighbours on either
+side). A GPU engine changes its fill at set lengths (:data:`LENGTHS` times both sides of each change), and its
+time a sequence there is no smooth function of the length: between the lengths timed it is interpolated,
+straight in log-log (a power law from one timed length to the next); below the shortest a sequence costs what
+one of that length does; beyond the longest it grows as ``L ** tail`` from there, ``tail`` the slope of the
+last two lengths kept within 1-3 (the fill's order is 3 and a GPU's slope at 1,600 nt some 2: it errs on the
+side of a long record looking cheap on the GPU, which leaves it to the GPU). A cost made with no timed lengths
+is its fit alone.
 
 A device's profile is measured through the same path a run takes (:meth:`Folder.fold_packed`: packing,
 engine, unpacking), on random sequences of each length class, in batches large enough for the engine's
@@ -45,8 +46,8 @@ TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a ta
 
 @dataclass(frozen=True)
 class Cost:
-    """Seconds a sequence: interpolated between ``lengths`` (timed, ascending) and their ``per_seq`` seconds
-    (see the module's docstring); without them ``a·L³ + b·L² + c`` (all coefficients ≥ 0)."""
+    """Seconds a sequence: interpolated between ``lengths`` (timed, ascending) and their ``per_seq`` seconds,
+    ``L ** tail`` beyond (see the module's docstring); without them ``a·L³ + b·L² + c`` (all ≥ 0)."""
 
     a: float
     b: float
@@ -127,7 +128,7 @@ class Cost:
 
     @classmethod
     def measured(cls, samples: dict, tail: float | None = None) -> "Cost":
-        """The cost of timed ``samples`` ({length: seconds a sequence}): interpolated, with the fit beside;
+        """A GPU's cost of timed ``samples`` ({length: seconds a sequence}): interpolated, with the fit beside;
         ``tail`` None: the slope of the last two lengths, kept within 1-3 (see the module's docstring)."""
         lens = sorted(int(k) for k in samples)
         secs = [float(samples[k]) for k in lens]
@@ -238,5 +239,6 @@ class Profile:
 
     @classmethod
     def fitted(cls, key: dict, samples: dict, calls: dict | None = None) -> "Profile":
-        costs = {d: Cost.measured(s, tail=3.0 if d == "cpu" else None) for d, s in samples.items()}
+        costs = {d: Cost.fit(list(s), list(s.values())) if d == "cpu" else Cost.measured(s)
+                 for d, s in samples.items()}
         return cls(key, samples, costs, dict(calls or {}))

@@ -97,6 +97,8 @@ class _Batch:
         np.cumsum(lens + 1, out=self.starts[1:])
         self.scores = np.empty(len(lens), dtype=np.int64)
         self.out = np.empty(len(text), dtype=np.uint8)
+        self.cpu_seconds: list[float] = []          # each CPU thread's and each GPU's time on this batch
+        self.gpu_seconds: list[float] = []
 
     @staticmethod
     def _run(positions: np.ndarray) -> tuple[int, int] | None:
@@ -208,6 +210,8 @@ class HybridFolder:
         self.measured = [0.0, 0.0]          # and measured (busy seconds of the devices, GPUs summed)
         self.cpu_share: float | None = None  # a forced share of each batch's records for the CPU (sweeps)
         self._batches = 0
+        self._note = None                   # the dynamic plan's prediction and scales for the batch's log line
+        self.log = os.environ.get("RNAPIPE_HYBRID_LOG") or None     # a TSV line a split batch (tuning)
         self._memo: dict = {}               # (shortest, longest) -> (batch, may the CPU gain, GPU s a record)
         limits = [g.length_check().longest for g in self.gpu_folders]
         known = [x for x in limits if x is not None]
@@ -270,8 +274,9 @@ class HybridFolder:
         tc, tg = self.predict(lens)
         threads = self.cpu_threads()
         if self.split == "dynamic" and self.cpu_share is None:
-            cpu_part, _ = scheduler.plan(tc * self.cpu.threads, tg, threads, len(self.gpu_folders),
-                                         self.scales.current())
+            scales = self.scales.current()
+            cpu_part, predicted = scheduler.plan(tc * self.cpu.threads, tg, threads, len(self.gpu_folders), scales)
+            self._note = (predicted, scales)
             where = among(tg, np.ones(count, dtype=bool), len(self.gpu_folders))
             where[cpu_part] = -1
         else:
@@ -333,8 +338,29 @@ class HybridFolder:
             for share in scheduler.lpt(tc1[cpu_part], threads):
                 positions = cpu_part[share]
                 jobs.append((-1, self._cpu_job(batch, gate, positions, float(tc1[positions].sum()))))
+        start = time.perf_counter()
         self._run(jobs)
+        if self.log is not None:
+            self._log_batch(batch, cpu_part, time.perf_counter() - start)
         return batch.scores, batch.out.tobytes()
+
+    def _log_batch(self, batch: _Batch, cpu_part: np.ndarray, wall: float) -> None:
+        """One line of RNAPIPE_HYBRID_LOG for a split batch: its records and lengths, the CPU's records, what
+        the dynamic plan predicted (the CPU's threads, the GPUs beside it, the GPUs alone) on which scales, and
+        what was measured (the CPU's longest thread, the longest GPU call, the batch)."""
+        predicted, scales = getattr(self, "_note", None) or ({}, {})
+        self._note = None
+        lens = batch.lens
+        fields = [self._batches, len(lens), int(lens.min()), int(lens.max()), len(cpu_part),
+                  int(lens[cpu_part].max()) if len(cpu_part) else 0]
+        fields += [f"{predicted.get(k, float('nan')):.4f}" for k in ("cpu", "gpus", "alone")]
+        fields += [f"{max(batch.cpu_seconds, default=0.0):.4f}", f"{max(batch.gpu_seconds, default=0.0):.4f}",
+                   f"{wall:.4f}", " ".join(f"{k}={v:.3f}" for k, v in sorted(scales.items()))]
+        with self._lock, open(self.log, "a") as handle:
+            if handle.tell() == 0:
+                handle.write("batch\trecords\tshortest\tlongest\tcpu_records\tcpu_longest\tpredicted_cpu\t"
+                             "predicted_gpus\tpredicted_alone\tcpu_thread_max\tgpu_max\twall\tscales\n")
+            handle.write("\t".join(str(f) for f in fields) + "\n")
 
     def _gpu_alone(self, i: int, parts: list, predicted: float, records: int) -> tuple[np.ndarray, bytes]:
         """The whole batch on GPU i, on the calling thread; measured into the scales."""
@@ -351,6 +377,7 @@ class HybridFolder:
             scores, structures = self.gpu_folders[i].fold_packed([batch.records(positions)])
             seconds = time.perf_counter() - start
             batch.put(positions, scores, structures)
+            batch.gpu_seconds.append(seconds)
             self.scales.add(f"gpu{i}{beside}", seconds, predicted)
             with self._lock:
                 self._count(i, seconds, predicted, len(positions))
@@ -366,6 +393,7 @@ class HybridFolder:
                                              batch.scores, batch.out)
             finally:
                 gate.give_back(need)
+            batch.cpu_seconds.append(seconds)
             self.scales.add("cpu", seconds, predicted)
             with self._lock:
                 self._count(-1, seconds, predicted, len(positions))
