@@ -15,11 +15,11 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
 * the balanced share: the CPU's share of the records that balances the profile's predicted times (as if a
   record could be shared out), and the estimated share: what the default mode gives the CPU
   (``HybridFolder.plan``: the CPU's one thread a sequence, its call cost, a minimum gain);
-* the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one and at 0.5, 1 and 2 points either
-  side of the estimated share (records taken in the split's order), median of ``--repeat`` each, in the static
-  split's default (its estimated share), and in the dynamic split (after one run that its scales learn from;
-  then in turn with the GPU alone, in pairs of alternating order, ``--repeat`` and more until the pairs took ``PAIR_SECONDS``), with
-  the CPU's share it took.
+* the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one, median of ``--point-repeat`` runs
+  each, and at the estimated share and 0.5, 1 and 2 points either side of it, median of at least 3 (records
+  taken in the split's order); in the static split's default (its estimated share); and in the dynamic split
+  (after one run that its scales learn from; then in turn with the GPU alone, in pairs of alternating order,
+  ``--repeat`` pairs and more until they took ``PAIR_SECONDS``), with the CPU's share it took.
 
 With ``--gpus 0,1`` the hybrid has several GPUs and T_gpu is the GPUs together (the batch cut in one part a GPU).
 
@@ -132,11 +132,13 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     top = max(3 * paper, 3.0 / len(records))
     points = []
     shares = set(np.linspace(0.0, top, steps).tolist())
+    near = set()
     if estimated > 0:               # and near the estimate, to tell whether the best is within 1 point of it
-        shares |= {estimated + d for d in (-0.02, -0.01, -0.005, 0.005, 0.01, 0.02) if 0 < estimated + d < 1}
-    for share in sorted(shares):
+        near = {estimated + d for d in (-0.02, -0.01, -0.005, 0.0, 0.005, 0.01, 0.02) if 0 < estimated + d < 1}
+    for share in sorted(shares | near):
         folder.cpu_share = float(share)
-        points.append((float(share), timed(folder.fold_packed, records, point_repeat or repeat)))
+        runs = max(3, point_repeat or repeat) if share in near else point_repeat or repeat
+        points.append((float(share), timed(folder.fold_packed, records, runs)))
     folder.cpu_share = None
     folder.split = "static"
     default = timed(folder.fold_packed, records, repeat)

@@ -595,6 +595,23 @@ def test_the_gpu_alone_answer_is_kept_for_a_few_batches_then_asked_again():
     assert folder.cpu_records > 0
 
 
+def test_small_batches_move_the_plan_of_a_large_one_little():
+    """A batch of 14 records measured 6 x its prediction on the GPU (its latency, not the engine's rate): the
+    next batch, 4,000 x larger, is planned about as the profile says, and one of the same size as measured."""
+    from rnapipe.pipeline import scheduler
+
+    scales = scheduler.Scales()
+    scales.add("gpu0", 6.0 * 0.01, 0.01)             # predicted 10 ms, took 60
+    assert scales.current()["gpu0"] == pytest.approx(6.0)
+    large = scales.current(scheduler.PRIOR * 40.0)["gpu0"]
+    assert large == pytest.approx((0.06 + scheduler.PRIOR * 40.0) / (0.01 + scheduler.PRIOR * 40.0))
+    assert large < 1.01
+    same = scales.current(scheduler.PRIOR * 0.01)["gpu0"]
+    assert same == pytest.approx((0.06 + scheduler.PRIOR * 0.01) / (0.01 + scheduler.PRIOR * 0.01)) and same > 4.5
+    scales.add("cpu", 2.0, 1.0)
+    assert scales.current(0.0, 1.0)["cpu"] == pytest.approx(1.5)     # the CPU's prior in its own units
+
+
 def test_among_cuts_contiguous_runs_of_about_equal_time():
     rng = np.random.default_rng(2)
     t = rng.uniform(0.1, 1.0, 500)

@@ -274,7 +274,7 @@ class HybridFolder:
         tc, tg = self.predict(lens)
         threads = self.cpu_threads()
         if self.split == "dynamic" and self.cpu_share is None:
-            scales = self.scales.current()
+            scales = self._scales(float(tg[np.isfinite(tg)].sum()) / len(self.gpu_folders))
             cpu_part, predicted = scheduler.plan(tc * self.cpu.threads, tg, threads, len(self.gpu_folders), scales)
             self._note = (predicted, scales)
             where = among(tg, np.ones(count, dtype=bool), len(self.gpu_folders))
@@ -296,14 +296,24 @@ class HybridFolder:
             if len(self._memo) >= 256:
                 self._memo.clear()
             one = float(self.gpu_cost.seconds(np.array([lo]))[0]) if lo == hi else None
-            hit = self._memo[(lo, hi)] = (self._batches, self._may_gain(lo, hi), one)
+            alone = len(lens) * one if one is not None else float(self.gpu_cost.seconds(lens).sum())
+            hit = self._memo[(lo, hi)] = (self._batches, self._may_gain(lo, hi, alone), one)
+            if hit[1]:
+                return None
+            return alone
         if hit[1]:
             return None
         return len(lens) * hit[2] if hit[2] is not None else float(self.gpu_cost.seconds(lens).sum())
 
-    def _may_gain(self, lo: int, hi: int) -> bool:
-        """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` can save MIN_GAIN of the GPU's
-        time (:func:`.scheduler.max_gain` on a few lengths from the shortest to the longest, and the lengths
+    def _scales(self, alone: float) -> dict:
+        """The measured scales for a batch the GPUs alone are predicted to fold in ``alone`` seconds (the
+        profile's word counted as :data:`.scheduler.PRIOR` of it)."""
+        prior = scheduler.PRIOR * alone
+        return self.scales.current(prior, prior * self.cpu_threads())
+
+    def _may_gain(self, lo: int, hi: int, alone: float = 0.0) -> bool:
+        """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` (the GPUs alone: ``alone``
+        seconds) can save MIN_GAIN of the GPU's time (:func:`.scheduler.max_gain` on a few lengths from the shortest to the longest, and the lengths
         the profile timed between them, not every record). True where a device cannot fold one."""
         cpu_limit, gpu_limit = self.longest
         if (gpu_limit is not None and hi > gpu_limit) or (cpu_limit is not None and hi > cpu_limit):
@@ -315,7 +325,7 @@ class HybridFolder:
             grid = np.unique(np.concatenate([np.linspace(lo, hi, 33).astype(np.int64),
                                              timed[(timed > lo) & (timed < hi)]]))
         gain = scheduler.max_gain(self.cpu_cost.seconds(grid) * self.cpu.threads, self.gpu_cost.seconds(grid),
-                                  self.cpu_threads(), len(self.gpu_folders), self.scales.current())
+                                  self.cpu_threads(), len(self.gpu_folders), self._scales(alone))
         return gain >= scheduler.MIN_GAIN
 
     def _fold(self, parts, text, lens, tc1, tg, where, threads) -> tuple[np.ndarray, bytes]:

@@ -32,6 +32,7 @@ CPU_FIT = 0.8                 # the CPU's threads end by this fraction of the GP
 CPU_FIT_UNMEASURED = 0.5      # and by this fraction while the CPU's costs in this stream are not measured
 MIN_GAIN = 0.02               # the CPU gets records only where they end the batch this much sooner
 SLOWDOWN_PRIOR = 1.03         # the GPUs' time beside a busy CPU over their time alone, until measured
+PRIOR = 0.25                  # the profile's word on a batch counts as this share of the batch's predicted time
 
 
 def lpt(seconds: np.ndarray, threads: int) -> list[np.ndarray]:
@@ -142,6 +143,15 @@ class Scales:
                 m[0] *= 0.5
                 m[1] *= 0.5
 
-    def current(self) -> dict:
+    def current(self, gpu_prior: float = 0.0, cpu_prior: float = 0.0) -> dict:
+        """Each device's measured over predicted seconds, the profile's own word (1) counted beside the
+        measurements as ``gpu_prior`` predicted GPU seconds (``cpu_prior`` CPU thread-seconds) more: with
+        :data:`PRIOR` times the batch at hand, batches much smaller than it (whose GPU time is one
+        sequence's latency more than the engine's throughput) move its plan little."""
         with self._lock:
-            return {d: min(10.0, max(0.1, m[0] / m[1])) for d, m in self._sums.items() if m[1] > 0}
+            out = {}
+            for d, (measured, predicted) in self._sums.items():
+                prior = cpu_prior if d == "cpu" else gpu_prior
+                if predicted + prior > 0:
+                    out[d] = min(10.0, max(0.1, (measured + prior) / (predicted + prior)))
+            return out
