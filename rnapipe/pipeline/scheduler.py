@@ -29,7 +29,7 @@ import threading
 import numpy as np
 
 CPU_FIT = 0.8                 # the CPU's threads end by this fraction of the GPUs' predicted time for the rest
-CPU_FIT_UNMEASURED = 0.5      # and by this fraction while the CPU's costs in this stream are not measured
+CPU_FIT_UNMEASURED = 0.7      # and by this fraction while the CPU's costs in this stream are not measured
 MIN_GAIN = 0.02               # the CPU gets records only where they end the batch this much sooner
 SLOWDOWN_PRIOR = 1.03         # the GPUs' time beside a busy CPU over their time alone, until measured
 PRIOR = 0.25                  # the profile's word on a batch counts as this share of the batch's predicted time
