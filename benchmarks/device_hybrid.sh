@@ -78,7 +78,7 @@ if [ "${1:-one}" = identity ]; then     # byte identity (4.) and the hybrid's GP
   step identity 240 bash -c "python3 benchmarks/hybrid_identity.py 2>&1 | tee '$out/identity.txt'"
   grep -c DIFFERENT "$out"/identity*.txt
   step overhead 60 bash -c "python3 benchmarks/hybrid_lengths.py --overhead 2>&1 | tee '$out/overhead.txt'"
-  step gpu-tests 400 python3 -m pytest -q -m gpu tests/test_hybrid.py tests/test_cli.py tests/test_resume.py
+  step gpu-tests 400 python3 -m pytest -q -m gpu tests/test_hybrid.py tests/test_cli.py tests/test_resume.py tests/test_workflow.py
   echo "total: $SECONDS s" | tee -a "$log"
   exit 0
 fi
