@@ -212,8 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     profile = commands.add_parser("profile", help="time the CPU and GPU engines (for --device hybrid)",
                                   epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                                   description="Time the CPU engine and the GPU engine on random sequences of a few "
-                                  "lengths, fit each one's cost t(L) = a·L³ + b·L² + c, print them and save them "
-                                  "as this host's profile, which --device hybrid splits its batches by.")
+                                  "lengths, print their costs (the CPU's fitted to t(L) = a·L³ + b·L² + c, the "
+                                  "GPU's joining its timed lengths) and save them as this host's profile, which "
+                                  "--device hybrid splits its batches by.")
     profile.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,
                          help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
     profile.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")

@@ -1,6 +1,6 @@
 # profile: this host's CPU engine (at a CPU fold job's threads) and, when there are GPU jobs, its GPU engine,
-# each timed at a few lengths and fitted to t(L) = a*L^3 + b*L^2 + c, where the job runs (on a cluster, a compute
-# node). The file is named after the device kind; rnapipe keeps the host's profile in its cache
+# each timed at 14 lengths where the job runs (on a cluster, a compute node): the CPU's cost fitted to
+# t(L) = a*L^3 + b*L^2 + c, the GPU's joining its timed lengths. The file is named after the device kind; rnapipe keeps the host's profile in its cache
 # (~/.cache/rnapipe), so later runs on the same host take it from there.
 # Without a GPU it times the CPU only and its log says so in one line.
 
