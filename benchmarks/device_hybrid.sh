@@ -12,19 +12,8 @@
 set -uo pipefail
 out="${OUT:-/tmp/hybrid-out}"
 mkdir -p "$out"
-if compgen -G ".whl/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 RNAPIPE_CACHE=/tmp/rnapipe-cache
-# Bytecode for rnapipe and the packages a fold imports, as `pip install` leaves them (the device image has none).
-dirs=$(python3 -c "
-import importlib, os
-for name in ('numba', 'llvmlite', 'cupy', 'cupy_backends', 'numpy', 'psutil', 'scipy', 'matplotlib'):
-    try:
-        print(os.path.dirname(importlib.import_module(name).__file__))
-    except ImportError:
-        pass")
-python3 -m compileall -q -j 0 rnapipe /tmp/site $dirs > /dev/null 2>&1 || true
+source benchmarks/device_env.sh
+export RNAPIPE_CACHE=/tmp/rnapipe-cache
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 log="$out/steps.log"
 step() {        # step NAME SECONDS COMMAND...: run with a time limit, log its duration and exit code

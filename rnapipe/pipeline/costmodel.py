@@ -91,8 +91,8 @@ class Cost:
 
     def total(self, sum_len3, sum_len2, records) -> np.ndarray:
         """Seconds of groups of records of about one length each (a shard: one length bin), from their sums
-        of L³, L² and counts: the fit's sums, or without a fit ``records`` × the seconds of one record of the
-        group's cube-mean length."""
+        of L³, L² and counts: with timed lengths ``records`` × the seconds of one record of the group's
+        cube-mean length, without them the fit over the sums."""
         s3 = np.asarray(sum_len3, dtype=np.float64)
         n = np.asarray(records, dtype=np.float64)
         if not self.lengths:
@@ -127,17 +127,16 @@ class Cost:
         return cls(*map(float, best))
 
     @classmethod
-    def measured(cls, samples: dict, tail: float | None = None) -> "Cost":
+    def measured(cls, samples: dict) -> "Cost":
         """A GPU's cost of timed ``samples`` ({length: seconds a sequence}): interpolated, with the fit beside;
-        ``tail`` None: the slope of the last two lengths, kept within 1-3 (see the module's docstring)."""
+        ``tail`` the slope of the last two lengths, kept within 1-3 (see the module's docstring)."""
         lens = sorted(int(k) for k in samples)
         secs = [float(samples[k]) for k in lens]
         fit = cls.fit(lens, secs)
-        if tail is None:
-            tail = 3.0
-            if len(lens) > 1:
-                tail = float(np.clip(np.log(secs[-1] / secs[-2]) / np.log(lens[-1] / lens[-2]), 1.0, 3.0))
-        return cls(fit.a, fit.b, fit.c, tuple(lens), tuple(secs), float(tail))
+        tail = 3.0
+        if len(lens) > 1:
+            tail = float(np.clip(np.log(secs[-1] / secs[-2]) / np.log(lens[-1] / lens[-2]), 1.0, 3.0))
+        return cls(fit.a, fit.b, fit.c, tuple(lens), tuple(secs), tail)
 
 
 def _random_sequences(length: int, count: int, seed: int) -> list[str]:

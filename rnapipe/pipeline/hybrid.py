@@ -292,18 +292,19 @@ class HybridFolder:
         milliseconds should not pay for planning it."""
         lo, hi = int(lens.min()), int(lens.max())
         hit = self._memo.get((lo, hi))
-        if hit is None or self._batches - hit[0] >= MEMO_BATCHES:
+        fresh = hit is not None and self._batches - hit[0] < MEMO_BATCHES
+        if fresh and hit[1]:
+            return None
+        if fresh:
+            one = hit[2]
+        else:
+            one = float(self.gpu_cost.seconds(np.array([lo]))[0]) if lo == hi else None
+        alone = len(lens) * one if one is not None else float(self.gpu_cost.seconds(lens).sum())
+        if not fresh:
             if len(self._memo) >= 256:
                 self._memo.clear()
-            one = float(self.gpu_cost.seconds(np.array([lo]))[0]) if lo == hi else None
-            alone = len(lens) * one if one is not None else float(self.gpu_cost.seconds(lens).sum())
             hit = self._memo[(lo, hi)] = (self._batches, self._may_gain(lo, hi, alone), one)
-            if hit[1]:
-                return None
-            return alone
-        if hit[1]:
-            return None
-        return len(lens) * hit[2] if hit[2] is not None else float(self.gpu_cost.seconds(lens).sum())
+        return None if hit[1] else alone
 
     def _scales(self, alone: float) -> dict:
         """The measured scales for a batch the GPUs alone are predicted to fold in ``alone`` seconds (the
@@ -313,8 +314,9 @@ class HybridFolder:
 
     def _may_gain(self, lo: int, hi: int, alone: float = 0.0) -> bool:
         """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` (the GPUs alone: ``alone``
-        seconds) can save MIN_GAIN of the GPU's time (:func:`.scheduler.max_gain` on a few lengths from the shortest to the longest, and the lengths
-        the profile timed between them, not every record). True where a device cannot fold one."""
+        seconds) can save MIN_GAIN of the GPU's time (:func:`.scheduler.max_gain` on a few lengths from the
+        shortest to the longest and the lengths the profile timed between them, not every record). True where
+        a device cannot fold one."""
         cpu_limit, gpu_limit = self.longest
         if (gpu_limit is not None and hi > gpu_limit) or (cpu_limit is not None and hi > cpu_limit):
             return True
@@ -358,7 +360,7 @@ class HybridFolder:
         """One line of RNAPIPE_HYBRID_LOG for a split batch: its records and lengths, the CPU's records, what
         the dynamic plan predicted (the CPU's threads, the GPUs beside it, the GPUs alone) on which scales, and
         what was measured (the CPU's longest thread, the longest GPU call, the batch)."""
-        predicted, scales = getattr(self, "_note", None) or ({}, {})
+        predicted, scales = self._note or ({}, {})
         self._note = None
         lens = batch.lens
         fields = [self._batches, len(lens), int(lens.min()), int(lens.max()), len(cpu_part),
