@@ -56,9 +56,9 @@ def per_call_pool(fold_one, sequences, threads, progress=None, bytes_of=None, bu
 
 def main() -> None:
     from rnapipe import config
-    from rnapipe.pipeline.costmodel import _random_sequences
+    from rnapipe.pipeline.hybrid.costmodel import _random_sequences
     from rnapipe.pipeline.records import Records
-    from rnapipe.pipeline.stream import Folder
+    from rnapipe.pipeline.folding.folder import Folder
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=config.default_threads())

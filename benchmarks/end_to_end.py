@@ -122,7 +122,7 @@ def run_cli(path: Path, out: Path, device: str, algorithm: str, threads: int, ti
 
 
 def _count(path: Path) -> tuple[int, int]:
-    from rnapipe.pipeline.progress import survey
+    from rnapipe.pipeline.resume.progress import survey
 
     records, _ = survey([path])
     nt = 0

@@ -55,14 +55,15 @@ def main() -> None:
                     "check this script, not to measure)")
     args = ap.parse_args()
 
-    from rnapipe.pipeline import costmodel, scheduler
-    from rnapipe.pipeline.hybrid import HybridFolder, _Batch, gpu_name
+    from rnapipe.pipeline.hybrid import costmodel, dynamic as scheduler
+    from rnapipe.pipeline.hybrid.folder import HybridFolder, _Batch
+    from rnapipe.gpu.devices import gpu_name
 
     # a fixed cost model (the H200's fitted one): table 4 places records itself, the model only orders LPT
     costs = {"cpu": costmodel.Cost(9.677e-12, 8.133e-09, 0.0), "gpu": costmodel.Cost(5.26e-13, 2.836e-11, 1.113e-07)}
     profile = costmodel.Profile({}, {"cpu": {}, "gpu": {}}, costs, {"cpu": 3e-4, "gpu": 2e-4})
     if args.stand_in:
-        from rnapipe.pipeline.stream import Folder
+        from rnapipe.pipeline.folding.folder import Folder
         folder = HybridFolder("zuker", profile=profile, split="dynamic", gpu=Folder("zuker", None, "cpu", 1))
         name = "stand-in (CPU)"
     else:

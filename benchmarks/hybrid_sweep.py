@@ -101,7 +101,7 @@ def timed(fold, records, repeat: int) -> float:
 
 
 def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repeat: int | None = None) -> dict:
-    from rnapipe.pipeline import partition
+    from rnapipe.pipeline.hybrid import static as partition
 
     split = folder.split
     label, records = load_set(spec, seed)
@@ -236,7 +236,9 @@ def main() -> None:
     if args.plot:
         plot(json.loads(args.plot.read_text())["results"], args.png)
         return
-    from rnapipe.pipeline.hybrid import HybridFolder, gpu_name, stderr_say
+    from rnapipe.pipeline.hybrid.folder import HybridFolder
+    from rnapipe.gpu.devices import gpu_name
+    from rnapipe.cli.main import stderr_say
 
     gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     folder = HybridFolder("zuker", gpus=gpus, say=stderr_say(False))

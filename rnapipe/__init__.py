@@ -1,8 +1,7 @@
 """rnapipe: exact RNA secondary-structure folding (Nussinov, Zuker MFE) for many sequences on CPU and GPU."""
 
-__version__ = "0.1.0"
-
-from .api import Result, Results, fold, fold_iter  # noqa: E402
+from ._version import __version__
+from .api import Result, Results, fold, fold_iter
 
 
 def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,

@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
-import psutil
-
 from . import config
-from .errors import UnavailableError, UsageError
 from .io import Rejected
 
 
@@ -40,12 +37,6 @@ class Results(list):
         super().__init__(items)
         self.rejected: list[Rejected] = list(rejected)
 
-
-def memory_budget() -> int:
-    """Bytes one sequence's matrices may take: a fraction of the host memory available now.
-
-    An engine that keeps its matrices elsewhere (a GPU) defines its own ``memory_budget()``."""
-    return int(psutil.virtual_memory().available * config.MEMORY_FRACTION)
 
 
 def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
@@ -81,9 +72,10 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     chunk at a time: memory holds the chunks in flight, not the whole input. Records skipped under
     ``on_invalid='skip'`` are appended to ``rejected`` (a list, if given) as they are met.
     """
-    from .pipeline.chunks import chunked
-    from .pipeline.reader import record_pieces
-    from .pipeline.stream import folded, make_folder
+    from .pipeline.folding.chunks import chunked
+    from .pipeline.input.reader import record_pieces
+    from .pipeline.folding.stream import folded
+    from .pipeline.choose import make_folder
 
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
@@ -96,54 +88,4 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 
 
-def check_gpus(gpus: Sequence[int], device: str) -> list[int]:
-    """The GPU numbers of a ``gpus=`` request, checked against the devices CUDA sees."""
-    gpus = [int(g) for g in gpus]
-    if device != "gpu":
-        raise UsageError("--gpus (gpus=) needs --device gpu")
-    if not gpus:
-        raise UsageError("gpus= / --gpus needs at least one GPU number")
-    import cupy
-    count = cupy.cuda.runtime.getDeviceCount()
-    wrong = [g for g in gpus if not 0 <= g < count]
-    if wrong:
-        raise UnavailableError(f"GPU {wrong[0]} does not exist: CUDA sees {count} GPU(s), numbered 0 to {count - 1}")
-    return gpus
 
-
-def split_for_gpus(lengths: Sequence[int], parts: int) -> list[list[int]]:
-    """Indices of ``lengths`` dealt to ``parts`` workers, longest first in turn, so that each gets a like
-    share of every length (each part keeps input order)."""
-    order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
-    return [sorted(order[p::parts]) for p in range(parts)]
-
-
-def fold_on_gpus(engine, sequences: list[str], variant: str, threads: int, options: dict,
-                 progress: Callable[[int], None] | None, gpus: Sequence[int]) -> list:
-    """``engine.fold_batch`` over several GPUs, one host thread each; results in input order."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    import cupy
-
-    lock = threading.Lock()
-
-    def report(k: int) -> None:
-        if progress is not None:
-            with lock:
-                progress(k)
-
-    parts = split_for_gpus([len(s) for s in sequences], len(gpus))
-    per_gpu_threads = max(1, threads // len(gpus))
-
-    def run(gpu: int, part: list[int]) -> list:
-        with cupy.cuda.Device(gpu):
-            return engine.fold_batch([sequences[k] for k in part], variant, per_gpu_threads, options, report)
-
-    results: list = [None] * len(sequences)
-    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
-        futures = [pool.submit(run, g, part) for g, part in zip(gpus, parts)]
-        for part, future in zip(parts, futures):
-            for k, r in zip(part, future.result()):
-                results[k] = r
-    return results

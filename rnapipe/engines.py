@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Callable
 
 from .errors import UnavailableError, UsageError
+from .gpu.devices import gpu_available
 
 ALGORITHMS = ("nussinov", "zuker")
 DEVICES = ("cpu", "gpu", "hybrid", "auto")
@@ -40,24 +40,6 @@ _VARIANT_MODULES: dict[tuple[str, str, str], str] = {
 }
 
 
-def longest_fitting(bytes_needed: Callable[[int], int], budget_bytes: int) -> int:
-    """Longest n with ``bytes_needed(n) <= budget_bytes`` (``bytes_needed`` grows with n)."""
-    lo, hi = 0, 1
-    while bytes_needed(hi) <= budget_bytes:
-        hi *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if bytes_needed(mid) <= budget_bytes else (lo, mid)
-    return lo
-
-
-def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device."""
-    try:
-        import cupy  # noqa: F401  (imported lazily on purpose)
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU"
-        return False
 
 
 def resolve_device(algorithm: str, device: str) -> str:

@@ -359,13 +359,13 @@ def test_progress_bar_only_on_a_terminal(tmp_path, quiet):
 @needs_nussinov
 @pytest.mark.parametrize("debug", [False, True])
 def test_internal_error_is_one_line(tmp_path, monkeypatch, capsys, debug):
-    import rnapipe.pipeline.stream
+    from rnapipe.pipeline.folding.folder import Folder
     from rnapipe.cli import main
 
     def broken(*args, **kwargs):
         raise RuntimeError("something\nunexpected")
 
-    monkeypatch.setattr(rnapipe.pipeline.stream.Folder, "fold", broken)
+    monkeypatch.setattr(Folder, "fold", broken)
     if debug:
         monkeypatch.setenv("RNAPIPE_DEBUG", "1")
     else:

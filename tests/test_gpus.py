@@ -10,7 +10,7 @@ import pytest
 from test_cli import one_error_line, rnapipe
 
 from rnapipe import fold
-from rnapipe.api import split_for_gpus
+from rnapipe.gpu.devices import split_for_gpus
 from rnapipe.errors import EXIT_UNAVAILABLE
 
 

@@ -11,11 +11,12 @@ import random
 import numpy as np
 import pytest
 
-from rnapipe.pipeline import costmodel, partition
-from rnapipe.pipeline.costmodel import Cost, Profile
-from rnapipe.pipeline.hybrid import HybridFolder
+from rnapipe.pipeline import balance
+from rnapipe.pipeline.hybrid import costmodel, static
+from rnapipe.pipeline.hybrid.costmodel import Cost, Profile
+from rnapipe.pipeline.hybrid.folder import HybridFolder
 from rnapipe.pipeline.records import Records
-from rnapipe.pipeline.stream import Folder
+from rnapipe.pipeline.folding.folder import Folder
 from test_cli import one_error_line, rnapipe
 from test_resume import FORMATS, cli, make_input
 
@@ -122,7 +123,7 @@ def test_the_profile_times_both_sides_of_each_gpu_fill_change():
 def test_the_plan_gives_the_cpu_the_gpus_weak_lengths():
     """A GPU 40 x slower a record at 500 nt than its neighbours (K = 3 there, 100 elsewhere): the CPU takes
     500-nt records and nothing else; the fit alone (through the same points) sees less than half of it."""
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     cpu = {200: 1e-3, 400: 8e-3, 500: 1.6e-2, 600: 2.7e-2}
     gpu = {200: 1e-3 / 100, 400: 8e-3 / 100, 500: 1.6e-2 / 3, 600: 2.7e-2 / 100}
@@ -130,10 +131,10 @@ def test_the_plan_gives_the_cpu_the_gpus_weak_lengths():
     lens = np.array([200] * 400 + [500] * 40 + [600] * 100, dtype=np.int64)
     tc1 = profile.costs["cpu"].seconds(lens) * 8
     tg = profile.costs["gpu"].seconds(lens)
-    chosen, _ = scheduler.plan(tc1, tg, 8, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+    chosen, _ = dynamic.plan(tc1, tg, 8, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
     assert len(chosen) and set(lens[chosen].tolist()) == {500}
     fit = {d: Cost(c.a, c.b, c.c) for d, c in profile.costs.items()}
-    by_fit, _ = scheduler.plan(fit["cpu"].seconds(lens) * 8, fit["gpu"].seconds(lens), 8, 1,
+    by_fit, _ = dynamic.plan(fit["cpu"].seconds(lens) * 8, fit["gpu"].seconds(lens), 8, 1,
                                {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
     assert len(by_fit) < len(chosen) / 2
 
@@ -155,7 +156,7 @@ def finish(tc, tg, mask) -> float:
 @pytest.mark.parametrize("n, k", [(1000, 9.0), (20000, 127.0), (7, 0.5), (50, 1.0), (3, 1000.0)])
 def test_equal_lengths_give_the_papers_boundary(n, k):
     tc, tg = np.full(n, k * 1e-4), np.full(n, 1e-4)
-    mask = partition.split(tc, tg)
+    mask = static.split(tc, tg)
     b = int(mask.sum())
     assert b in (int(np.floor(n / (k + 1))), int(np.ceil(n / (k + 1))))
     assert mask[:b].all() and not mask[b:].any()          # the first B records go to the CPU
@@ -172,7 +173,7 @@ def test_mixed_lengths_within_one_record_of_the_best_split():
         cpu = Cost(rng.uniform(1e-10, 1e-8), rng.uniform(0, 1e-7), rng.uniform(0, 1e-4))
         gpu = Cost(rng.uniform(1e-11, 1e-9), rng.uniform(0, 1e-8), rng.uniform(0, 1e-5))
         tc, tg = cpu.seconds(lens), gpu.seconds(lens)
-        mask = partition.split(tc, tg)
+        mask = static.split(tc, tg)
         best = min(finish(tc, tg, np.array(bits, dtype=bool)) for bits in itertools.product([0, 1], repeat=n))
         largest = float(np.max(np.maximum(tc, tg)))
         got = finish(tc, tg, mask)
@@ -182,7 +183,7 @@ def test_mixed_lengths_within_one_record_of_the_best_split():
 def test_a_record_one_device_cannot_fold_goes_to_the_other():
     tc = np.array([1.0, np.inf, 1.0, 1.0])
     tg = np.array([np.inf, 0.1, 0.1, 0.1])
-    mask = partition.split(tc, tg)
+    mask = static.split(tc, tg)
     assert mask[0] and not mask[1]
 
 
@@ -215,7 +216,7 @@ def test_static_merge_equals_one_device():
 
 
 def test_hybrid_without_a_gpu_is_one_clear_line(tmp_path):
-    from rnapipe.engines import gpu_available
+    from rnapipe.gpu.devices import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is here")
@@ -252,16 +253,16 @@ def test_a_forced_share_takes_that_many_records_in_the_splits_order():
     tc = np.array([5.0, 1.0, 3.0, 2.0, 4.0])
     tg = np.ones(5)
     for count in range(6):
-        mask = partition.split_at(tc, tg, count)
+        mask = static.split_at(tc, tg, count)
         assert mask.sum() == count
         assert set(np.flatnonzero(mask)) == set(np.argsort(tc, kind="stable")[:count])
 
 
 def test_the_cpus_one_thread_per_sequence_and_its_call_cost_count():
     tc, tg = np.full(3, 0.1), np.full(3, 0.2)
-    assert partition.split(tc, tg).sum() == 2                          # as if a record could be shared out
-    assert partition.split(tc, tg, cpu_parallel=15).sum() == 0         # each needs 1.5 s on its thread
-    assert partition.split(tc, tg, cpu_call=1.0).sum() == 0            # the call alone outlasts the GPU
+    assert static.split(tc, tg).sum() == 2                          # as if a record could be shared out
+    assert static.split(tc, tg, cpu_parallel=15).sum() == 0         # each needs 1.5 s on its thread
+    assert static.split(tc, tg, cpu_call=1.0).sum() == 0            # the call alone outlasts the GPU
 
 
 def random_times(rng: random.Random, most: int) -> tuple[np.ndarray, np.ndarray]:
@@ -283,16 +284,16 @@ def test_the_split_is_never_predicted_slower_than_the_gpu_alone():
     for _ in range(300):
         tc, tg = random_times(rng, 40)
         p, call = rng.randint(1, 32), rng.uniform(0, 0.01)
-        mask = partition.split(tc, tg, p, call)
+        mask = static.split(tc, tg, p, call)
         assert predicted_finish(tc, tg, mask, p, call) <= float(tg.sum()) + 1e-12
 
 
 def test_no_cpu_share_below_the_minimum_gain():
     tc, tg = np.full(100, 0.5), np.full(100, 0.01)          # K = 50: the CPU could save 1 %
-    assert partition.split(tc, tg).sum() == 1
-    assert partition.split(tc, tg, min_gain=0.05).sum() == 0
+    assert static.split(tc, tg).sum() == 1
+    assert static.split(tc, tg, min_gain=0.05).sum() == 0
     tc = np.full(100, 0.03)                                  # K = 3: about 25 %
-    assert partition.split(tc, tg, min_gain=0.05).sum() == 25
+    assert static.split(tc, tg, min_gain=0.05).sum() == 25
 
 
 def test_the_no_gain_shortcut_changes_no_split():
@@ -300,9 +301,9 @@ def test_the_no_gain_shortcut_changes_no_split():
     for _ in range(300):
         tc, tg = random_times(rng, 60)
         gain = rng.choice([0.01, 0.05, 0.2])
-        got = partition.split(tc, tg, 4, 1e-4, gain)
+        got = static.split(tc, tg, 4, 1e-4, gain)
         # the same split without the shortcut: min_gain applied after the search
-        plain = partition.split(tc, tg, 4, 1e-4)
+        plain = static.split(tc, tg, 4, 1e-4)
         if predicted_finish(tc, tg, plain, 4, 1e-4) > (1 - gain) * float(tg.sum()):
             plain[:] = False
         assert got.tolist() == plain.tolist()
@@ -341,11 +342,11 @@ class SlowFolder:
 def small_chunks(monkeypatch):
     """A plan that shares even a small batch: no slowdown of the GPUs beside the CPU assumed, no minimum
     gain, and the stand-in GPUs' measured times (a CPU engine's, far above the profile's) not learnt."""
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
-    monkeypatch.setattr(scheduler, "SLOWDOWN_PRIOR", 1.0)
-    monkeypatch.setattr(scheduler, "MIN_GAIN", 0.0)
-    monkeypatch.setattr(scheduler.Scales, "add", lambda self, *args: None)
+    monkeypatch.setattr(dynamic, "SLOWDOWN_PRIOR", 1.0)
+    monkeypatch.setattr(dynamic, "MIN_GAIN", 0.0)
+    monkeypatch.setattr(dynamic.Scales, "add", lambda self, *args: None)
 
 
 def even_profile() -> Profile:
@@ -396,13 +397,13 @@ def test_a_failing_gpu_is_raised(small_chunks, split):
 
 
 def test_a_failing_cpu_is_raised(small_chunks, monkeypatch):
-    from rnapipe.pipeline import cpuside
+    from rnapipe.cpu import zuker_packed
 
     folder = dynamic_folder([SlowFolder(0.001)])
 
     def broken(*args):
         raise MemoryError("cpu side")
-    monkeypatch.setattr(cpuside, "fold_share", broken)
+    monkeypatch.setattr(zuker_packed, "fold_share", broken)
     with pytest.raises(MemoryError, match="cpu side"):
         folder.fold_packed([batch(60, 9)])
 
@@ -421,8 +422,8 @@ def test_static_split_among_several_gpus_equals_the_cpu_engine():
 
 def test_dynamic_run_equals_the_cpu_run_in_every_format(tmp_path, small_chunks, monkeypatch):
     """The streaming core (several batches) with the dynamic hybrid folder writes what the CPU engine writes."""
-    from rnapipe.pipeline import job
-    from rnapipe.pipeline.outputs import Sink
+    from rnapipe.pipeline.resume import run as job
+    from rnapipe.pipeline.output.sinks import Sink
 
     monkeypatch.setenv("RNAPIPE_BATCH_RECORDS", "64")
     make_input(tmp_path / "in.fa", count=200, bad=None)
@@ -442,22 +443,22 @@ def test_dynamic_run_equals_the_cpu_run_in_every_format(tmp_path, small_chunks, 
 
 def plan_end(tc1, tg, chosen, threads, gpus=1, slow=1.0):
     """The batch's end if every prediction held: the CPU's threads loaded longest first, the GPUs the rest."""
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
-    loads = [float(tc1[chosen][share].sum()) for share in scheduler.lpt(tc1[chosen], threads)] if len(chosen) else [0]
+    loads = [float(tc1[chosen][share].sum()) for share in balance.lpt(tc1[chosen], threads)] if len(chosen) else [0]
     rest = np.ones(len(tg), dtype=bool)
     rest[chosen] = False
     return max(max(loads), float(tg[rest].sum()) * slow / gpus)
 
 
 def test_lpt_spreads_every_record_once_within_its_bound():
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     rng = random.Random(8)
     for _ in range(200):
         n, threads = rng.randint(1, 60), rng.randint(1, 16)
         t = np.array([rng.uniform(0.0, 1.0) for _ in range(n)])
-        shares = scheduler.lpt(t, threads)
+        shares = balance.lpt(t, threads)
         got = np.sort(np.concatenate(shares))
         assert got.tolist() == list(range(n))
         loads = [float(t[s].sum()) for s in shares]
@@ -470,7 +471,7 @@ def test_lpt_spreads_every_record_once_within_its_bound():
 
 
 def test_the_plan_never_predicts_a_later_end_than_the_gpus_alone():
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     rng = random.Random(21)
     for _ in range(150):
@@ -481,51 +482,51 @@ def test_the_plan_never_predicts_a_later_end_than_the_gpus_alone():
         tg = Cost(rng.uniform(1e-13, 1e-10), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
         slow = rng.choice([1.0, 1.05, 1.3])
         scale = {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": slow} if rng.random() < 0.5 else {}
-        chosen, predicted = scheduler.plan(tc1, tg, threads, 1, scale)
+        chosen, predicted = dynamic.plan(tc1, tg, threads, 1, scale)
         alone = float(tg.sum())
         if not len(chosen):
             continue
-        fit = scheduler.CPU_FIT if scale else scheduler.CPU_FIT_UNMEASURED
-        slow = slow if scale else scheduler.SLOWDOWN_PRIOR
+        fit = dynamic.CPU_FIT if scale else dynamic.CPU_FIT_UNMEASURED
+        slow = slow if scale else dynamic.SLOWDOWN_PRIOR
         end = plan_end(tc1, tg, chosen, threads, 1, slow)
-        assert end <= (1 - scheduler.MIN_GAIN) * alone + 1e-12
+        assert end <= (1 - dynamic.MIN_GAIN) * alone + 1e-12
         assert predicted["cpu"] <= fit * predicted["gpus"] + 1e-12       # the CPU ends well before the GPUs
         assert len(set(chosen.tolist())) == len(chosen)
 
 
 def test_the_plan_on_equal_lengths_gives_the_cpu_about_n_over_k_plus_one():
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     for k, threads in [(3.0, 4), (7.0, 15), (20.0, 8)]:
         n = 20000
         tg = np.full(n, 1e-5)
         tc1 = tg * k * threads                     # throughput K on all threads
-        chosen, _ = scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+        chosen, _ = dynamic.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
         # the CPU busy CPU_FIT of the time: K / CPU_FIT in the paper's rule
-        want = n / (k / scheduler.CPU_FIT + 1)
+        want = n / (k / dynamic.CPU_FIT + 1)
         assert abs(len(chosen) - want) <= 0.01 * n + threads
 
 
 def test_the_plan_gives_nothing_where_the_gain_is_below_the_slowdown():
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     n, threads = 2000, 15
     tg = np.full(n, 1e-5)
     tc1 = tg * 17.4 * threads                      # K = 17.4: at most 5.4 % to gain
-    assert len(scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
+    assert len(dynamic.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
     # the GPU measured 5 % slower beside the CPU: nothing left to gain
-    assert not len(scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05})[0])
-    assert scheduler.max_gain(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05}) < scheduler.MIN_GAIN
+    assert not len(dynamic.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05})[0])
+    assert dynamic.max_gain(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05}) < dynamic.MIN_GAIN
     # the CPU measured at twice its prediction: nothing either
-    assert not len(scheduler.plan(tc1, tg, threads, 1, {"cpu": 2.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
+    assert not len(dynamic.plan(tc1, tg, threads, 1, {"cpu": 2.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
 
 
 def test_the_plan_gives_no_record_that_alone_outlasts_the_fit():
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     tg = np.array([1e-3] * 100 + [5e-3])
     tc1 = np.array([1e-2] * 100 + [0.09])         # the last: relatively the CPU's best, but too long for a thread
-    chosen, _ = scheduler.plan(tc1, tg, 16, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+    chosen, _ = dynamic.plan(tc1, tg, 16, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
     assert 100 not in chosen.tolist()
     assert len(chosen)
 
@@ -533,7 +534,7 @@ def test_the_plan_gives_no_record_that_alone_outlasts_the_fit():
 def test_the_plan_against_brute_force_on_tiny_batches():
     """The plan's predicted end within the longest record of the best assignment (brute force over every
     record's device, the CPU's threads busy CPU_FIT of the time)."""
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     rng = random.Random(4)
     for _ in range(60):
@@ -542,14 +543,14 @@ def test_the_plan_against_brute_force_on_tiny_batches():
         threads = rng.randint(1, 2)
         tc1 = Cost(rng.uniform(1e-10, 1e-8), 0.0, 0.0).seconds(lens) * threads
         tg = Cost(rng.uniform(1e-11, 1e-9), 0.0, 0.0).seconds(lens)
-        fit = scheduler.CPU_FIT
+        fit = dynamic.CPU_FIT
         best = np.inf
         for bits in itertools.product(range(1 + threads), repeat=n):
             b = np.array(bits)
             gpu = float(tg[b == 0].sum())
             cpu = max([float(tc1[b == j + 1].sum()) for j in range(threads)] + [0.0])
             best = min(best, max(gpu, cpu / fit))
-        chosen, _ = scheduler.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
+        chosen, _ = dynamic.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})
         cpu = plan_end(tc1, np.zeros(n), chosen, threads)            # the CPU threads' longest load
         gpu = plan_end(np.zeros(n), tg, chosen, threads)              # the GPU's rest
         end = max(cpu / fit, gpu)
@@ -558,7 +559,7 @@ def test_the_plan_against_brute_force_on_tiny_batches():
 
 def test_dynamic_learns_the_gpus_slowdown_beside_the_cpu(monkeypatch):
     """A stand-in GPU that folds slower while the CPU folds: once measured, the CPU gets nothing more."""
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
     folder = dynamic_folder([SlowFolder()], threads=4)
     scale = folder.scales
@@ -566,9 +567,9 @@ def test_dynamic_learns_the_gpus_slowdown_beside_the_cpu(monkeypatch):
     scale.add("gpu0", 1.0, 1.0)
     lens = np.full(400, 68)
     tc, tg = folder.predict(lens)
-    assert len(scheduler.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
+    assert len(dynamic.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
     scale.add("gpu0+cpu", 1.5, 1.0)                  # measured 50 % slower beside the CPU
-    assert not len(scheduler.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
+    assert not len(dynamic.plan(tc * folder.cpu.threads, tg, folder.cpu_threads(), 1, scale.current())[0])
     assert not folder._may_gain(68, 68)
     before = folder.cpu_records
     folder.fold_packed([batch(50, 31)])
@@ -576,7 +577,7 @@ def test_dynamic_learns_the_gpus_slowdown_beside_the_cpu(monkeypatch):
 
 
 def test_the_gpu_alone_answer_is_kept_for_a_few_batches_then_asked_again():
-    from rnapipe.pipeline import hybrid
+    from rnapipe.pipeline.hybrid import folder as hybrid
 
     folder = dynamic_folder([SlowFolder()], threads=4)
     scale = folder.scales
@@ -598,16 +599,16 @@ def test_the_gpu_alone_answer_is_kept_for_a_few_batches_then_asked_again():
 def test_small_batches_move_the_plan_of_a_large_one_little():
     """A batch of 14 records measured 6 x its prediction on the GPU (its latency, not the engine's rate): the
     next batch, 4,000 x larger, is planned about as the profile says, and one of the same size as measured."""
-    from rnapipe.pipeline import scheduler
+    from rnapipe.pipeline.hybrid import dynamic
 
-    scales = scheduler.Scales()
+    scales = dynamic.Scales()
     scales.add("gpu0", 6.0 * 0.01, 0.01)             # predicted 10 ms, took 60
     assert scales.current()["gpu0"] == pytest.approx(6.0)
-    large = scales.current(scheduler.PRIOR * 40.0)["gpu0"]
-    assert large == pytest.approx((0.06 + scheduler.PRIOR * 40.0) / (0.01 + scheduler.PRIOR * 40.0))
+    large = scales.current(dynamic.PRIOR * 40.0)["gpu0"]
+    assert large == pytest.approx((0.06 + dynamic.PRIOR * 40.0) / (0.01 + dynamic.PRIOR * 40.0))
     assert large < 1.01
-    same = scales.current(scheduler.PRIOR * 0.01)["gpu0"]
-    assert same == pytest.approx((0.06 + scheduler.PRIOR * 0.01) / (0.01 + scheduler.PRIOR * 0.01)) and same > 4.5
+    same = scales.current(dynamic.PRIOR * 0.01)["gpu0"]
+    assert same == pytest.approx((0.06 + dynamic.PRIOR * 0.01) / (0.01 + dynamic.PRIOR * 0.01)) and same > 4.5
     scales.add("cpu", 2.0, 1.0)
     assert scales.current(0.0, 1.0)["cpu"] == pytest.approx(1.5)     # the CPU's prior in its own units
 
@@ -617,7 +618,7 @@ def test_among_cuts_contiguous_runs_of_about_equal_time():
     t = rng.uniform(0.1, 1.0, 500)
     mask = rng.random(500) < 0.8
     for parts in (1, 2, 3, 5):
-        where = partition.among(t, mask, parts)
+        where = balance.among(t, mask, parts)
         assert (where[~mask] == -1).all() and (where[mask] >= 0).all()
         assert np.all(np.diff(where[mask]) >= 0)                      # contiguous, in input order
         sums = [t[where == p].sum() for p in range(parts)]
@@ -628,7 +629,7 @@ def test_among_cuts_contiguous_runs_of_about_equal_time():
 
 
 def test_auto_picks_cpu_without_a_gpu_and_gpu_without_a_hybrid_mode():
-    from rnapipe.pipeline.hybrid import auto_device
+    from rnapipe.pipeline.hybrid.auto import auto_device
 
     assert auto_device("zuker", gpu_present=False)[0] == "cpu"
     assert auto_device("nussinov", gpu_present=True)[0] == "gpu"
@@ -637,14 +638,14 @@ def test_auto_picks_cpu_without_a_gpu_and_gpu_without_a_hybrid_mode():
 @pytest.mark.parametrize("k, gpus, want", [(3.0, None, "hybrid"), (100.0, None, "gpu"), (15.0, None, "hybrid"),
                                            (15.0, [0, 1], "gpu"), (8.0, [0, 1], "hybrid")])
 def test_auto_picks_hybrid_where_the_profile_predicts_a_gain(k, gpus, want):
-    from rnapipe.pipeline import hybrid
+    from rnapipe.pipeline.hybrid import auto
 
     # K = 100 at every length but one, where it is k: the best length decides
     profile = Profile({}, {"cpu": {68: 100e-6, 400: k * 1e-6}, "gpu": {68: 1e-6, 400: 1e-6}}, {})
-    device, why, _ = hybrid.auto_device("zuker", gpus=gpus, profile=profile, gpu_present=True)
+    device, why, _ = auto.auto_device("zuker", gpus=gpus, profile=profile, gpu_present=True)
     assert device == want, why
     gain = 1.0 / (k * len(gpus or [0]) + 1.0)           # the GPUs together are that much faster
-    assert (gain >= hybrid.MIN_GAIN) == (want == "hybrid")
+    assert (gain >= auto.MIN_GAIN) == (want == "hybrid")
     assert "400 nt" in why or want == "gpu"
 
 

@@ -1,4 +1,4 @@
-"""The duplicate-id check of the streaming reader (rnapipe.pipeline.ids.IdSet) against a Python dict of
+"""The duplicate-id check of the streaming reader (rnapipe.pipeline.input.ids.IdSet) against a Python dict of
 the ids seen so far: for every id, whether it was seen before and where first, whatever the table's size,
 the reader's estimate of the ids to come, and however often fingerprints or whole hashes collide.
 """
@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from rnapipe.pipeline import ids as ids_mod
-from rnapipe.pipeline import scan
-from rnapipe.pipeline.ids import IdSet
+from rnapipe.pipeline.input import ids as ids_mod
+from rnapipe.pipeline.input import scan
+from rnapipe.pipeline.input.ids import IdSet
 
 
 def stream(seed: int, count: int, distinct: int) -> list[str]:

@@ -312,7 +312,7 @@ def test_progress_lines_in_a_log(tmp_path):
 def test_progress_share_and_eta_by_predicted_work():
     import io
 
-    from rnapipe.pipeline.progress import Progress
+    from rnapipe.pipeline.resume.progress import Progress
 
     out = io.StringIO()
     p = Progress(stream=out, interval=0.0)

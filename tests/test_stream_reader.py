@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from rnapipe.errors import InputError
 from rnapipe.io import read_records
-from rnapipe.pipeline import chunks as chunks_mod
-from rnapipe.pipeline import reader as reader_mod
-from rnapipe.pipeline.chunks import chunked
-from rnapipe.pipeline.reader import FastaReader, LengthCheck
+from rnapipe.pipeline.folding import chunks as chunks_mod
+from rnapipe.pipeline.input import reader as reader_mod
+from rnapipe.pipeline.folding.chunks import chunked
+from rnapipe.pipeline.input.reader import FastaReader, LengthCheck
 from test_io import BAD_FILES, DATA, write
 
 
@@ -133,7 +133,7 @@ def test_too_long_sequences(tmp_path, blocks):
 
 def test_duplicates_found_exactly_beyond_the_first_hash_table(tmp_path, monkeypatch):
     # enough ids that the table grows; the duplicates are the last records, first seen at the start
-    from rnapipe.pipeline.ids import IdSet
+    from rnapipe.pipeline.input.ids import IdSet
 
     monkeypatch.setattr(IdSet, "INITIAL_SLOTS", 1 << 10)
     count = 200_000
@@ -148,7 +148,7 @@ def test_duplicates_found_exactly_beyond_the_first_hash_table(tmp_path, monkeypa
 
 def test_colliding_hashes_are_checked_against_the_ids(tmp_path, monkeypatch):
     """With a hash that gives only 5 values, almost every id is a suspect: the answer must still be exact."""
-    from rnapipe.pipeline import ids as ids_mod
+    from rnapipe.pipeline.input import ids as ids_mod
 
     def weak(buf, out):
         words = bytes(buf).split(b"\n")[:-1]
@@ -192,7 +192,7 @@ def slow_chunks(lens_by_index: dict[int, int], total: int, records: int, cost: f
        st.sampled_from([1e3, 3e4, 1e5, 1e12]), st.integers(1, 30))
 def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
     from rnapipe.io.records import Rejected
-    from rnapipe.pipeline.reader import Piece
+    from rnapipe.pipeline.input.reader import Piece
     from rnapipe.pipeline.records import Records
 
     pieces = []
@@ -217,7 +217,7 @@ def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
 
 
 def test_chunk_digest_changes_with_any_record(tmp_path):
-    from rnapipe.pipeline.reader import Piece
+    from rnapipe.pipeline.input.reader import Piece
     from rnapipe.pipeline.records import Records
 
     def one(ids, seqs):
@@ -245,7 +245,7 @@ def test_chunk_limit_from_the_environment(monkeypatch):
 def test_compiled_text_equals_the_writers(fmt, algorithm):
     from rnapipe.api import Result
     from rnapipe.io import writers
-    from rnapipe.pipeline.textout import render
+    from rnapipe.pipeline.output.render import render
 
     rng = random.Random(4)
     scores = [0, 5, -5, 99, -99, 100, -100, -120, -1234, -99999, 123456, -1, 1, 10, 999, -1000000]
@@ -291,7 +291,7 @@ def test_folder_packed_list_fallback_equals_the_engine():
     """An engine without fold_packed (Zuker on the CPU) goes through fold_batch: same results."""
     from rnapipe.cpu import zuker
     from rnapipe.pipeline.records import Records
-    from rnapipe.pipeline.stream import Folder
+    from rnapipe.pipeline.folding.folder import Folder
 
     rng = random.Random(18)
     seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(0, 40))) for _ in range(40)]

@@ -186,8 +186,8 @@ def test_merge_refuses_a_job_output_with_missing_records(tmp_path):
 def test_boundary_balances_like_the_papers_rule():
     """Equal shards: the CPU jobs take B = N / (K + 1) of them (Lei et al.), K = t_CPU / t_GPU; and the split
     is the best prefix of the CPU-first order (brute force over every boundary)."""
-    from rnapipe.pipeline.partition import cpu_first
-    from rnapipe.pipeline.plan import boundary
+    from rnapipe.pipeline.balance import cpu_first
+    from rnapipe.pipeline.workflow.partition import boundary
 
     for n, k in ((100, 4.0), (90, 8.0), (33, 1.0)):
         tc, tg = np.full(n, k), np.full(n, 1.0)
@@ -213,9 +213,9 @@ def test_cpu_gets_nothing_unless_it_saves_min_gain_and_long_records_wait_on_one_
     """K = 21 (the H100 on transcripts): the CPU could save 1/22 = 4.5 % < MIN_GAIN, so it gets no shard, as
     --device hybrid decides; with K = 4 it gets about N / 5. A shard whose one record would take longer on one of
     the CPU job's threads than the GPU's whole share stays on the GPU."""
-    from rnapipe.pipeline import plan
-    from rnapipe.pipeline.costmodel import Cost
-    from rnapipe.pipeline.shards import Shard
+    from rnapipe.pipeline.workflow import partition as plan
+    from rnapipe.pipeline.hybrid.costmodel import Cost
+    from rnapipe.pipeline.workflow.prepare import Shard
 
     n = 100
     assert plan.boundary(np.full(n, 21.0), np.ones(n), 1, 1, plan.MIN_GAIN).sum() == 0
@@ -233,7 +233,7 @@ def test_cpu_gets_nothing_unless_it_saves_min_gain_and_long_records_wait_on_one_
 
 
 def test_shard_bins_are_length_ranges():
-    from rnapipe.pipeline.shards import bin_of, bin_range
+    from rnapipe.pipeline.workflow.prepare import bin_of, bin_range
 
     lens = np.arange(1, 20001)
     bins = bin_of(lens)
@@ -256,7 +256,7 @@ def test_workflow_folds_example_subset(tmp_path):
     with open(tmp_path / "few.fa", "w") as handle:
         for name, seq in subset:
             handle.write(f">{name}\n{seq}\n")
-    from rnapipe.engines import gpu_available
+    from rnapipe.gpu.devices import gpu_available
 
     cmd = snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "profile": "{lengths: [20, 40]}"})
     run = subprocess.run(cmd, env=environment(tmp_path), capture_output=True, text=True, timeout=600)

@@ -120,10 +120,11 @@ def test_flat_tables_hold_the_cpu_tables():
     """Every table lands at its zuker_core.cuh offset unchanged (checked against the EnergyTables fields)."""
     import numpy as np
     from rnapipe.model import Model
-    gpu = _gpu()
+    _gpu()
+    from rnapipe.gpu import zuker_tables
     T = Model().tables()
-    flat = gpu.flat_tables(T, 100)
-    off = gpu._kernel_offsets()
+    flat = zuker_tables.flat_tables(T, 100)
+    off = zuker_tables._kernel_offsets()
     for name in ("stack", "int22", "mismatch_multi", "dangle3", "scalars", "hairpin"):
         a = np.asarray(getattr(T, name)).ravel()
         assert (flat[off[name]:off[name] + a.size] == a).all()

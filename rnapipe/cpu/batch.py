@@ -45,7 +45,7 @@ def host_budget(options: dict | None = None) -> int:
     else rnapipe's share of the memory available now (rnapipe.api.memory_budget)."""
     if options and options.get("memory_budget") is not None:
         return int(options["memory_budget"])
-    from ..api import memory_budget
+    from ..memory import memory_budget
     return memory_budget()
 
 

@@ -43,7 +43,7 @@ from numba import njit
 
 from .. import energy as E
 from ..alphabet import encode
-from ..engines import longest_fitting
+from ..memory import longest_fitting
 from ..model import Model
 from . import batch
 from .batch import host_budget, map_longest_first

@@ -34,7 +34,8 @@ import numpy as np
 
 from .. import config
 from ..alphabet import encode
-from . import loader, memory_budget  # noqa: F401  (memory_budget: engine interface)
+from . import loader
+from .devices import memory_budget  # noqa: F401  (memory_budget: engine interface)
 
 log = logging.getLogger(__name__)
 

@@ -30,31 +30,29 @@ traceback on matrices copied back. Matrices are stored as the CPU engine stores 
 transposed), which is what lets it read them.
 
 The parameter tables are the CPU engine's (``Model.tables()``) flattened into one int32 array
-(:func:`flat_tables`), copied to the device once per model.
+(:func:`.zuker_tables.flat_tables`), copied to the device once per model.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import re
 from typing import Callable
 
 import numpy as np
 from numba import njit
 
 from .. import energy as E
-from ..engines import longest_fitting
+from ..memory import longest_fitting
 from ..model import Model
-from . import loader, memory_budget  # noqa: F401  (memory_budget: engine interface)
-from . import zuker_short
+from . import loader, zuker_short
+from .devices import memory_budget  # noqa: F401  (memory_budget: engine interface)
+from .zuker_tables import INF, table_for
 
 log = logging.getLogger(__name__)
 
 VARIANTS = ("default",)
 
 KERNELS = "zuker.cu"
-INF = 100_000_000             # ZK_INF in zuker_core.cuh, = rnapipe.cpu.zuker.INF
 TURN = 3
 BLOCK_MAX_N = 600             # zk_fill_block up to here, zk_fill_diag beyond
 FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
@@ -89,85 +87,6 @@ def _phase(name: str, since: float) -> float:
     PHASE_SECONDS[name] = PHASE_SECONDS.get(name, 0.0) + now - since
     return now
 
-
-def _kernel_offsets() -> dict[str, int]:
-    """ZK_OFF_* of zuker_core.cuh: the layout of the flat parameter table."""
-    text = (loader.kernel_dir() / "zuker_core.cuh").read_text()
-    return {m.group(1).lower(): int(m.group(2)) for m in re.finditer(r"#define ZK_OFF_(\w+) (\d+)", text)}
-
-
-def flat_tables(T, max_n: int) -> np.ndarray:
-    """The EnergyTables ``T`` as one int32 array in the layout of zuker_core.cuh, with hairpin size terms
-    up to ``max_n`` computed by the CPU engine's own ``loop_length_energy`` (same logarithm)."""
-    off = _kernel_offsets()
-    end = off.pop("end")
-    names = sorted(off, key=off.get)
-    bounds = [off[k] for k in names] + [end]
-    out = []
-    flat = np.zeros(end, dtype=np.int64)
-    for k, name in enumerate(names):
-        a = np.asarray(getattr(T, name), dtype=np.int64).ravel()
-        if a.size > bounds[k + 1] - bounds[k]:
-            raise RuntimeError(f"table {name} ({a.size}) does not fit its slot in zuker_core.cuh")
-        flat[off[name]:off[name] + a.size] = a
-    out.append(flat)
-    pos = end
-    header = {}
-    for key, seqs, energies in (("tetra", T.tetra_seq, T.tetra_e), ("tri", T.tri_seq, T.tri_e),
-                                ("hexa", T.hexa_seq, T.hexa_e)):
-        s = np.asarray(seqs, dtype=np.int64).ravel()
-        e = np.asarray(energies, dtype=np.int64).ravel()
-        header[key] = (len(e), pos, pos + s.size)
-        out.extend([s, e])
-        pos += s.size + e.size
-    hpl = _hairpin_lengths(T.hairpin, T.lxc, max(max_n, 32))
-    out.append(hpl)
-    sz = size_terms(T)
-    out.append(sz.ravel())
-    flat[0:3] = [header["tetra"][0], header["tri"][0], header["hexa"][0]]
-    flat[3:9] = [header["tetra"][1], header["tetra"][2], header["tri"][1], header["tri"][2],
-                 header["hexa"][1], header["hexa"][2]]
-    flat[9] = pos
-    flat[10] = hpl.size
-    flat[11] = pos + hpl.size
-    table = np.concatenate(out)
-    if np.abs(table).max() > 2**31 - 1:
-        raise RuntimeError("parameter table does not fit int32")
-    return table.astype(np.int32)
-
-
-# (n1, n2) of the loops with their own tables or rules (zk_interior handles them one by one).
-SPECIAL_LOOPS = ((0, 0), (0, 1), (0, 2), (1, 0), (2, 0), (1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (3, 2))
-
-
-def size_terms(T) -> np.ndarray:
-    """SZ[n1, n2] (31 x 32, INF where unused): the loop-size part of every other interior loop with n1 + n2
-    <= 30, the rest coming from the auxiliary matrices and the closing pair (energy.interior_energy):
-    bulge[n] for bulges of n >= 3 (terminal AU/GU from VAU and the closing pair), interior[n + 1] +
-    Ninio(n - 1) for 1xn loops with n >= 3, interior[n1 + n2] + Ninio(|n1 - n2|) for generic ones."""
-    sc = T.scalars
-    ninio, max_ninio = int(sc[E._NINIO]), int(sc[E._MAX_NINIO])
-    sz = np.full((E.MAXLOOP + 1, 32), INF, dtype=np.int64)
-    for n1 in range(E.MAXLOOP + 1):
-        for n2 in range(E.MAXLOOP + 1 - n1):
-            if (n1, n2) in SPECIAL_LOOPS:
-                continue
-            nl, ns = max(n1, n2), min(n1, n2)
-            if ns == 0:
-                sz[n1, n2] = T.bulge[nl]
-            elif ns == 1:
-                sz[n1, n2] = T.interior[nl + 1] + min(max_ninio, (nl - 1) * ninio)
-            else:
-                sz[n1, n2] = T.interior[nl + ns] + min(max_ninio, (nl - ns) * ninio)
-    return sz
-
-
-@njit(cache=True)
-def _hairpin_lengths(hairpin, lxc, max_n):
-    out = np.empty(max_n + 1, dtype=np.int64)
-    for m in range(max_n + 1):
-        out[m] = min(E.loop_length_energy(hairpin, lxc, m), INF)
-    return out
 
 
 def bytes_needed(n: int, variant: str = "default") -> int:
@@ -208,20 +127,6 @@ def _fill_tiled(k, args, n_max: int, count: int) -> None:
         k[FIN_KERNEL]((tiles, count), (32 * FIN_WARPS,), args + (np.int32(0), np.int32(D)))
 
 
-@functools.lru_cache(maxsize=8)
-def _device_tables(model: Model, max_n: int, device: int):
-    import cupy
-    with cupy.cuda.Device(device):
-        return cupy.asarray(flat_tables(model.tables(), max_n))
-
-
-def _table_for(model: Model, n: int):
-    # Hairpin size terms are needed up to the longest sequence; keep one table per power of two.
-    cap = 1024
-    while cap < n + 2:
-        cap *= 2
-    return _device_tables(model, cap, loader._device_id())   # one copy per GPU (--gpus)
-
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:
     out = np.zeros(len(sizes), dtype=np.int64)
@@ -253,7 +158,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
     count = len(seqs)
-    P = _table_for(model, n_max)
+    P = table_for(model, n_max)
     N = lens.astype(np.int64) + 2
     soff = _offsets(N)
     moff = _offsets(N * N)

@@ -47,6 +47,8 @@ import threading
 import numpy as np
 
 from ..model import Model
+from . import loader
+from .zuker_tables import INF, SPECIAL_LOOPS, size_terms, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
 SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
@@ -143,7 +145,6 @@ def _smem_launch(max_n: int, ring16: bool) -> tuple[int, int, tuple[str, ...]]:
 
 def _shared_limit() -> int:
     """The most dynamic shared memory one block may have on the current GPU (227 KiB on an H100)."""
-    from . import loader
     return _shared_limit_on(loader._device_id())
 
 
@@ -172,7 +173,6 @@ def _ring16_ok(model: Model) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _sizes_within(model: Model, bound: int) -> bool:
-    from .zuker import INF
     sz = size_entries(model.tables())
     finite = sz[sz < INF // 2]
     return bool(finite.size == 0 or (np.abs(finite) < bound).all())
@@ -182,8 +182,7 @@ def loop_table(T) -> np.ndarray:
     """The interior loops that read the auxiliaries (every (n1, n2), n1 + n2 <= 30, but the 11 with tables
     of their own), in zuker_short.cuh's layout: grouped by kind (0: bulge, VAU; 1: 1xn, V1N; 2: generic, VI),
     within a kind by s = n1 + n2; header: first entry of each kind, entries of kind k with s <= m; then
-    (s, n1, size term) per entry, the size term being rnapipe.gpu.zuker.size_terms's."""
-    from .zuker import SPECIAL_LOOPS, size_terms
+    (s, n1, size term) per entry, the size term being rnapipe.gpu.zuker_tables.size_terms's."""
 
     sz = size_terms(T)
     kinds: list[list[tuple[int, int, int]]] = [[], [], []]
@@ -207,7 +206,6 @@ def loop_table(T) -> np.ndarray:
 
 
 def _device_loop_table(model: Model):
-    from . import loader
     return _loop_table_on(model, loader._device_id())      # one copy per GPU (--gpus)
 
 
@@ -219,7 +217,6 @@ def _loop_table_on(model: Model, device: int):
 
 
 def _kernel(options: tuple[str, ...]):
-    from . import loader
     return loader.function(KERNELS, "zs_fold", options)     # cached by the loader, per GPU
 
 
@@ -324,7 +321,6 @@ def _stream_pools(need: list[int]) -> list:
     and freeing a few hundred MB per call costs about a millisecond, a tenth of a 20,000-sequence batch."""
     import cupy
 
-    from . import loader
     held = _held().setdefault(loader._device_id(), [])
     held += [None] * (len(need) - len(held))
     for k, words in enumerate(need):
@@ -337,24 +333,20 @@ def _stream_pools(need: list[int]) -> list:
 def cached_bytes() -> int:
     """Bytes of device memory this thread's kept stream pools on the current GPU hold (rnapipe.gpu.
     memory_budget counts them as free)."""
-    from . import loader
     return sum(int(p.nbytes) for p in _held().get(loader._device_id(), []) if p is not None)
 
 
 def release() -> None:
     """Give this thread's kept stream pools on the current GPU back to CuPy's pool (fold_batch does this
     before the longer sequences' fills, which want the memory, and when a group runs out of memory)."""
-    from . import loader
     _held().pop(loader._device_id(), None)
 
 
 def _table_for_group(model: Model, n_max: int):
-    from .zuker import _table_for
-    return _table_for(model, n_max)
+    return table_for(model, n_max)
 
 
 def _streams():
-    from . import loader
     return _streams_on(loader._device_id())
 
 
@@ -367,8 +359,7 @@ def _streams_on(device: int):
 
 def size_entries(T) -> np.ndarray:
     """zs_fold_smem's size terms: SZ[n1][n2] of every (n1, n2) with n1 + n2 <= 30 but the 11 special ones
-    (rnapipe.gpu.zuker.size_terms), in the kernel's loop order (z2_entry: by n1 + n2, then n1)."""
-    from .zuker import INF, SPECIAL_LOOPS, size_terms
+    (rnapipe.gpu.zuker_tables.size_terms), in the kernel's loop order (z2_entry: by n1 + n2, then n1)."""
 
     sz = size_terms(T)
     out = [min(int(sz[n1, s - n1]), INF) for s in range(MAXLOOP + 1) for n1 in range(s + 1)
@@ -451,7 +442,6 @@ class _Group:
     def extra(self, smem: bool):
         """The second table: zs_fold_smem's size terms, zs_fold's loop table."""
         if smem not in self._extra:
-            from . import loader
             self._extra[smem] = (_size_entries_on(self.model, loader._device_id()) if smem
                                  else _device_loop_table(self.model))
         return self._extra[smem]
@@ -461,7 +451,6 @@ class _Group:
         sequences per fill block) for a chunk whose longest sequence is n_max."""
         key = (n_max, smem)
         if key not in self._launch:
-            from . import loader
             ring16 = smem and self.ring16
             options = tuple(TUNING.get("options", ()))
             tb = None

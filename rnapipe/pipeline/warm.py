@@ -13,7 +13,8 @@ import threading
 def _load() -> None:
     import numpy as np
 
-    from . import scan, textout
+    from .input import scan
+    from .output import render as textout
 
     parsed = scan.parse_block(b">a\nACGU\n", 1)
     hashes = np.empty(1, dtype=np.uint64)

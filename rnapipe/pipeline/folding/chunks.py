@@ -16,9 +16,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..io.records import Rejected
-from .reader import Piece
-from .records import Records
+from ...io.records import Rejected
+from ..input.reader import Piece
+from ..records import Records
 
 CHUNK_RECORDS = 1 << 16
 CHUNK_COST = 1e11             # Σ L³: 65,536 × 68 nt is 2·10¹⁰; one sequence of 4,642 nt or more is alone

@@ -4,8 +4,8 @@ Two ways to share a batch (``--split``):
 
 * ``static``: the batch is split once by :func:`.partition.split` on the host's profile (:mod:`.costmodel`),
   the GPUs' part cut into one contiguous run per GPU (:func:`.partition.among`);
-* ``dynamic``: each batch is planned by :func:`.scheduler.plan` on the costs as measured so far in the stream
-  (:class:`.scheduler.Scales`: the CPU's, each GPU's alone and beside the busy CPU), the CPU given records only
+* ``dynamic``: each batch is planned by :func:`.dynamic.plan` on the costs as measured so far in the stream
+  (:class:`.dynamic.Scales`: the CPU's, each GPU's alone and beside the busy CPU), the CPU given records only
   where that is predicted to end the batch sooner after every risk is counted, else nothing (the GPUs alone,
   at no cost beyond a look at a few lengths, whose answer is kept for the next batches of the same range).
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import threading
 import time
 import weakref
@@ -29,15 +28,20 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from .. import config
-from ..cpu.batch import POOL, MemoryGate
-from ..cpu.zuker import tables_copy
-from ..errors import UnavailableError, UsageError
-from ..model import Model
-from . import costmodel, cpuside, scheduler
-from .partition import among, split, split_at
-from .reader import LengthCheck
-from .records import Records
+from ... import config
+from ...cpu.batch import POOL, MemoryGate
+from ...cpu.zuker import tables_copy
+from ...errors import UnavailableError, UsageError
+from ...gpu.devices import gpu_available
+from ...model import Model
+from . import costmodel, dynamic
+from ...cpu import zuker_packed
+from ..balance import among, lpt
+from ..folding.folder import Folder
+from .profile import load_or_measure
+from .static import split, split_at
+from ..input.reader import LengthCheck
+from ..records import Records
 
 ALGORITHMS = ("zuker",)        # engines whose CPU and GPU results are identical, structures included
 SPLITS = config.HYBRID_SPLITS
@@ -51,12 +55,6 @@ CPU_SPARE = 1
 # Batches for which the dynamic split's answer "the GPU alone" for a length range is kept (see _gpu_only).
 MEMO_BATCHES = 16
 
-
-def gpu_name(device: int = 0) -> str:
-    import cupy
-
-    name = cupy.cuda.runtime.getDeviceProperties(device)["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def default_split() -> str:
@@ -167,10 +165,6 @@ class HybridFolder:
                  options: dict | None = None, progress: Callable[[int], None] | None = None,
                  reprofile: bool = False, say: Callable[[str], None] | None = None, cpu=None, gpu=None,
                  profile: costmodel.Profile | None = None, split: str | None = None):
-        from .stream import Folder
-
-        from ..engines import gpu_available
-
         if algorithm not in ALGORITHMS:
             raise UnavailableError(f"{algorithm} on device 'hybrid' is not available: --device hybrid folds "
                                    f"{', '.join(ALGORITHMS)} only (the {algorithm} engines of the CPU and the GPU "
@@ -193,7 +187,7 @@ class HybridFolder:
         self._local = threading.local()
         self._lock = threading.Lock()
         # the CPU threads' compiled call loaded meanwhile (its first call would count in the CPU's measured time)
-        self._warm = threading.Thread(target=cpuside.warm, args=(self._model_tables,), name="rnapipe-warm-cpu",
+        self._warm = threading.Thread(target=zuker_packed.warm, args=(self._model_tables,), name="rnapipe-warm-cpu",
                                       daemon=True)
         self._warm.start()
         self.algorithm, self.variant, self.options = algorithm, self.cpu.variant, self.cpu.options
@@ -201,7 +195,7 @@ class HybridFolder:
         self.profile = profile or load_or_measure(self.cpu, self.gpu, reprofile, say)
         self.cpu_cost = self.profile.costs["cpu"]
         self.gpu_cost = self.profile.costs["gpu"]
-        self.scales = scheduler.Scales()
+        self.scales = dynamic.Scales()
         self.feeders = [_Feeder(f"rnapipe-gpu{i}") for i in range(n)]
         weakref.finalize(self, _close_all, self.feeders)       # their threads end with the folder
         self.records = 0
@@ -275,7 +269,7 @@ class HybridFolder:
         threads = self.cpu_threads()
         if self.split == "dynamic" and self.cpu_share is None:
             scales = self._scales(float(tg[np.isfinite(tg)].sum()) / len(self.gpu_folders))
-            cpu_part, predicted = scheduler.plan(tc * self.cpu.threads, tg, threads, len(self.gpu_folders), scales)
+            cpu_part, predicted = dynamic.plan(tc * self.cpu.threads, tg, threads, len(self.gpu_folders), scales)
             self._note = (predicted, scales)
             where = among(tg, np.ones(count, dtype=bool), len(self.gpu_folders))
             where[cpu_part] = -1
@@ -308,13 +302,13 @@ class HybridFolder:
 
     def _scales(self, alone: float) -> dict:
         """The measured scales for a batch the GPUs alone are predicted to fold in ``alone`` seconds (the
-        profile's word counted as :data:`.scheduler.PRIOR` of it)."""
-        prior = scheduler.PRIOR * alone
+        profile's word counted as :data:`.dynamic.PRIOR` of it)."""
+        prior = dynamic.PRIOR * alone
         return self.scales.current(prior, prior * self.cpu_threads())
 
     def _may_gain(self, lo: int, hi: int, alone: float = 0.0) -> bool:
         """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` (the GPUs alone: ``alone``
-        seconds) can save MIN_GAIN of the GPU's time (:func:`.scheduler.max_gain` on a few lengths from the
+        seconds) can save MIN_GAIN of the GPU's time (:func:`.dynamic.max_gain` on a few lengths from the
         shortest to the longest and the lengths the profile timed between them, not every record). True where
         a device cannot fold one."""
         cpu_limit, gpu_limit = self.longest
@@ -326,9 +320,9 @@ class HybridFolder:
             timed = np.asarray(self.gpu_cost.lengths, dtype=np.int64)
             grid = np.unique(np.concatenate([np.linspace(lo, hi, 33).astype(np.int64),
                                              timed[(timed > lo) & (timed < hi)]]))
-        gain = scheduler.max_gain(self.cpu_cost.seconds(grid) * self.cpu.threads, self.gpu_cost.seconds(grid),
+        gain = dynamic.max_gain(self.cpu_cost.seconds(grid) * self.cpu.threads, self.gpu_cost.seconds(grid),
                                   self.cpu_threads(), len(self.gpu_folders), self._scales(alone))
-        return gain >= scheduler.MIN_GAIN
+        return gain >= dynamic.MIN_GAIN
 
     def _fold(self, parts, text, lens, tc1, tg, where, threads) -> tuple[np.ndarray, bytes]:
         """Fold a batch as ``where`` says (-1 the CPU, i GPU i): each GPU's records in one call on its feeding
@@ -347,7 +341,7 @@ class HybridFolder:
                 jobs.append((i, self._gpu_job(batch, i, positions, float(tg[positions].sum()), beside)))
         if cpu_part.size:
             gate = MemoryGate(self.cpu.budget)
-            for share in scheduler.lpt(tc1[cpu_part], threads):
+            for share in lpt(tc1[cpu_part], threads):
                 positions = cpu_part[share]
                 jobs.append((-1, self._cpu_job(batch, gate, positions, float(tc1[positions].sum()))))
         start = time.perf_counter()
@@ -398,10 +392,10 @@ class HybridFolder:
     def _cpu_job(self, batch: _Batch, gate: MemoryGate, positions: np.ndarray, predicted: float):
         def job() -> None:
             self._warm.join()
-            need = cpuside.bytes_needed(batch.lens, positions)
+            need = zuker_packed.bytes_needed(batch.lens, positions)
             gate.take(need)
             try:
-                seconds = cpuside.fold_share(self._tables(), batch.src, batch.starts, batch.lens, positions,
+                seconds = zuker_packed.fold_share(self._tables(), batch.src, batch.starts, batch.lens, positions,
                                              batch.scores, batch.out)
             finally:
                 gate.give_back(need)
@@ -459,65 +453,4 @@ class HybridFolder:
                 f"measured {self.measured[0]:.1f} s / {self.measured[1]:.1f} s")
 
 
-def profile_key(cpu, gpu) -> dict:
-    return costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, gpu_name((gpu.gpus or [0])[0]), cpu.threads)
 
-
-def load_or_measure(cpu, gpu, reprofile: bool = False,
-                    say: Callable[[str], None] | None = None) -> costmodel.Profile:
-    """The host's saved profile for these folders, or a new one (measured, then saved)."""
-    from .profiling import cached
-    return cached({"cpu": cpu, "gpu": gpu}, profile_key(cpu, gpu), reprofile=reprofile, say=say)
-
-
-def best_gain(profile: costmodel.Profile, gpus: int = 1) -> tuple[float, int, float]:
-    """The largest share of the GPUs' time the CPU could save at one of the profile's lengths, by Lei et al.'s
-    rule (1 / (K + 1), K = t_CPU / t_GPU of the GPUs together): (gain, length, K)."""
-    best = (0.0, 0, np.inf)
-    cpu, gpu = profile.samples.get("cpu", {}), profile.samples.get("gpu", {})
-    for length in sorted(set(cpu) & set(gpu)):
-        k = cpu[length] / (gpu[length] / max(1, gpus))
-        if 1.0 / (k + 1.0) > best[0]:
-            best = (1.0 / (k + 1.0), length, k)
-    return best
-
-
-def auto_device(algorithm: str, variant: str | None = None, threads: int | None = None, gpus=None,
-                options: dict | None = None, reprofile: bool = False, profile: costmodel.Profile | None = None,
-                gpu_present: bool | None = None) -> tuple[str, str, costmodel.Profile | None]:
-    """``--device auto``: (device, why, the profile it read). Hybrid where a GPU is here, the algorithm has a
-    hybrid mode and this host's saved profile (or a new one with ``reprofile``) predicts that the CPU saves at
-    least MIN_GAIN of the GPUs' time at one of its lengths (batches that gain nothing still go to the GPUs
-    alone); else the GPU; else the CPU."""
-    from ..engines import _MODULES, gpu_available
-    from .stream import Folder
-
-    present = gpu_available() if gpu_present is None else gpu_present
-    if not present or (algorithm, "gpu") not in _MODULES:
-        return "cpu", "no usable GPU: no CuPy or no CUDA device" if (algorithm, "gpu") in _MODULES else \
-            f"{algorithm} has no GPU engine", None
-    if algorithm not in ALGORITHMS:
-        return "gpu", f"{algorithm} has no hybrid mode", None
-    n = len(gpus or [0])
-    if profile is None:
-        cores = threads or config.default_threads()
-        cpu = Folder(algorithm, variant, "cpu", max(1, cores - n), None, options)
-        gpu = Folder(algorithm, variant, "gpu", 1, [(gpus or [0])[0]], options)
-        if reprofile:
-            profile = load_or_measure(cpu, gpu, True)
-        else:
-            profile = costmodel.Profile.load(costmodel.cache_path(profile_key(cpu, gpu)), profile_key(cpu, gpu))
-        if profile is None:
-            return "gpu", "no saved hybrid profile for this host: 'rnapipe profile' makes one", None
-    gain, length, k = best_gain(profile, n)
-    if gain >= MIN_GAIN:
-        return "hybrid", (f"this host's profile predicts the CPU saves up to {100 * gain:.1f} % of the GPU's time "
-                          f"at {length} nt, K = {k:.1f}"), profile
-    return "gpu", (f"the CPU would save at most {100 * gain:.1f} % of the GPU's time (K = {k:.1f} at best), "
-                   f"below {100 * MIN_GAIN:.0f} %"), profile
-
-
-def stderr_say(quiet: bool) -> Callable[[str], None] | None:
-    if quiet:
-        return None
-    return lambda text: print(f"rnapipe: {text}", file=sys.stderr, flush=True)

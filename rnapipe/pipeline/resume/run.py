@@ -14,16 +14,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .. import __version__
-from ..errors import UsageError
-from ..io.writers import rejected_path
-from . import chunks as _chunks
-from . import timeline
+from ..._version import __version__
+from ...errors import UsageError
+from ...io.writers import rejected_path
+from ..folding import chunks as _chunks
+from .. import timeline
 from .journal import Journal, journal_path, part_path
-from .outputs import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
+from ..output.sinks import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
 from .progress import Progress
-from .reader import PARSE_THREADS, FastaReader
-from .stream import DEPTH, Folder, folded, pause_point
+from ..input.reader import PARSE_THREADS, FastaReader
+from ..folding.stream import DEPTH, folded
+from ..folding.folder import Folder
+from ..pause import pause_point
 
 JOURNAL_VERSION = 1
 # Part files and the journal are flushed to the disk at most this often (and at the end): a killed process

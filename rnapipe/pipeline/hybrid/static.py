@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..balance import cpu_first
+
 
 def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 1,
           cpu_call: float = 0.0, min_gain: float = 0.0) -> np.ndarray:
@@ -56,15 +58,6 @@ def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 
     return mask
 
 
-def cpu_first(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
-    """Record positions, those the CPU does relatively best (smallest t_CPU / t_GPU) first; records only the
-    CPU can fold come first, those only the GPU can fold last; ties keep input order."""
-    tc = np.asarray(cpu_seconds, dtype=np.float64)
-    tg = np.asarray(gpu_seconds, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(np.isinf(tg), -np.inf, np.where(np.isinf(tc), np.inf, tc / tg))
-    return np.argsort(ratio, kind="stable")
-
 
 def split_at(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, count: int) -> np.ndarray:
     """The mask that gives the CPU ``count`` records, in :func:`cpu_first`'s order (a forced share, for
@@ -74,30 +67,4 @@ def split_at(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, count: int) -> np
     return mask
 
 
-def shares(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, mask: np.ndarray) -> dict:
-    """Predicted seconds of each side and the CPU's share of the records."""
-    tc = float(np.sum(np.asarray(cpu_seconds)[mask]))
-    tg = float(np.sum(np.asarray(gpu_seconds)[~mask]))
-    return {"cpu_seconds": tc, "gpu_seconds": tg, "cpu_records": int(mask.sum()), "records": int(mask.size)}
 
-
-def among(seconds: np.ndarray, mask: np.ndarray, parts: int) -> np.ndarray:
-    """The device (0 .. parts-1) of each record where ``mask`` is set, -1 elsewhere: those records, in input
-    order, cut into ``parts`` contiguous runs of about equal predicted ``seconds`` (the boundaries between
-    several GPUs of one kind)."""
-    t = np.asarray(seconds, dtype=np.float64)
-    where = np.full(t.size, -1, dtype=np.int64)
-    picked = np.flatnonzero(mask)
-    if parts <= 1 or picked.size == 0:
-        where[picked] = 0
-        return where
-    w = t[picked]
-    w = np.where(np.isfinite(w), w, 0.0)
-    ends = np.cumsum(w)
-    if ends[-1] <= 0:
-        ends = np.arange(1, picked.size + 1, dtype=np.float64)
-    # record k goes to the part its time's midpoint falls in
-    device = np.minimum(((ends - 0.5 * np.diff(np.concatenate([[0.0], ends]))) * parts / ends[-1]).astype(np.int64),
-                        parts - 1)
-    where[picked] = device
-    return where

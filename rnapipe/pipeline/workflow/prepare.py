@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .outputs import REJECTED_HEADER, rejected_rows
-from .reader import FastaReader, LengthCheck
-from .stream import pause_point
+from ..output.sinks import REJECTED_HEADER, rejected_rows
+from ..input.reader import FastaReader, LengthCheck
+from ..pause import pause_point
 
 SHARD_RECORDS = 1 << 16
 SHARD_COST = 1e12            # Σ L³ of a shard: 10× a fold chunk's; one sequence of 10,000 nt or more is alone

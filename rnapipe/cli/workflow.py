@@ -7,6 +7,7 @@ import os
 import sys
 
 from ..errors import UsageError
+from ..gpu.devices import gpu_count
 
 
 def say(text: str) -> None:
@@ -15,8 +16,8 @@ def say(text: str) -> None:
 
 def prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
             shard_cost: float) -> None:
-    from .shards import prepare as cut
-    from .stream import Folder
+    from ..pipeline.workflow.prepare import prepare as cut
+    from ..pipeline.folding.folder import Folder
 
     check = Folder(algorithm, None, "cpu", 1).length_check()
     counts = cut(path, directory, on_invalid, check, shard_records, shard_cost)
@@ -25,15 +26,6 @@ def prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_re
     say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")
 
 
-def gpu_count() -> int:
-    """CUDA devices this process sees (0 without CuPy or a driver)."""
-    from ..engines import gpu_available
-
-    if not gpu_available():
-        return 0
-    import cupy
-    return int(cupy.cuda.runtime.getDeviceCount())
-
 
 def profile(device: str, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
             lengths, cached: bool, output: str | None) -> None:
@@ -41,7 +33,7 @@ def profile(device: str, algorithm: str, variant: str | None, threads: int | Non
     there is none); ``hybrid``: both (a GPU is required)."""
     from .. import config
     from ..errors import UnavailableError
-    from . import profiling
+    from ..pipeline.hybrid import profile as profiling
 
     gpus_here = gpu_count() if device in ("hybrid", "auto") else 0
     use_gpu = device == "hybrid" or (device == "auto" and gpus_here > 0)
@@ -82,7 +74,8 @@ def print_profile(data: dict) -> None:
 
 def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str,
               min_gain: float | None = None) -> None:
-    from . import plan, profiling
+    from ..pipeline.workflow import partition as plan
+    from ..pipeline.hybrid import profile as profiling
 
     if cpu_jobs + gpu_jobs == 0:
         raise UsageError("no jobs: give --cpu-jobs or --gpu-jobs at least 1")
@@ -105,8 +98,8 @@ def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, ou
 
 def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], formats: list[str] | None,
           algorithm: str, rejected: str | None) -> None:
-    from .merge import MergeError, merge as join
-    from .outputs import format_of
+    from ..pipeline.workflow.merge import MergeError, merge as join
+    from ..pipeline.output.sinks import format_of
 
     if formats and len(formats) != len(outputs):
         raise UsageError(f"{len(formats)} formats for {len(outputs)} outputs: give one format per -o")

@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 try:
     import fcntl

@@ -23,7 +23,6 @@ The rules of :func:`plan`:
 
 from __future__ import annotations
 
-import heapq
 import threading
 
 import numpy as np
@@ -34,24 +33,6 @@ MIN_GAIN = 0.02               # the CPU gets records only where they end the bat
 SLOWDOWN_PRIOR = 1.03         # the GPUs' time beside a busy CPU over their time alone, until measured
 PRIOR = 0.25                  # the profile's word on a batch counts as this share of the batch's predicted time
 
-
-def lpt(seconds: np.ndarray, threads: int) -> list[np.ndarray]:
-    """Longest processing time first: indices into ``seconds``, one array a thread (longest first in each),
-    each next one to the thread least loaded so far. Its longest thread ends within the mean load plus
-    (1 - 1/threads) of the longest record."""
-    t = np.asarray(seconds, dtype=np.float64)
-    threads = max(1, min(threads, t.size))
-    order = np.argsort(-t, kind="stable")
-    if threads == 1:
-        return [order]
-    heap = [(0.0, j) for j in range(threads)]
-    owner = np.empty(t.size, dtype=np.int64)
-    for k in order.tolist():
-        load, j = heapq.heappop(heap)
-        owner[k] = j
-        heapq.heappush(heap, (load + float(t[k]), j))
-    owned = owner[order]
-    return [order[owned == j] for j in range(threads)]
 
 
 def gpu_factors(scale: dict, gpus: int) -> tuple[float, float]:

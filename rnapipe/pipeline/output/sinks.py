@@ -13,9 +13,9 @@ import os
 import sys
 from typing import NamedTuple
 
-from ..io import writers
-from ..io.records import Rejected
-from .journal import part_path
+from ...io import writers
+from ...io.records import Rejected
+from ..resume.journal import part_path
 
 GZIP_LEVEL = 6
 # A part file's pages are handed to the disk (written back, not waited for) each time this much is written,
@@ -72,7 +72,7 @@ def chunk_bytes(fmt: str, algorithm: str, chunk, structures_text: bytes, scores)
     final newline; ``scores``: int64 array). db and TSV by the compiled writer, CT and BPSEQ a record at a
     time."""
     if fmt in ("db", "tsv"):
-        from .textout import render
+        from .render import render
         return render(fmt, algorithm, chunk.ids_text, chunk.seqs_text, structures_text, scores)
     structures = structures_text.decode("ascii").split("\n")[:-1]
     return format_chunk(fmt, algorithm, chunk.ids, chunk.seqs, structures, scores.tolist()).encode(

@@ -18,14 +18,13 @@ seconds).
 
 from __future__ import annotations
 
-import heapq
 import os
 
 import numpy as np
 
-from ..io.writers import atomic_output
-from .partition import cpu_first
-from .shards import Shard, read_shards, shard_name
+from ...io.writers import atomic_output
+from ..balance import cpu_first, spread
+from .prepare import Shard, read_shards, shard_name
 
 # As --device hybrid's rule (hybrid.MIN_GAIN): the CPU gets shards only where that is predicted to end the
 # input this much sooner than the GPU jobs alone; the profile's throughputs have missed small CPU shares by 3-4x
@@ -78,19 +77,6 @@ def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int, min_g
     mask[order[:k]] = True
     return mask
 
-
-def spread(times: np.ndarray, members: np.ndarray, jobs: int) -> list[list[int]]:
-    """Shards ``members`` over ``jobs`` jobs: longest first, each to the job with the least work so far."""
-    out: list[list[int]] = [[] for _ in range(jobs)]
-    if jobs == 0:
-        return out
-    heap = [(0.0, j) for j in range(jobs)]
-    t = np.where(np.isfinite(times), times, 0.0)
-    for k in sorted(members.tolist(), key=lambda k: (-t[k], k)):
-        load, j = heapq.heappop(heap)
-        out[j].append(k)
-        heapq.heappush(heap, (load + float(t[k]), j))
-    return out
 
 
 def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: int, gpu_jobs: int,

@@ -20,15 +20,14 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from .. import config
-from ..alphabet import normalise
-from ..errors import InputError, SequenceTooLongError
-from ..io.fasta import (_WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason,
-                        check_on_invalid, open_binary)
-from ..io.records import Rejected
+from ... import config
+from ...alphabet import normalise
+from ...errors import InputError, SequenceTooLongError
+from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
+from ...io.records import Rejected
 from . import scan
 from .ids import IdSet
-from .records import Records
+from ..records import Records
 
 READ_BYTES = 1 << 22          # at most one read from a file (read1: a gzip gives what one step decompressed,
                               # so the records before a damaged part are still read)
@@ -401,7 +400,7 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
     """Pieces from what :func:`rnapipe.fold` accepts (strings, pairs, Records, SeqRecords; see
     :func:`rnapipe.io.as_records`). Chunks count records by their place in this stream; each record's own
     index (a Record's, or its place) comes back as its tag. Rejected records go to ``rejected``."""
-    from ..io.fasta import as_records
+    from ...io.fasta import as_records
 
     check_on_invalid(on_invalid)
     records = as_records(obj, on_invalid=on_invalid, rejected=rejected)

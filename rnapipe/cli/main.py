@@ -12,10 +12,11 @@ import logging
 import os
 import sys
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
-from . import __version__, config, errors
-from .errors import InputError, RnapipeError, UnavailableError, UsageError
+from .. import config, errors
+from .._version import __version__
+from ..errors import InputError, RnapipeError, UnavailableError, UsageError
 
 log = logging.getLogger("rnapipe")
 
@@ -138,7 +139,7 @@ def _add_energy_options(parser: argparse.ArgumentParser) -> None:
 
 def variants_help() -> str:
     """``--variant`` names per algorithm and device; imports the engines, so only for ``fold --help``."""
-    from . import engines
+    from .. import engines
 
     lines = ["variants (--variant; the first is the default):"]
     pairs = dict.fromkeys(list(engines._MODULES) + [(a, d) for a, d, _ in engines._VARIANT_MODULES])
@@ -164,8 +165,8 @@ class _FoldHelp(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .engines import ALGORITHMS, DEVICES
-    from .io.writers import FORMATS
+    from ..engines import ALGORITHMS, DEVICES
+    from ..io.writers import FORMATS
 
     parser = _Parser(prog="rnapipe", description="Exact RNA secondary-structure folding (Nussinov, Zuker MFE) "
                      "for many sequences on CPU and GPU.", epilog=EXIT_CODES_HELP,
@@ -296,7 +297,8 @@ def _add_workflow_commands(commands, algorithms) -> None:
 
 
 def _prepare(args) -> int:
-    from .pipeline import commands, shards
+    from . import workflow as commands
+    from ..pipeline.workflow import prepare as shards
 
     commands.prepare(args.input, args.output, args.algorithm, args.on_invalid,
                      args.shard_records or shards.SHARD_RECORDS, args.shard_cost or shards.SHARD_COST)
@@ -304,14 +306,14 @@ def _prepare(args) -> int:
 
 
 def _partition(args) -> int:
-    from .pipeline import commands
+    from . import workflow as commands
 
     commands.partition(args.prepared, args.profile, args.cpu_jobs, args.gpu_jobs, args.output, args.min_gain)
     return errors.EXIT_OK
 
 
 def _merge(args) -> int:
-    from .pipeline import commands
+    from . import workflow as commands
 
     commands.merge(args.prepared, args.plan, args.folds, args.output, args.format, args.algorithm, args.rejected)
     return errors.EXIT_OK
@@ -386,7 +388,8 @@ def _outputs(args) -> list[tuple[str, str | None]]:
 
 
 def _profile(args) -> int:
-    from .pipeline import commands, costmodel
+    from . import workflow as commands
+    from ..pipeline.hybrid import costmodel
 
     commands.profile(args.device, args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
                      args.lengths or costmodel.LENGTHS, args.cached, args.output)
@@ -394,13 +397,13 @@ def _profile(args) -> int:
 
 
 def _fold(args) -> int:
-    from .pipeline import warm
+    from ..pipeline import warm
 
     warm.start()                                # while the engine below is set up
-    from .pipeline import job, timeline
-    from .pipeline.hybrid import stderr_say
-    from .pipeline.outputs import Sink, format_of
-    from .pipeline.stream import make_folder
+    from ..pipeline.resume import run as job
+    from ..pipeline import timeline
+    from ..pipeline.output.sinks import Sink, format_of
+    from ..pipeline.choose import make_folder
 
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
@@ -451,7 +454,7 @@ def _fold(args) -> int:
 
 def _journal_of(sinks) -> str | None:
     """The journal an interrupted run left beside the outputs, if any."""
-    from .pipeline.journal import journal_path
+    from ..pipeline.resume.journal import journal_path
 
     files = [s for s in sinks if not s.stdout]
     if files and os.path.exists(journal_path(files[0].path)):
@@ -472,7 +475,7 @@ def _print_resume_hint(sinks) -> None:
 
 def _eval_function():
     try:
-        from .energy import eval_structure
+        from ..energy import eval_structure
     except ImportError as err:
         # Only a missing piece of rnapipe itself means "not built yet"; a missing third-party package is a bug.
         if not (err.name or "rnapipe").startswith("rnapipe"):
@@ -483,9 +486,9 @@ def _eval_function():
 
 
 def _eval(args) -> int:
-    from .io import read_dotbracket, validate_sequence
-    from .io.writers import kcal
-    from .structure import check_structure
+    from ..io import read_dotbracket, validate_sequence
+    from ..io.writers import kcal
+    from ..structure import check_structure
 
     if args.input is not None:
         if args.sequence is not None:
@@ -569,3 +572,9 @@ def _exit_now_if_threads(code: int) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def stderr_say(quiet: bool) -> Callable[[str], None] | None:
+    if quiet:
+        return None
+    return lambda text: print(f"rnapipe: {text}", file=sys.stderr, flush=True)

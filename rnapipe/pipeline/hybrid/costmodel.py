@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from ..._version import __version__
 
 # lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 232 nt (zs_fold_smem to
 # zs_fold) and after 600 (to the tiled fill), both sides of each are timed (tests/test_hybrid.py checks these
@@ -146,9 +146,9 @@ def _random_sequences(length: int, count: int, seed: int) -> list[str]:
 
 
 def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: int | None = None) -> dict:
-    """Seconds per sequence of ``folder`` (a :class:`~rnapipe.pipeline.stream.Folder`) at each length, on
+    """Seconds per sequence of ``folder`` (a :class:`~rnapipe.pipeline.folding.folder.Folder`) at each length, on
     random sequences in batches of at least ``seconds`` of work; lengths above ``longest`` are left out."""
-    from .records import Records
+    from ..records import Records
 
     threads = max(1, int(getattr(folder, "threads", 1) or 1))
     out = {}
@@ -177,7 +177,7 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
 
 def call_seconds(folder, repeat: int = 7) -> float:
     """The fixed cost of one engine call: the median time to fold one 20-nt sequence."""
-    from .records import Records
+    from ..records import Records
 
     one = Records.from_lists(["0"], _random_sequences(20, 1, 3), [0])
     folder.fold_packed([one])

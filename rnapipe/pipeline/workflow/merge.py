@@ -16,11 +16,11 @@ import shutil
 
 import numpy as np
 
-from .outputs import Sink, chunk_bytes, fsync_directory, header
-from .plan import read_plan
-from .records import Records
-from .shards import read_shards
-from .stream import pause_point
+from ..output.sinks import Sink, chunk_bytes, fsync_directory, header
+from .partition import read_plan
+from ..records import Records
+from .prepare import read_shards
+from ..pause import pause_point
 
 BLOCK = 1 << 16               # records a block
 SCAN_BYTES = 1 << 24

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from ..alphabet import _CODE
-from ..cpu.zuker import fold_codes_in, workspace_bytes, workspace_sizes
+from .zuker import fold_codes_in, workspace_bytes, workspace_sizes
 
 
 @njit(nogil=True, cache=True)

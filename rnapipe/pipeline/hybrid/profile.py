@@ -12,13 +12,14 @@ import json
 import time
 from typing import Callable
 
-from ..io.writers import atomic_output
+from ...gpu.devices import gpu_name
+from ...io.writers import atomic_output
+from ..folding.folder import Folder
 from . import costmodel
 
 
 def _key(cpu, gpu, lengths) -> dict:
     if gpu is not None:
-        from .hybrid import profile_key
         key = profile_key(cpu, gpu)
     else:
         key = costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, None, cpu.threads)
@@ -64,8 +65,6 @@ def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: boo
                  say: Callable[[str], None] | None = None) -> dict:
     """The host's profile as a JSON-ready dict: ``devices``, ``costs`` (a, b, c per device), ``calls``,
     ``samples``, ``longest`` (per device, None: no limit), ``threads`` (the CPU's)."""
-    from .stream import Folder
-
     cpu = Folder(algorithm, variant, "cpu", threads, None, options)
     gpu = Folder(algorithm, variant, "gpu", 1, gpus, options) if use_gpu else None
     folders = {"cpu": cpu} if gpu is None else {"cpu": cpu, "gpu": gpu}
@@ -90,3 +89,13 @@ def load(path: str) -> tuple[dict, dict, int]:
         data = json.load(handle)
     costs = {d: costmodel.Cost(**c) for d, c in data["costs"].items() if d in data["devices"]}
     return costs, data.get("longest", {}), int(data.get("threads", 1))
+
+
+def profile_key(cpu, gpu) -> dict:
+    return costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, gpu_name((gpu.gpus or [0])[0]), cpu.threads)
+
+
+def load_or_measure(cpu, gpu, reprofile: bool = False,
+                    say: Callable[[str], None] | None = None) -> costmodel.Profile:
+    """The host's saved profile for these folders, or a new one (measured, then saved)."""
+    return cached({"cpu": cpu, "gpu": gpu}, profile_key(cpu, gpu), reprofile=reprofile, say=say)

@@ -110,8 +110,8 @@ class Progress:
 
 def survey(paths) -> tuple[int, float]:
     """Records and Σ L³ of FASTA files (lengths only; nothing validated)."""
-    from ..io.fasta import open_binary
-    from . import scan
+    from ...io.fasta import open_binary
+    from ..input import scan
 
     records, work = 0, 0.0
     for path in paths:

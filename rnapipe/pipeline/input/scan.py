@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..alphabet import ACCEPTED
+from ...alphabet import ACCEPTED
 
 # byte class: 1 nucleotide code (either case), 2 space or tab, 3 CR, 0 anything else (flags the record)
 _CLASS = np.zeros(256, dtype=np.uint8)

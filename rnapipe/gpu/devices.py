@@ -1,0 +1,98 @@
+"""The GPUs of this host as the layers above the engines see them: whether there is one, how many, their names,
+the numbers a user asked for checked, and sequences dealt to several GPUs. CuPy is imported only inside the
+functions, so a CPU-only user (or ``--help``) never loads it."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .. import config
+from ..errors import UnavailableError, UsageError
+
+
+def gpu_name(device: int = 0) -> str:
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(device)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def check_gpus(gpus: Sequence[int], device: str) -> list[int]:
+    """The GPU numbers of a ``gpus=`` request, checked against the devices CUDA sees."""
+    gpus = [int(g) for g in gpus]
+    if device != "gpu":
+        raise UsageError("--gpus (gpus=) needs --device gpu")
+    if not gpus:
+        raise UsageError("gpus= / --gpus needs at least one GPU number")
+    import cupy
+    count = cupy.cuda.runtime.getDeviceCount()
+    wrong = [g for g in gpus if not 0 <= g < count]
+    if wrong:
+        raise UnavailableError(f"GPU {wrong[0]} does not exist: CUDA sees {count} GPU(s), numbered 0 to {count - 1}")
+    return gpus
+
+
+def split_for_gpus(lengths: Sequence[int], parts: int) -> list[list[int]]:
+    """Indices of ``lengths`` dealt to ``parts`` workers, longest first in turn, so that each gets a like
+    share of every length (each part keeps input order)."""
+    order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
+    return [sorted(order[p::parts]) for p in range(parts)]
+
+
+def fold_on_gpus(engine, sequences: list[str], variant: str, threads: int, options: dict,
+                 progress: Callable[[int], None] | None, gpus: Sequence[int]) -> list:
+    """``engine.fold_batch`` over several GPUs, one host thread each; results in input order."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cupy
+
+    lock = threading.Lock()
+
+    def report(k: int) -> None:
+        if progress is not None:
+            with lock:
+                progress(k)
+
+    parts = split_for_gpus([len(s) for s in sequences], len(gpus))
+    per_gpu_threads = max(1, threads // len(gpus))
+
+    def run(gpu: int, part: list[int]) -> list:
+        with cupy.cuda.Device(gpu):
+            return engine.fold_batch([sequences[k] for k in part], variant, per_gpu_threads, options, report)
+
+    results: list = [None] * len(sequences)
+    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+        futures = [pool.submit(run, g, part) for g, part in zip(gpus, parts)]
+        for part, future in zip(parts, futures):
+            for k, r in zip(part, future.result()):
+                results[k] = r
+    return results
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy  # noqa: F401  (imported lazily on purpose)
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU"
+        return False
+
+
+def gpu_count() -> int:
+    """CUDA devices this process sees (0 without CuPy or a driver)."""
+    if not gpu_available():
+        return 0
+    import cupy
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def memory_budget() -> int:
+    """Bytes one sequence (or batch) may take on the current GPU: a fraction of its free memory now,
+    counting what CuPy's pool holds but does not use and the short-sequence pools kept for reuse."""
+    import cupy
+
+    from .zuker_short import cached_bytes
+
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    return int((free + cupy.get_default_memory_pool().free_bytes() + cached_bytes()) * config.MEMORY_FRACTION)

@@ -1,0 +1,16 @@
+"""The layer between the front doors (:mod:`rnapipe.api`, :mod:`rnapipe.cli`, the workflow) and the engines
+(:mod:`rnapipe.cpu`, :mod:`rnapipe.gpu`). Imports run one way: front doors → pipeline → engines →
+model/params/io → config/errors; nothing here prints or names a command-line flag.
+
+- ``input/``    FASTA bytes to packed records: the compiled scan, duplicate ids, the block reader.
+- ``folding/``  one engine as asked for (:class:`~.folding.folder.Folder`), chunks, and the stream that folds
+  them in input order with reading and writing overlapped.
+- ``output/``   results rendered as db/TSV/CT/BPSEQ text and appended to part files (sinks).
+- ``resume/``   ``rnapipe fold``'s run: the journal of finished chunks, the run itself, progress.
+- ``hybrid/``   CPU ∥ GPU: cost model and profile, the static and dynamic splits, the hybrid folder,
+  ``--device auto``.
+- ``workflow/`` the workflow's stages: prepare (shards), partition (jobs), merge.
+- ``records.py`` packed records; ``balance.py`` work shared out by predicted time; ``choose.py`` the folder a
+  request asks for; ``timeline.py`` where a run's time goes; ``warm.py`` compiled passes loaded ahead of need;
+  ``pause.py`` the points where kill-and-resume tests stop a run.
+"""

@@ -1,0 +1,75 @@
+"""One engine, as asked for: algorithm, variant, device, threads, options and GPUs; folds a batch of packed
+records (:meth:`Folder.fold_packed`) or a list of sequences (:meth:`Folder.fold`)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ... import config
+from ...engines import get_engine, resolve_device
+from ...gpu.devices import check_gpus, fold_on_gpus
+from ...memory import longest_fitting, memory_budget
+from .. import timeline
+from ..input.reader import LengthCheck
+
+
+class Folder:
+    """One engine, as asked for: algorithm, variant, device, threads, options (and GPUs)."""
+
+    def __init__(self, algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
+                 gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None):
+        self.engine, self.variant = get_engine(algorithm, device, variant)
+        self.algorithm = algorithm
+        self.device = resolve_device(algorithm, device)
+        self.gpus = check_gpus(gpus, self.device) if gpus is not None else None
+        self.threads = threads or config.default_threads()
+        self.options = dict(options or {})
+        self.progress = progress
+        self.budget = getattr(self.engine, "memory_budget", memory_budget)()
+
+    def length_check(self) -> LengthCheck:
+        budget = self.budget
+        engine, variant = self.engine, self.variant
+
+        def need(n: int) -> int:
+            return engine.bytes_needed(n, variant)
+
+        def describe(n: int) -> str:
+            return (f"sequence of {n} nt needs about {need(n) / 2**30:.1f} GiB to fold, "
+                    f"more than the {budget / 2**30:.1f} GiB available")
+        return LengthCheck(longest_fitting(need, budget), describe)
+
+    def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
+        """Fold the records of ``parts`` (:class:`Records`) in order: int64 scores and the structures, each
+        followed by a newline. Through the engine's ``fold_packed`` where it has one (no object a
+        sequence), else its ``fold_batch``."""
+        count = sum(len(p) for p in parts)
+        if count == 0:
+            return np.zeros(0, dtype=np.int64), b""
+        packed = getattr(self.engine, "fold_packed", None)
+        if packed is not None and not (self.gpus and len(self.gpus) > 1):
+            text = parts[0].seqs_text if len(parts) == 1 else b"".join(p.seqs_text for p in parts)
+            lens = parts[0].lens if len(parts) == 1 else np.concatenate([p.lens for p in parts])
+            if self.gpus:
+                import cupy
+                with cupy.cuda.Device(self.gpus[0]):
+                    return packed(text, lens, self.variant, self.threads, self.options, self.progress)
+            return packed(text, lens, self.variant, self.threads, self.options, self.progress)
+        with timeline.timed("sequence lists"):
+            sequences = parts[0].seqs if len(parts) == 1 else [s for p in parts for s in p.seqs]
+        results = self.fold(sequences)
+        scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=count)
+        structures = ("\n".join([r[1] for r in results]) + "\n").encode("ascii")
+        return scores, structures
+
+    def fold(self, sequences: list[str]) -> list[tuple[int, str]]:
+        if self.gpus and len(self.gpus) > 1:
+            return fold_on_gpus(self.engine, sequences, self.variant, self.threads, self.options, self.progress,
+                                self.gpus)
+        if self.gpus:
+            import cupy
+            with cupy.cuda.Device(self.gpus[0]):
+                return self.engine.fold_batch(sequences, self.variant, self.threads, self.options, self.progress)
+        return self.engine.fold_batch(sequences, self.variant, self.threads, self.options, self.progress)
