@@ -23,7 +23,7 @@ from .gpu.devices import gpu_available
 ALGORITHMS = ("nussinov", "zuker")
 DEVICES = ("cpu", "gpu", "hybrid", "auto")
 
-# (algorithm, device) → module. A pair that is missing here is not built yet.
+# (algorithm, device) → module; a pair missing here has no engine (hybrid and auto are the pipeline's).
 _MODULES: dict[tuple[str, str], str] = {
     ("nussinov", "cpu"): "rnapipe.cpu.nussinov",
     ("nussinov", "gpu"): "rnapipe.gpu.nussinov",

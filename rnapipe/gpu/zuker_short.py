@@ -109,9 +109,9 @@ def _shared_bytes(max_n: int) -> int:
     return (4 * (LT_ENTRIES + 2 * LT_MAX + mn + 4) + 2 * 2 * mn + mn + 7) // 8 * 8
 
 
-# zs_fold_smem's launch by the batch's longest sequence (measured on an H100, benchmarks/RESULTS.md, sixth
-# session; at <= 80 nt 5 blocks of two sequences and 192 threads: 64 registers a thread, and the shared
-# memory of 5 fits at 80 nt):
+# zs_fold_smem's launch by the batch's longest sequence, chosen by timing on an H100 (benchmarks/RESULTS.md;
+# at <= 80 nt 5 blocks of two sequences and 192 threads: 64 registers per thread, and the shared memory of 5
+# fits at 80 nt):
 # (longest n, threads, minimum blocks per SM, interior-loop chunks, sequences per block), with the int16
 # ring and with the int32 one. Short sequences have few cells per diagonal, so more, smaller blocks share a
 # multiprocessor; the int16 ring halves the largest part of the shared memory, so more blocks fit. Fewer,
