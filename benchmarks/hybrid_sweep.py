@@ -14,7 +14,7 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
 * T_add = T_cpu·T_gpu / (T_cpu + T_gpu), the ideal of the two at once;
 * the balanced share: the CPU's share of the records that balances the profile's predicted times (as if a
   record could be shared out), and the estimated share: what the default mode gives the CPU
-  (``HybridFolder.plan``: the CPU's one thread a sequence, its call cost, a minimum gain);
+  (``HybridFolder.assign``'s static split: the CPU's one thread per sequence, its call cost, a minimum gain);
 * the hybrid's time at ``--steps`` shares from 0 to 3 × the balanced one, median of ``--point-repeat`` runs
   each, and at the estimated share and 0.5, 1 and 2 points either side of it, median of at least 3 (records
   taken in the split's order); in the static split's default (its estimated share); and in the dynamic split
@@ -109,7 +109,7 @@ def sweep_set(folder, spec: str, seed: int, steps: int, repeat: int, point_repea
     tc, tg = folder.predict(lens)
     # time balanced, as if records could be shared out (the GPUs together)
     paper = float(partition.split(tc, tg / len(folder.gpu_folders)).mean())
-    estimated = float(folder.plan(lens).mean())           # what the default mode gives the CPU
+    estimated = float((folder.assign(tc, tg) < 0).mean())  # what the default mode gives the CPU
     warm = records.take(0, min(len(records), 256))
     for f in folder.gpu_folders:
         f.fold_packed([warm])

@@ -32,3 +32,9 @@ def default_threads() -> int:
         usable = os.cpu_count() or 1
     physical = psutil.cpu_count(logical=False) or usable
     return max(1, min(usable, physical))
+
+
+def cpu_threads(cores: int, gpus: int, jobs: int = 1) -> int:
+    """Threads of each of ``jobs`` CPU folders beside ``gpus`` GPUs on ``cores`` cores: one core per GPU is
+    left to the thread (or process) that feeds it, the rest shared out among the CPU folders; at least one."""
+    return max(1, (cores - gpus) // max(1, jobs))

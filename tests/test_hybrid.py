@@ -187,6 +187,44 @@ def test_a_record_one_device_cannot_fold_goes_to_the_other():
     assert mask[0] and not mask[1]
 
 
+def plain_best_prefix(cpu_end, gpu_end, must, min_gain, fit=None) -> int:
+    """balance.best_prefix the slow obvious way: every prefix's end in a loop."""
+    n = len(cpu_end) - 1
+
+    def end(j):
+        c = cpu_end[j] if fit is None else cpu_end[j] / fit
+        e = max(c, gpu_end[j]) if not (math.isnan(c) or math.isnan(gpu_end[j])) else math.nan
+        return math.inf if math.isnan(e) else e
+
+    if fit is None:
+        k = min(range(n + 1), key=lambda j: (end(j), j))
+    else:
+        k = 0
+        for j in range(1, n + 1):
+            if not cpu_end[j] <= fit * gpu_end[j]:
+                break
+            k = j
+    if k > must and end(k) > (1.0 - min_gain) * end(must):
+        k = must
+    return k
+
+
+@pytest.mark.parametrize("fit", [None, 0.8])
+def test_best_prefix_against_a_plain_search(fit):
+    rng = random.Random(5 if fit is None else 6)
+    for _ in range(3000):
+        n = rng.randint(0, 12)
+        step = [rng.choice([0.0, 0.5, rng.uniform(0, 2), math.inf]) for _ in range(2 * n)]
+        cpu_end = np.concatenate([[0.0], np.cumsum(step[:n])])                    # grows with the prefix
+        gpu_end = np.concatenate([np.cumsum(step[n:][::-1])[::-1], [0.0]])       # shrinks with it
+        if fit is not None and rng.random() < 0.5:
+            gpu_end[0] = rng.uniform(0, 10)                                        # the GPUs alone
+        must = rng.randint(0, n)
+        min_gain = rng.choice([0.0, 0.02, 0.05, 0.5])
+        assert balance.best_prefix(cpu_end, gpu_end, must, min_gain, fit) == \
+            plain_best_prefix(cpu_end.tolist(), gpu_end.tolist(), must, min_gain, fit)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # the hybrid folder's merge (a CPU engine in the GPU's place)
 
@@ -345,7 +383,7 @@ def small_chunks(monkeypatch):
     from rnapipe.pipeline.hybrid import dynamic
 
     monkeypatch.setattr(dynamic, "SLOWDOWN_PRIOR", 1.0)
-    monkeypatch.setattr(dynamic, "MIN_GAIN", 0.0)
+    monkeypatch.setattr(dynamic, "MIN_SAVING", 0.0)
     monkeypatch.setattr(dynamic.Scales, "add", lambda self, *args: None)
 
 
@@ -459,6 +497,7 @@ def test_lpt_spreads_every_record_once_within_its_bound():
         n, threads = rng.randint(1, 60), rng.randint(1, 16)
         t = np.array([rng.uniform(0.0, 1.0) for _ in range(n)])
         shares = balance.lpt(t, threads)
+        assert len(shares) == threads                                 # one per worker, empty where n < threads
         got = np.sort(np.concatenate(shares))
         assert got.tolist() == list(range(n))
         loads = [float(t[s].sum()) for s in shares]
@@ -489,7 +528,7 @@ def test_the_plan_never_predicts_a_later_end_than_the_gpus_alone():
         fit = dynamic.CPU_FIT if scale else dynamic.CPU_FIT_UNMEASURED
         slow = slow if scale else dynamic.SLOWDOWN_PRIOR
         end = plan_end(tc1, tg, chosen, threads, 1, slow)
-        assert end <= (1 - dynamic.MIN_GAIN) * alone + 1e-12
+        assert end <= (1 - dynamic.MIN_SAVING) * alone + 1e-12
         assert predicted["cpu"] <= fit * predicted["gpus"] + 1e-12       # the CPU ends well before the GPUs
         assert len(set(chosen.tolist())) == len(chosen)
 
@@ -516,7 +555,7 @@ def test_the_plan_gives_nothing_where_the_gain_is_below_the_slowdown():
     assert len(dynamic.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
     # the GPU measured 5 % slower beside the CPU: nothing left to gain
     assert not len(dynamic.plan(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05})[0])
-    assert dynamic.max_gain(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05}) < dynamic.MIN_GAIN
+    assert dynamic.max_gain(tc1, tg, threads, 1, {"cpu": 1.0, "gpu0": 1.0, "gpu0+cpu": 1.05}) < dynamic.MIN_SAVING
     # the CPU measured at twice its prediction: nothing either
     assert not len(dynamic.plan(tc1, tg, threads, 1, {"cpu": 2.0, "gpu0": 1.0, "gpu0+cpu": 1.0})[0])
 
@@ -645,7 +684,7 @@ def test_auto_picks_hybrid_where_the_profile_predicts_a_gain(k, gpus, want):
     device, why, _ = auto.auto_device("zuker", gpus=gpus, profile=profile, gpu_present=True)
     assert device == want, why
     gain = 1.0 / (k * len(gpus or [0]) + 1.0)           # the GPUs together are that much faster
-    assert (gain >= auto.MIN_GAIN) == (want == "hybrid")
+    assert (gain >= balance.MIN_GAIN) == (want == "hybrid")
     assert "400 nt" in why or want == "gpu"
 
 

@@ -213,23 +213,37 @@ def test_cpu_gets_nothing_unless_it_saves_min_gain_and_long_records_wait_on_one_
     """K = 21 (the H100 on transcripts): the CPU could save 1/22 = 4.5 % < MIN_GAIN, so it gets no shard, as
     --device hybrid decides; with K = 4 it gets about N / 5. A shard whose one record would take longer on one of
     the CPU job's threads than the GPU's whole share stays on the GPU."""
+    from rnapipe.pipeline.balance import MIN_GAIN
     from rnapipe.pipeline.workflow import partition as plan
     from rnapipe.pipeline.hybrid.costmodel import Cost
     from rnapipe.pipeline.workflow.prepare import Shard
 
     n = 100
-    assert plan.boundary(np.full(n, 21.0), np.ones(n), 1, 1, plan.MIN_GAIN).sum() == 0
+    assert plan.boundary(np.full(n, 21.0), np.ones(n), 1, 1, MIN_GAIN).sum() == 0
     assert abs(plan.boundary(np.full(n, 21.0), np.ones(n), 1, 1, 0.0).sum() - n / 22) <= 1
-    assert abs(plan.boundary(np.full(n, 4.0), np.ones(n), 1, 1, plan.MIN_GAIN).sum() - n / 5) <= 1
+    assert abs(plan.boundary(np.full(n, 4.0), np.ones(n), 1, 1, MIN_GAIN).sum() - n / 5) <= 1
     # one shard of one long record that the CPU does relatively best (K = 2), and 40 shards it does worse (K = 10)
     tc, tg = np.array([0.2] + [1.0] * 40), np.array([0.1] + [0.1] * 40)
-    assert plan.boundary(tc, tg, 1, 1, plan.MIN_GAIN)[0]                   # by throughput alone: to the CPU
+    assert plan.boundary(tc, tg, 1, 1, MIN_GAIN)[0]                   # by throughput alone: to the CPU
     shards = [Shard(0, 43, 1, 2e3, 4e6, 8e9, 2000, 2000)] + [Shard(k, 26, 100, 1e4, 1e6, 1e8, 100, 100)
                                                              for k in range(1, 41)]
     one = plan.on_one_thread(shards, Cost(2.5e-11, 0, 0), 16, None)         # 0.2 s of throughput for 2,000 nt
     assert one[0] == pytest.approx(16 * 0.2) and one[1] == pytest.approx(16 * 2.5e-5)
-    mask = plan.boundary(np.maximum(tc, one), tg, 1, 1, plan.MIN_GAIN)      # on one of 16 threads: 3.2 s
+    mask = plan.boundary(np.maximum(tc, one), tg, 1, 1, MIN_GAIN)      # on one of 16 threads: 3.2 s
     assert not mask[0] and mask.sum() > 0
+
+
+def test_cpu_threads_leave_one_core_per_gpu():
+    """config.cpu_threads: the cores less one per GPU (--device hybrid's CPU folder, the hybrid profile), shared
+    out among the workflow's CPU jobs (floor), never below one thread."""
+    from rnapipe import config
+
+    for cores in range(1, 20):
+        for gpus in range(0, 5):
+            assert config.cpu_threads(cores, gpus) == max(1, cores - gpus)
+            for jobs in range(0, 6):
+                want = max(1, (cores - gpus) // jobs) if jobs else max(1, cores - gpus)
+                assert config.cpu_threads(cores, gpus, jobs) == want
 
 
 def test_shard_bins_are_length_ranges():

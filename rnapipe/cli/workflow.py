@@ -44,7 +44,7 @@ def profile(device: str, algorithm: str, variant: str | None, threads: int | Non
         say("no GPU here: profiling the CPU only")
     cores = threads or config.default_threads()
     # hybrid: the CPU engine runs on the cores but one per GPU, each GPU's feeder (as in --device hybrid)
-    cpu_threads = max(1, cores - len(gpus or [0])) if device == "hybrid" else cores
+    cpu_threads = config.cpu_threads(cores, len(gpus or [0])) if device == "hybrid" else cores
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
                                   reprofile=not cached, say=say)
     if output:

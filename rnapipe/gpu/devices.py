@@ -34,7 +34,9 @@ def check_gpus(gpus: Sequence[int], device: str) -> list[int]:
 
 def split_for_gpus(lengths: Sequence[int], parts: int) -> list[list[int]]:
     """Indices of ``lengths`` dealt to ``parts`` workers, longest first in turn, so that each gets a like
-    share of every length (each part keeps input order)."""
+    share of every length (each part keeps input order). Dealt by rank, not cut into contiguous runs of equal
+    predicted time as a hybrid batch is (:func:`rnapipe.pipeline.balance.among`): this layer has no cost
+    model, and with the same mix of lengths on each GPU the parts end together whatever a length costs."""
     order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
     return [sorted(order[p::parts]) for p in range(parts)]
 

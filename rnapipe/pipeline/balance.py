@@ -1,12 +1,20 @@
-"""Work shared out by predicted time: the order in which the CPU takes records (:func:`cpu_first`), records
-cut into contiguous runs for several GPUs (:func:`among`), and jobs spread longest first over workers
-(:func:`lpt`, :func:`spread`). The static and dynamic hybrid splits and the workflow's partition use these."""
+"""Work shared out by predicted time: the order in which the CPU takes records (:func:`cpu_first`), the
+boundary between the CPU's prefix of that order and the GPUs' rest (:func:`best_prefix`, :data:`MIN_GAIN`),
+records cut into contiguous runs for several GPUs (:func:`among`), and work spread longest first over
+workers (:func:`lpt`). The static and dynamic hybrid splits, ``--device auto`` and the workflow's partition
+use these."""
 
 from __future__ import annotations
 
 import heapq
 
 import numpy as np
+
+# The CPU gets a share only where that is predicted to end the work this much sooner (a fraction) than the
+# GPUs alone: the profile's costs are throughputs of large batches, and a CPU share of a few records has taken
+# 3-4 times its prediction (benchmarks/RESULTS.md, hybrid sweep); a CPU job beside a GPU job also takes cores
+# the GPU's host threads use. The static split, ``--device auto`` and the workflow's partition use it.
+MIN_GAIN = 0.05
 
 
 def cpu_first(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
@@ -19,10 +27,47 @@ def cpu_first(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
     return np.argsort(ratio, kind="stable")
 
 
+def best_prefix(cpu_end: np.ndarray, gpu_end: np.ndarray, must: int, min_gain: float,
+                fit: float | None = None) -> int:
+    """How many records of :func:`cpu_first`'s order the CPU takes, from the two sides' predicted ends for
+    every prefix: ``cpu_end[j]`` and ``gpu_end[j]`` (j = 0 .. n) when the CPU takes the first j records and
+    the GPUs the rest.
+
+    Each prefix ends the work at the later of its two ends (NaN counted as never). The prefix chosen is the
+    one that ends it soonest (the first of equals). With ``fit`` (the CPU's predictions being the riskier),
+    it is the longest prefix j >= 1 whose CPU end is within ``fit`` of the GPUs' end (counted: the CPU's end
+    only grows with the prefix and the GPUs' only shrinks, so these are all the prefixes up to some length),
+    and a prefix's CPU end counts as ``cpu_end / fit``. The first ``must`` records (those only the CPU can
+    fold) are the fallback: a longer prefix is kept only where it ends the work at least ``min_gain`` (a
+    fraction) sooner than they do. The answer may be below ``must`` (where every prefix's end is infinite,
+    or with ``fit`` where even ``must`` records overrun it); callers that must give the CPU those records
+    raise it."""
+    c = np.asarray(cpu_end, dtype=np.float64)
+    g = np.asarray(gpu_end, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        if fit is None:
+            finish = np.maximum(c, g)
+        else:
+            finish = np.maximum(c / fit, g)
+    finish = np.where(np.isnan(finish), np.inf, finish)
+    if fit is None:
+        k = int(np.argmin(finish))
+    else:
+        with np.errstate(invalid="ignore"):
+            k = int(np.count_nonzero(c[1:] <= fit * g[1:]))
+    if k > must and finish[k] > (1.0 - min_gain) * finish[must]:
+        k = must
+    return k
+
+
 def among(seconds: np.ndarray, mask: np.ndarray, parts: int) -> np.ndarray:
     """The device (0 .. parts-1) of each record where ``mask`` is set, -1 elsewhere: those records, in input
     order, cut into ``parts`` contiguous runs of about equal predicted ``seconds`` (the boundaries between
-    several GPUs of one kind)."""
+    several GPUs of one kind).
+
+    Runs, not :func:`rnapipe.gpu.devices.split_for_gpus`'s dealing by rank: a GPU's share of a hybrid batch
+    is then one slice of the batch's packed text (no gather, no scatter), balanced on the cost model's
+    seconds."""
     t = np.asarray(seconds, dtype=np.float64)
     where = np.full(t.size, -1, dtype=np.int64)
     picked = np.flatnonzero(mask)
@@ -41,34 +86,20 @@ def among(seconds: np.ndarray, mask: np.ndarray, parts: int) -> np.ndarray:
     return where
 
 
-def lpt(seconds: np.ndarray, threads: int) -> list[np.ndarray]:
-    """Longest processing time first: indices into ``seconds``, one array a thread (longest first in each),
-    each next one to the thread least loaded so far. Its longest thread ends within the mean load plus
-    (1 - 1/threads) of the longest record."""
+def lpt(seconds: np.ndarray, workers: int) -> list[np.ndarray]:
+    """Longest processing time first: positions in ``seconds`` spread over ``workers`` workers, one array per
+    worker (each longest first; equal times in position order), each next one to the worker least loaded so
+    far (of equals, the lowest numbered). Workers beyond the number of records get empty arrays. The busiest
+    worker ends within the mean load plus (1 - 1/workers) of the longest record."""
     t = np.asarray(seconds, dtype=np.float64)
-    threads = max(1, min(threads, t.size))
     order = np.argsort(-t, kind="stable")
-    if threads == 1:
-        return [order]
-    heap = [(0.0, j) for j in range(threads)]
+    if workers <= 1:
+        return [order] if workers == 1 else []
+    heap = [(0.0, j) for j in range(workers)]
     owner = np.empty(t.size, dtype=np.int64)
     for k in order.tolist():
         load, j = heapq.heappop(heap)
         owner[k] = j
         heapq.heappush(heap, (load + float(t[k]), j))
     owned = owner[order]
-    return [order[owned == j] for j in range(threads)]
-
-
-def spread(times: np.ndarray, members: np.ndarray, jobs: int) -> list[list[int]]:
-    """Shards ``members`` over ``jobs`` jobs: longest first, each to the job with the least work so far."""
-    out: list[list[int]] = [[] for _ in range(jobs)]
-    if jobs == 0:
-        return out
-    heap = [(0.0, j) for j in range(jobs)]
-    t = np.where(np.isfinite(times), times, 0.0)
-    for k in sorted(members.tolist(), key=lambda k: (-t[k], k)):
-        load, j = heapq.heappop(heap)
-        out[j].append(k)
-        heapq.heappush(heap, (load + float(t[k]), j))
-    return out
+    return [order[owned == j] for j in range(workers)]

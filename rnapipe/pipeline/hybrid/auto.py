@@ -10,7 +10,8 @@ from ...engines import _MODULES
 from ...gpu.devices import gpu_available
 from ..folding.folder import Folder
 from . import costmodel
-from .folder import ALGORITHMS, MIN_GAIN
+from ..balance import MIN_GAIN
+from .folder import ALGORITHMS
 from .profile import load_or_measure, profile_key
 
 
@@ -31,8 +32,8 @@ def auto_device(algorithm: str, variant: str | None = None, threads: int | None 
                 gpu_present: bool | None = None) -> tuple[str, str, costmodel.Profile | None]:
     """``--device auto``: (device, why, the profile it read). Hybrid where a GPU is here, the algorithm has a
     hybrid mode and this host's saved profile (or a new one with ``reprofile``) predicts that the CPU saves at
-    least MIN_GAIN of the GPUs' time at one of its lengths (batches that gain nothing still go to the GPUs
-    alone); else the GPU; else the CPU."""
+    least :data:`..balance.MIN_GAIN` of the GPUs' time at one of its lengths (batches that gain nothing still
+    go to the GPUs alone); else the GPU; else the CPU."""
     present = gpu_available() if gpu_present is None else gpu_present
     if not present or (algorithm, "gpu") not in _MODULES:
         return "cpu", "no usable GPU: no CuPy or no CUDA device" if (algorithm, "gpu") in _MODULES else \
@@ -42,10 +43,10 @@ def auto_device(algorithm: str, variant: str | None = None, threads: int | None 
     n = len(gpus or [0])
     if profile is None:
         cores = threads or config.default_threads()
-        cpu = Folder(algorithm, variant, "cpu", max(1, cores - n), None, options)
+        cpu = Folder(algorithm, variant, "cpu", config.cpu_threads(cores, n), None, options)
         gpu = Folder(algorithm, variant, "gpu", 1, [(gpus or [0])[0]], options)
         if reprofile:
-            profile = load_or_measure(cpu, gpu, True)
+            profile = load_or_measure(cpu, gpu, reprofile=True)
         else:
             profile = costmodel.Profile.load(costmodel.cache_path(profile_key(cpu, gpu)), profile_key(cpu, gpu))
         if profile is None:

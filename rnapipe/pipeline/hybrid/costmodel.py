@@ -41,12 +41,12 @@ from ..._version import __version__
 LENGTHS = (30, 68, 120, 200, 232, 233, 300, 400, 500, 600, 601, 800, 1200, 1600)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
 COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
-TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather a batch)
+TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather per batch)
 
 
 @dataclass(frozen=True)
 class Cost:
-    """Seconds a sequence: interpolated between ``lengths`` (timed, ascending) and their ``per_seq`` seconds,
+    """Seconds per sequence: interpolated between ``lengths`` (timed, ascending) and their ``per_seq`` seconds,
     ``L ** tail`` beyond (see the module's docstring); without them ``a·L³ + b·L² + c`` (all ≥ 0)."""
 
     a: float
@@ -128,7 +128,7 @@ class Cost:
 
     @classmethod
     def measured(cls, samples: dict) -> "Cost":
-        """A GPU's cost of timed ``samples`` ({length: seconds a sequence}): interpolated, with the fit beside;
+        """A GPU's cost of timed ``samples`` ({length: seconds per sequence}): interpolated, with the fit beside;
         ``tail`` the slope of the last two lengths, kept within 1-3 (see the module's docstring)."""
         lens = sorted(int(k) for k in samples)
         secs = [float(samples[k]) for k in lens]
@@ -158,7 +158,7 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
         count = 16
         folder.fold_packed([Records.from_lists([str(k) for k in range(count)], _random_sequences(length, count, 1),
                                                range(count))])             # warm-up (compiles, allocates)
-        # whole rounds of the engine's threads (a CPU engine folds a sequence a thread: 16 long sequences on
+        # whole rounds of the engine's threads (a CPU engine folds one sequence per thread: 16 long sequences on
         # 15 threads take two rounds, which would count each as twice its share)
         count = max(2 * threads, count) // threads * threads
         while True:

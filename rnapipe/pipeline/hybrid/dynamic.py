@@ -2,20 +2,21 @@
 in the stream, the CPU given records only where that is predicted to pay after every risk is counted.
 
 The CPU's part of a batch is fixed before the batch starts (:func:`plan`) and spread over its threads longest
-first (:func:`lpt`), so that each CPU thread folds its records in one compiled call without the GIL
-(:mod:`.cpuside`); the GPUs fold the rest meanwhile. What each side took is measured after every batch
-(:class:`Scales`): the CPU's seconds a record over its prediction, each GPU's alone, and each GPU's while the
-CPU folds beside it (the CPU's threads share the host's memory bandwidth, caches and cores with the GPUs'
-feeding threads). The next batch is planned on those, so the split follows what the devices really did.
+first (:func:`..balance.lpt`), so that each CPU thread folds its records in one compiled call without the
+GIL (:func:`rnapipe.cpu.zuker_packed.fold_share`); the GPUs fold the rest meanwhile. What each side took is
+measured after every batch (:class:`Scales`): the CPU's seconds per record over its prediction, each GPU's
+alone, and each GPU's while the CPU folds beside it (the CPU's threads share the host's memory bandwidth,
+caches and cores with the GPUs' feeding threads). The next batch is planned on those, so the split follows
+what the devices really did.
 
 The rules of :func:`plan`:
 
-* the CPU takes records in the order of its relative speed (smallest t_CPU / t_GPU first), each one that
-  alone would end after ``CPU_FIT`` of the GPUs' time left out;
+* the CPU takes records in the order of its relative speed (smallest t_CPU / t_GPU first,
+  :func:`..balance.cpu_first`), each one that alone would end after ``CPU_FIT`` of the GPUs' time left out;
 * the CPU's threads must end (longest-processing-time bound: their mean load plus the longest record's
-  (1 - 1/threads)) within
-  ``CPU_FIT`` of the GPUs' predicted time for the rest, slowed by the CPU beside them;
-* the CPU gets nothing unless that ends the batch at least ``MIN_GAIN`` sooner than the GPUs alone; until a
+  (1 - 1/threads)) within ``CPU_FIT`` of the GPUs' predicted time for the rest, slowed by the CPU beside
+  them: the longest such prefix of that order (:func:`..balance.best_prefix`);
+* the CPU gets nothing unless that ends the batch at least ``MIN_SAVING`` sooner than the GPUs alone; until a
   batch has measured the GPUs beside the CPU, they are taken as ``SLOWDOWN_PRIOR`` times slower, and until the
   CPU has been measured its records must end within ``CPU_FIT_UNMEASURED``;
 * records a GPU cannot fold go to the CPU whatever their time.
@@ -27,9 +28,12 @@ import threading
 
 import numpy as np
 
+from ..balance import best_prefix, cpu_first
+
 CPU_FIT = 0.8                 # the CPU's threads end by this fraction of the GPUs' predicted time for the rest
 CPU_FIT_UNMEASURED = 0.7      # and by this fraction while the CPU's costs in this stream are not measured
-MIN_GAIN = 0.02               # the CPU gets records only where they end the batch this much sooner
+MIN_SAVING = 0.02             # the CPU gets records only where, every risk counted, they end the batch this
+                              # much sooner (a fraction of its end without them)
 SLOWDOWN_PRIOR = 1.03         # the GPUs' time beside a busy CPU over their time alone, until measured
 PRIOR = 0.25                  # the profile's word on a batch counts as this share of the batch's predicted time
 
@@ -76,29 +80,22 @@ def plan(cpu_one: np.ndarray, gpu: np.ndarray, threads: int, gpus: int, scale: d
     total_g = float(tg[shared].sum())
     alone = total_g * alone_f / gpus
     none = np.zeros(0, dtype=np.int64)
-    # a record the CPU may take: one whose time alone on a thread ends within the fit of the GPUs' time
-    offered = np.flatnonzero(shared & (tc * sc <= fit * total_g * beside_f / gpus))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        order = offered[np.argsort(tc[offered] / tg[offered], kind="stable")]
-    order = np.concatenate([must, order])
+    # the records the CPU may take: those the GPUs cannot fold, and those whose time alone on a thread ends
+    # within the fit of the GPUs' time
+    offered = np.flatnonzero(np.isinf(tg) | (shared & (tc * sc <= fit * total_g * beside_f / gpus)))
+    order = offered[cpu_first(tc[offered], tg[offered])]
     if not order.size:
         return none, {"cpu": 0.0, "gpus": alone, "alone": alone}
     c = tc[order] * sc
-    cum_c = np.cumsum(c)
     m = max(1, threads)
-    cpu_end = cum_c / m + (1.0 - 1.0 / m) * np.maximum.accumulate(c)     # the LPT bound of each prefix
+    # each prefix's ends: the CPU's threads by the LPT bound, the GPUs on the rest beside it (none: alone)
+    cpu_end = np.concatenate([[0.0], np.cumsum(c) / m + (1.0 - 1.0 / m) * np.maximum.accumulate(c)])
     g = np.where(np.isfinite(tg[order]), tg[order], 0.0)
-    gpu_end = (total_g - np.cumsum(g)) * beside_f / gpus
-    # the prefixes whose CPU end is within the fit of the GPUs' end: all up to some length (the CPU's end only
-    # grows with the prefix, the GPUs' only shrinks); the longest of them ends the batch soonest
-    m = must.size
-    k = max(m, int(np.count_nonzero(cpu_end <= fit * gpu_end)))
-    base = alone if m == 0 else max(cpu_end[m - 1] / fit, gpu_end[m - 1])
-    if k > m and gpu_end[k - 1] > (1.0 - MIN_GAIN) * base:
-        k = m
+    gpu_end = np.concatenate([[alone], (total_g - np.cumsum(g)) * beside_f / gpus])
+    k = max(must.size, best_prefix(cpu_end, gpu_end, must.size, MIN_SAVING, fit))
     if k == 0:
         return none, {"cpu": 0.0, "gpus": alone, "alone": alone}
-    return order[:k], {"cpu": float(cpu_end[k - 1]), "gpus": float(gpu_end[k - 1]), "alone": alone}
+    return order[:k], {"cpu": float(cpu_end[k]), "gpus": float(gpu_end[k]), "alone": alone}
 
 
 class Scales:

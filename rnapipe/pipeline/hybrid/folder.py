@@ -2,18 +2,18 @@
 
 Two ways to share a batch (``--split``):
 
-* ``static``: the batch is split once by :func:`.partition.split` on the host's profile (:mod:`.costmodel`),
-  the GPUs' part cut into one contiguous run per GPU (:func:`.partition.among`);
+* ``static``: the batch is split once by :func:`.static.split` on the host's profile (:mod:`.costmodel`),
+  the GPUs' part cut into one contiguous run per GPU (:func:`..balance.among`);
 * ``dynamic``: each batch is planned by :func:`.dynamic.plan` on the costs as measured so far in the stream
   (:class:`.dynamic.Scales`: the CPU's, each GPU's alone and beside the busy CPU), the CPU given records only
   where that is predicted to end the batch sooner after every risk is counted, else nothing (the GPUs alone,
   at no cost beyond a look at a few lengths, whose answer is kept for the next batches of the same range).
 
 Either way each GPU folds its records in one call on a feeding thread of its own, and the CPU's records are
-spread over its threads longest first, each thread folding its own in one compiled call without the GIL
-(:mod:`.cpuside`), so that the CPU's threads and the GPUs' feeding threads do not wait on each other; the
-results are put back in the batch's order. The two Zuker engines agree bit for bit, so the output is the same
-as any device's alone.
+spread over its threads longest first (:func:`..balance.lpt`), each thread folding its own in one compiled
+call without the GIL (:func:`rnapipe.cpu.zuker_packed.fold_share`), so that the CPU's threads and the GPUs'
+feeding threads do not wait on each other; the results are put back in the batch's order. The two Zuker
+engines agree bit for bit, so the output is the same as any device's alone.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ...gpu.devices import gpu_available
 from ...model import Model
 from . import costmodel, dynamic
 from ...cpu import zuker_packed
-from ..balance import among, lpt
+from ..balance import MIN_GAIN, among, lpt
 from ..folding.folder import Folder
 from .profile import load_or_measure
 from .static import split, split_at
@@ -45,12 +45,8 @@ from ..records import Records
 
 ALGORITHMS = ("zuker",)        # engines whose CPU and GPU results are identical, structures included
 SPLITS = config.HYBRID_SPLITS
-# Static split: the CPU gets a share of a batch only where that is predicted to finish the batch this much
-# sooner than the GPU alone: the profile's costs are throughputs of large batches, and a CPU share of a few
-# records has taken 3-4 times its prediction (benchmarks/RESULTS.md, hybrid sweep).
-MIN_GAIN = 0.05
-# Threads of the CPU folder left out of a hybrid batch, beyond one core a GPU: for the stream's reading, parsing
-# and writing threads, so that the GPUs' feeding threads keep a core each.
+# Threads of the CPU folder left out of a hybrid batch, beyond one core per GPU: for the stream's reading,
+# parsing and writing threads, so that the GPUs' feeding threads keep a core each.
 CPU_SPARE = 1
 # Batches for which the dynamic split's answer "the GPU alone" for a length range is kept (see _gpu_only).
 MEMO_BATCHES = 16
@@ -157,7 +153,7 @@ def _close_all(feeders: list) -> None:
 
 
 class HybridFolder:
-    """The :class:`~.stream.Folder` interface over a CPU folder and one or more GPU folders."""
+    """The :class:`~..folding.folder.Folder` interface over a CPU folder and one or more GPU folders."""
 
     device = "hybrid"
 
@@ -181,8 +177,8 @@ class HybridFolder:
         self.gpu_folders = list(gpu) if isinstance(gpu, (list, tuple)) else [gpu]
         self.gpu = self.gpu_folders[0]
         n = len(self.gpu_folders)
-        # one core a GPU for its feeding thread, the rest for the CPU engine
-        self.cpu = cpu or Folder(algorithm, variant, "cpu", max(1, cores - n), None, options, progress)
+        # one core per GPU for its feeding thread, the rest for the CPU engine
+        self.cpu = cpu or Folder(algorithm, variant, "cpu", config.cpu_threads(cores, n), None, options, progress)
         self._model_tables = Model.from_options(self.cpu.options).tables()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -192,7 +188,7 @@ class HybridFolder:
         self._warm.start()
         self.algorithm, self.variant, self.options = algorithm, self.cpu.variant, self.cpu.options
         self.threads = cores
-        self.profile = profile or load_or_measure(self.cpu, self.gpu, reprofile, say)
+        self.profile = profile or load_or_measure(self.cpu, self.gpu, reprofile=reprofile, say=say)
         self.cpu_cost = self.profile.costs["cpu"]
         self.gpu_cost = self.profile.costs["gpu"]
         self.scales = dynamic.Scales()
@@ -205,8 +201,8 @@ class HybridFolder:
         self.cpu_share: float | None = None  # a forced share of each batch's records for the CPU (sweeps)
         self._batches = 0
         self._note = None                   # the dynamic plan's prediction and scales for the batch's log line
-        self.log = os.environ.get("RNAPIPE_HYBRID_LOG") or None     # a TSV line a split batch (tuning)
-        self._memo: dict = {}               # (shortest, longest) -> (batch, may the CPU gain, GPU s a record)
+        self.log = os.environ.get("RNAPIPE_HYBRID_LOG") or None     # a TSV line per split batch (tuning)
+        self._memo: dict = {}               # (shortest, longest) -> (batch, may the CPU gain, GPU s per record)
         limits = [g.length_check().longest for g in self.gpu_folders]
         known = [x for x in limits if x is not None]
         self.longest = (self.cpu.length_check().longest, min(known) if known else None)
@@ -224,10 +220,6 @@ class HybridFolder:
             if longest is not None:
                 t[lens > longest] = np.inf
         return tc, tg
-
-    def plan(self, lens: np.ndarray) -> np.ndarray:
-        """The records of a batch the CPU folds in the static split (mask)."""
-        return self._split(*self.predict(lens))
 
     def _split(self, tc: np.ndarray, tg: np.ndarray) -> np.ndarray:
         n = len(self.gpu_folders)
@@ -247,7 +239,7 @@ class HybridFolder:
 
     # ------------------------------------------------------------------------------------------------
     def cpu_threads(self) -> int:
-        """The CPU threads of a hybrid batch: the CPU folder's (a core a GPU left out) less one more, for the
+        """The CPU threads of a hybrid batch: the CPU folder's (a core per GPU left out) less one more, for the
         threads that read, parse and write the stream beside the GPUs' feeding threads."""
         return max(1, self.cpu.threads - CPU_SPARE)
 
@@ -261,7 +253,7 @@ class HybridFolder:
         self._batches += 1
         if self.split == "dynamic" and self.cpu_share is None and len(self.gpu_folders) == 1:
             predicted = self._gpu_only(lens)
-            if predicted is not None:                          # the GPU alone, nothing predicted a record
+            if predicted is not None:                          # the GPU alone, nothing predicted per record
                 result = self._gpu_alone(0, parts, predicted, count)
                 self.scales.age()
                 return result
@@ -308,9 +300,9 @@ class HybridFolder:
 
     def _may_gain(self, lo: int, hi: int, alone: float = 0.0) -> bool:
         """False where no dynamic split of a batch of lengths ``lo`` to ``hi`` (the GPUs alone: ``alone``
-        seconds) can save MIN_GAIN of the GPU's time (:func:`.dynamic.max_gain` on a few lengths from the
-        shortest to the longest and the lengths the profile timed between them, not every record). True where
-        a device cannot fold one."""
+        seconds) can save :data:`.dynamic.MIN_SAVING` of the GPU's time (:func:`.dynamic.max_gain` on a few
+        lengths from the shortest to the longest and the lengths the profile timed between them, not every
+        record). True where a device cannot fold one."""
         cpu_limit, gpu_limit = self.longest
         if (gpu_limit is not None and hi > gpu_limit) or (cpu_limit is not None and hi > cpu_limit):
             return True
@@ -322,7 +314,7 @@ class HybridFolder:
                                              timed[(timed > lo) & (timed < hi)]]))
         gain = dynamic.max_gain(self.cpu_cost.seconds(grid) * self.cpu.threads, self.gpu_cost.seconds(grid),
                                   self.cpu_threads(), len(self.gpu_folders), self._scales(alone))
-        return gain >= dynamic.MIN_GAIN
+        return gain >= dynamic.MIN_SAVING
 
     def _fold(self, parts, text, lens, tc1, tg, where, threads) -> tuple[np.ndarray, bytes]:
         """Fold a batch as ``where`` says (-1 the CPU, i GPU i): each GPU's records in one call on its feeding
@@ -341,7 +333,7 @@ class HybridFolder:
                 jobs.append((i, self._gpu_job(batch, i, positions, float(tg[positions].sum()), beside)))
         if cpu_part.size:
             gate = MemoryGate(self.cpu.budget)
-            for share in lpt(tc1[cpu_part], threads):
+            for share in lpt(tc1[cpu_part], min(threads, cpu_part.size)):
                 positions = cpu_part[share]
                 jobs.append((-1, self._cpu_job(batch, gate, positions, float(tc1[positions].sum()))))
         start = time.perf_counter()
@@ -451,6 +443,3 @@ class HybridFolder:
                 f"{self.cpu_records:,} of {self.records:,} records ({share:.1f} %); "
                 f"predicted {self.predicted[0]:.1f} s CPU / {self.predicted[1]:.1f} s GPU, "
                 f"measured {self.measured[0]:.1f} s / {self.measured[1]:.1f} s")
-
-
-

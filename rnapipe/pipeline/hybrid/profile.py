@@ -1,9 +1,9 @@
 """A host's profile for the workflow's partition: the CPU engine alone, or the CPU and the GPU engines.
 
 With a GPU this is the profile ``--device hybrid`` uses (the same cache file when the lengths are the
-default ones: :func:`.hybrid.profile_key`); without one, the CPU is timed alone. Either way the profile is
-taken from the host's cache (:mod:`.costmodel`) when there is one, measured and saved otherwise, and
-written as JSON with each device's longest foldable sequence.
+default ones: :func:`profile_key`); without one, the CPU is timed alone. Either way the profile is taken
+from the host's cache (:mod:`.costmodel`) when there is one, measured and saved otherwise
+(:func:`load_or_measure`), and written as JSON with each device's longest foldable sequence.
 """
 
 from __future__ import annotations
@@ -38,10 +38,13 @@ def measure(folders: dict, key: dict, lengths, say: Callable[[str], None] | None
     return costmodel.Profile.fitted(key, samples, calls)
 
 
-def cached(folders: dict, key: dict, lengths=costmodel.LENGTHS, reprofile: bool = False,
-           say: Callable[[str], None] | None = None) -> costmodel.Profile:
-    """The host's profile saved under ``key``, or (none saved, or ``reprofile``) a new one measured on
-    ``folders`` and saved."""
+def load_or_measure(cpu, gpu=None, lengths=costmodel.LENGTHS, reprofile: bool = False,
+                    say: Callable[[str], None] | None = None) -> costmodel.Profile:
+    """The host's profile of the folders ``cpu`` and ``gpu`` (the CPU alone where ``gpu`` is None) at
+    ``lengths``: the one saved in the host's cache, or (none saved, or ``reprofile``) a new one measured on
+    them and saved."""
+    folders = {"cpu": cpu} if gpu is None else {"cpu": cpu, "gpu": gpu}
+    key = _key(cpu, gpu, lengths)
     path = costmodel.cache_path(key)
     profile = None if reprofile else costmodel.Profile.load(path, key)
     if profile is not None:
@@ -68,7 +71,7 @@ def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: boo
     cpu = Folder(algorithm, variant, "cpu", threads, None, options)
     gpu = Folder(algorithm, variant, "gpu", 1, gpus, options) if use_gpu else None
     folders = {"cpu": cpu} if gpu is None else {"cpu": cpu, "gpu": gpu}
-    profile = cached(folders, _key(cpu, gpu, lengths), lengths, reprofile, say)
+    profile = load_or_measure(cpu, gpu, lengths, reprofile, say)
     data = json.loads(profile.to_json())
     data["devices"] = list(folders)
     data["threads"] = cpu.threads
@@ -93,9 +96,3 @@ def load(path: str) -> tuple[dict, dict, int]:
 
 def profile_key(cpu, gpu) -> dict:
     return costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, gpu_name((gpu.gpus or [0])[0]), cpu.threads)
-
-
-def load_or_measure(cpu, gpu, reprofile: bool = False,
-                    say: Callable[[str], None] | None = None) -> costmodel.Profile:
-    """The host's saved profile for these folders, or a new one (measured, then saved)."""
-    return cached({"cpu": cpu, "gpu": gpu}, profile_key(cpu, gpu), reprofile=reprofile, say=say)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..balance import cpu_first
+from ..balance import best_prefix, cpu_first
 
 
 def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 1,
@@ -48,15 +48,10 @@ def split(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, cpu_parallel: int = 
     cpu_total = np.concatenate([[0.0], np.maximum(np.cumsum(tco), cpu_parallel * np.maximum.accumulate(tco))])
     cpu_total[1:] += cpu_call
     gpu_total = np.concatenate([[0.0], np.cumsum(tg[order][::-1])])[::-1]      # GPU the rest
-    with np.errstate(invalid="ignore"):
-        finish = np.maximum(cpu_total, gpu_total)
-    k = int(np.argmin(finish))
     must = int(np.count_nonzero(only_cpu))                 # records the GPU cannot fold go first in the order
-    if k > must and finish[k] > (1.0 - min_gain) * finish[must]:
-        k = must
+    k = best_prefix(cpu_total, gpu_total, must, min_gain)
     mask[order[:max(k, must)]] = True
     return mask
-
 
 
 def split_at(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, count: int) -> np.ndarray:
@@ -65,6 +60,3 @@ def split_at(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray, count: int) -> np
     mask = np.zeros(len(cpu_seconds), dtype=bool)
     mask[cpu_first(cpu_seconds, gpu_seconds)[:max(0, count)]] = True
     return mask
-
-
-

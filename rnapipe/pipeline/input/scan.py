@@ -194,16 +194,6 @@ def table_add(table, hashes, hits):
 
 
 @njit(nogil=True, cache=True)
-def cube_sum(lengths):
-    """Predicted work of a set of sequences: the sum of L³ (float64)."""
-    s = 0.0
-    for k in range(lengths.shape[0]):
-        x = float(lengths[k])
-        s += x * x * x
-    return s
-
-
-@njit(nogil=True, cache=True)
 def lengths_block(buf, start, cls):
     """Records and Σ L³ of the records in ``buf[start:]`` (L: nucleotide codes of the sequence lines)."""
     n = buf.shape[0]

@@ -19,7 +19,7 @@ from ...errors import UsageError
 from ...io.writers import rejected_path
 from ..folding import chunks as _chunks
 from .. import timeline
-from .journal import Journal, journal_path, part_path
+from .journal import Journal, journal_path
 from ..output.sinks import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
 from .progress import Progress
 from ..input.reader import PARSE_THREADS, FastaReader
@@ -308,12 +308,4 @@ def _finish(journal: Journal | None, files: list[Sink], side: Sink | None, entry
         fsync_directory(files[0].path)
     if journal is not None:
         journal.remove()
-
-
-def clean(outputs) -> None:
-    """Remove the journal and part files of ``outputs`` (``--restart`` with nothing to run)."""
-    for path in outputs:
-        for name in (journal_path(path), part_path(path), part_path(str(rejected_path(path)))):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name)
 

@@ -1,17 +1,17 @@
 """The workflow's partition stage: the shards of one prepared input assigned to CPU jobs and GPU jobs.
 
-Each shard's predicted seconds on either device come from the host's profile (:mod:`.costmodel`: its records
-times one record's seconds at the shard's cube-mean length, a shard being one length bin; the profile's costs
-are throughputs). On the CPU a shard takes no less than its
-longest record on one thread (the CPU engine folds a sequence a thread: its threads × that record's cost).
-Shards are ordered by how much better the CPU does on them (t_CPU / t_GPU, :func:`.partition.cpu_first`); the
-CPU jobs take the prefix of that order, the GPU jobs the rest, at the boundary that makes the later of the two
-sides' predicted ends earliest (a side's end: its total over its jobs, and no earlier than its longest shard),
-and nothing unless that is predicted to end at least ``MIN_GAIN`` sooner than the GPU jobs alone. Within a
-side, shards go to the job with the least predicted work so far, longest first. A job folds its shards by
-length range (bin), in input order within a bin.
+Each shard's predicted seconds on either device come from the host's profile (:mod:`..hybrid.costmodel`: its
+records times one record's seconds at the shard's cube-mean length, a shard being one length bin; the profile's
+costs are throughputs). On the CPU a shard takes no less than its longest record on one thread (the CPU engine
+folds one sequence per thread: its threads × that record's cost). Shards are ordered by how much better the
+CPU does on them (t_CPU / t_GPU, :func:`..balance.cpu_first`); the CPU jobs take the prefix of that order, the
+GPU jobs the rest, at the boundary that makes the later of the two sides' predicted ends earliest (a side's
+end: its total over its jobs, and no earlier than its longest shard), and nothing unless that is predicted to
+end at least :data:`..balance.MIN_GAIN` sooner than the GPU jobs alone (:func:`..balance.best_prefix`).
+Within a side, shards go to the job with the least predicted work so far, longest first
+(:func:`..balance.lpt`). A job folds its shards by length range (bin), in input order within a bin.
 
-A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one a line), ``plan.tsv``
+A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one per line), ``plan.tsv``
 (shard, job, place in the job) and ``jobs.tsv`` (per job: device, shards, records, nucleotides, predicted
 seconds).
 """
@@ -23,13 +23,8 @@ import os
 import numpy as np
 
 from ...io.writers import atomic_output
-from ..balance import cpu_first, spread
+from ..balance import MIN_GAIN, best_prefix, cpu_first, lpt
 from .prepare import Shard, read_shards, shard_name
-
-# As --device hybrid's rule (hybrid.MIN_GAIN): the CPU gets shards only where that is predicted to end the
-# input this much sooner than the GPU jobs alone; the profile's throughputs have missed small CPU shares by 3-4x
-# (benchmarks/RESULTS.md, hybrid sweep), and a CPU job beside a GPU job takes cores its host threads use.
-MIN_GAIN = 0.05
 
 
 def predicted(shards: list[Shard], cost, longest: int | None) -> np.ndarray:
@@ -68,15 +63,9 @@ def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int, min_g
         rest_sum = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
         rest_max = np.concatenate([np.maximum.accumulate(g[::-1])[::-1], [0.0]])
         gpu_end = np.maximum(rest_sum / gpu_jobs, rest_max)
-        finish = np.maximum(cpu_end, gpu_end)
-    finish = np.where(np.isnan(finish), np.inf, finish)
-    k = int(np.argmin(finish))
     must = int(np.count_nonzero(np.isinf(g) & np.isfinite(a)))     # only the CPU can fold these (first)
-    if k > must and finish[k] > (1.0 - min_gain) * finish[must]:
-        k = must
-    mask[order[:k]] = True
+    mask[order[:best_prefix(cpu_end, gpu_end, must, min_gain)]] = True
     return mask
-
 
 
 def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: int, gpu_jobs: int,
@@ -90,8 +79,12 @@ def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: in
                     on_one_thread(shards, costs["cpu"], cpu_threads, longest.get("cpu")))
     tg = predicted(shards, costs["gpu"], longest.get("gpu")) if "gpu" in costs else np.full(len(shards), np.inf)
     on_cpu = boundary(tc, tg, cpu_jobs, gpu_jobs, min_gain)
-    jobs = [("cpu", j, members) for j, members in enumerate(spread(tc, np.flatnonzero(on_cpu), cpu_jobs))]
-    jobs += [("gpu", j, members) for j, members in enumerate(spread(tg, np.flatnonzero(~on_cpu), gpu_jobs))]
+    jobs = []
+    for device, times, side, count in (("cpu", tc, np.flatnonzero(on_cpu), cpu_jobs),
+                                       ("gpu", tg, np.flatnonzero(~on_cpu), gpu_jobs)):
+        # longest first, each shard to the job with the least work so far (an infinite time counted as 0 s)
+        t = np.where(np.isfinite(times[side]), times[side], 0.0)
+        jobs += [(device, j, side[share].tolist()) for j, share in enumerate(lpt(t, count))]
     os.makedirs(directory, exist_ok=True)
     rows = []
     plan_lines = []
