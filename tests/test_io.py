@@ -5,10 +5,12 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import io
 import os
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from rnapipe.api import Result
 from rnapipe.errors import InputError
 from rnapipe.io import Record, Rejected, as_records, read_dotbracket, read_records, validate_sequence
-from rnapipe.io import writers
+from rnapipe.io import formats, packed, writers
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -177,7 +179,6 @@ def test_truncated_gzip_keeps_the_records_before_the_damage(tmp_path):
 
 
 def test_stdin(tmp_path, monkeypatch):
-    import io
     import sys
 
     fake = io.TextIOWrapper(io.BufferedReader(io.BytesIO(gzip.compress(b">a\nacgt\n"))))
@@ -240,13 +241,28 @@ def result(id_, seq, db, score, algorithm="nussinov", index=0):
 @given(st.integers(min_value=-100_000, max_value=100_000))
 def test_energy_text_is_rnafolds_printf(dcal):
     # RNAfold prints "%s (%6.2f)" of the energy in kcal/mol
-    assert f"({writers.kcal(dcal):>6})" == "(%6.2f)" % (dcal / 100)
+    assert f"({formats.kcal(dcal):>6})" == "(%6.2f)" % (dcal / 100)
+
+
+def reference_text(fmt: str, r) -> str:
+    """db or TSV text of one result, straight from the formats' description (rnapipe.io.writers)."""
+    zuker = r.algorithm == "zuker"
+    score = formats.kcal(r.score_int) if zuker else str(int(r.score_int))
+    if fmt == "db":
+        return f">{r.id}\n{r.sequence}\n{r.structure} ({score:>{6 if zuker else 3}})\n"
+    return f"{r.id}\t{len(r.sequence)}\t{score}\t{r.structure}\t{r.algorithm}\n"
+
+
+def db_text(rows) -> str:
+    handle = io.StringIO()
+    writers.write_results(rows, handle, "db")
+    return handle.getvalue()
 
 
 def test_db_format():
     rows = [result("z", "GGGAAACCC", "(((...)))", -120, "zuker"), result("y", "ACGU", "....", 0, "zuker"),
             result("w", "G" * 5, ".....", -1234, "zuker"), result("n", "GGGAAACCC", "(((...)))", 3)]
-    text = "".join(writers.format_db(r) for r in rows)
+    text = db_text(rows)
     assert text == (">z\nGGGAAACCC\n(((...))) ( -1.20)\n>y\nACGU\n.... (  0.00)\n"
                     ">w\nGGGGG\n..... (-12.34)\n>n\nGGGAAACCC\n(((...))) (  3)\n")
 
@@ -255,7 +271,7 @@ def test_db_matches_vienna_rnafold_line():
     RNA = pytest.importorskip("RNA")
     seq = "GGGGAAAACCCCAUCGAUCGGCUAGCUAGC"
     structure, mfe = RNA.fold(seq)
-    line = writers.format_db(result("s", seq, structure, round(mfe * 100), "zuker")).splitlines()[2]
+    line = db_text([result("s", seq, structure, round(mfe * 100), "zuker")]).splitlines()[2]
     assert line == "%s (%6.2f)" % (structure, mfe)
 
 
@@ -278,6 +294,79 @@ def test_tsv_ct_bpseq(tmp_path):
     assert [(c[0], s, S.dot_bracket(p)) for c, s, p in S.read_bpseq(bp)] == [
         ("a", "GGGAAACCC", "(((...)))"), ("b", "ACGUN", ".....")]
     assert writers.format_from_suffix("x.TSV") == "tsv" and writers.format_from_suffix("x.fa.gz") == "db"
+
+
+@pytest.mark.parametrize("fmt", ["db", "tsv"])
+def test_writers_equal_the_reference_across_batches_and_algorithms(fmt, monkeypatch):
+    # ids with a newline, a tab and non-ASCII characters are written as they are; results of two algorithms
+    # in one call, over several batches
+    monkeypatch.setattr(writers, "BATCH", 3)
+    rows = [result("a", "GGGAAACCC", "(((...)))", -120, "zuker", 0),
+            result("b\nc", "ACGU", "....", 0, "zuker", 1),
+            result("t\tab", "GGGGAAAACCCC", "((((....))))", -123456, "zuker", 2),
+            result("\u00e9t\u00e9", "GC", "..", 5, "zuker", 3),
+            result("e", "", "", 0, "zuker", 4),
+            result("z" * 40, "GGGAAACCC", "(((...)))", 3, "nussinov", 5),
+            result("n", "ACGUN", ".....", 0, "nussinov", 6),
+            result("m", "G" * 50, "." * 50, 1234, "nussinov", 7)]
+    handle = io.StringIO()
+    assert writers.write_results(iter(rows), handle, fmt) == len(rows)
+    assert handle.getvalue() == formats.header(fmt) + "".join(reference_text(fmt, r) for r in rows)
+
+
+def test_write_results_checks_the_format():
+    with pytest.raises(ValueError, match="unknown format"):
+        writers.write_results([], io.StringIO(), "fasta")
+
+
+def test_render_checks_the_lengths():
+    from rnapipe.io.render import render
+
+    with pytest.raises(ValueError, match="lengths"):
+        render("db", "zuker", b"a\n", np.array([2]), b"GG\n", np.array([2]), b"..\n", np.zeros(1, np.int64))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# packed texts
+
+
+def test_pack_offsets_split():
+    text, lens = packed.pack(["ab", "", "\u00e9", "xyz"])
+    assert text == "ab\n\n\u00e9\nxyz\n".encode() and lens.tolist() == [2, 0, 2, 3]
+    assert packed.offsets(lens).tolist() == [0, 3, 4, 7, 11]
+    assert packed.split(text, lens) == [b"ab", b"", "\u00e9".encode(), b"xyz"]
+    text, lens = packed.pack([])
+    assert text == b"" and lens.dtype == np.int64 and lens.shape == (0,)
+    with pytest.raises(UnicodeEncodeError):
+        packed.pack(["\ud800"])
+    assert packed.pack(["\ud800"], "utf-8", "surrogatepass")[1].tolist() == [3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=30), st.randoms())
+def test_gather_scatter_equal_obvious_python(records, rng):
+    lens = np.array([len(r) for r in records], dtype=np.int64)
+    text = b"".join(r + b"\n" for r in records)
+    starts = packed.offsets(lens)
+    positions = list(range(len(records)))
+    rng.shuffle(positions)
+    positions = np.array(positions[:rng.randint(0, len(positions))], dtype=np.int64)
+    want = b"".join(records[k] + b"\n" for k in positions.tolist())
+    out = np.full(len(want), 0xFF, dtype=np.uint8)
+    packed.gather(np.frombuffer(text, dtype=np.uint8), starts, lens, positions, out)
+    assert out.tobytes() == want
+
+    # back into a text of the same layout whose other records are left as they were
+    dst = bytearray(b"".join(bytes([0x2E]) * n + b"\n" for n in lens.tolist()))
+    expect = bytearray(dst)
+    at = 0
+    for k in positions.tolist():
+        n = int(lens[k]) + 1
+        expect[starts[k]:starts[k] + n] = want[at:at + n]
+        at += n
+    buffer = np.frombuffer(dst, dtype=np.uint8)
+    packed.scatter(np.frombuffer(want, dtype=np.uint8), starts, lens, positions, buffer)
+    assert bytes(buffer) == bytes(expect)
 
 
 def test_atomic_output_leaves_nothing_on_failure(tmp_path):

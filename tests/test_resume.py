@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import rnapipe
-from rnapipe.io import read_records, writers
+from rnapipe.io import formats, read_records, writers
 from test_cli import ROOT, one_error_line
 
 CHUNK = 4                                    # records per chunk in these tests (RNAPIPE_CHUNK_RECORDS)
@@ -89,7 +89,7 @@ def clean_run(workdir):
         fmt = name.split(".")[1]
         assert read_output(workdir / name) == expected(workdir / "in.fa", fmt, "nussinov"), name
     rows = (workdir / "out.db.rejected.tsv").read_text().splitlines()
-    assert rows[0].split("\t") == list(writers.REJECTED_COLUMNS) and rows[1].split("\t")[:2] == ["9", "r9"]
+    assert rows[0].split("\t") == list(formats.REJECTED_COLUMNS) and rows[1].split("\t")[:2] == ["9", "r9"]
     assert sorted(p.name for p in workdir.iterdir()) == sorted(["in.fa"] + list(outputs) + [
         p.name for p in workdir.iterdir() if p.name.startswith(".expected")])
     return outputs

@@ -22,7 +22,7 @@ from rnapipe.pipeline.folding import chunks as chunks_mod
 from rnapipe.pipeline.input import reader as reader_mod
 from rnapipe.pipeline.folding.chunks import chunked
 from rnapipe.pipeline.input.reader import FastaReader, LengthCheck
-from test_io import BAD_FILES, DATA, write
+from test_io import BAD_FILES, DATA, reference_text, write
 
 
 def streamed(paths, on_invalid="error", length=None):
@@ -237,15 +237,15 @@ def test_chunk_limit_from_the_environment(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the compiled db / TSV writer against rnapipe.io.writers
+# the compiled db / TSV text against the formats' description
 
 
 @pytest.mark.parametrize("algorithm", ["zuker", "nussinov"])
 @pytest.mark.parametrize("fmt", ["db", "tsv"])
-def test_compiled_text_equals_the_writers(fmt, algorithm):
+def test_compiled_text_equals_the_reference(fmt, algorithm):
     from rnapipe.api import Result
-    from rnapipe.io import writers
-    from rnapipe.pipeline.output.render import render
+    from rnapipe.io import packed
+    from rnapipe.io.render import render
 
     rng = random.Random(4)
     scores = [0, 5, -5, 99, -99, 100, -100, -120, -1234, -99999, 123456, -1, 1, 10, 999, -1000000]
@@ -257,10 +257,11 @@ def test_compiled_text_equals_the_writers(fmt, algorithm):
         structure = "".join(rng.choice(".()") for _ in range(n))
         score = abs(score) % 5000 if algorithm == "nussinov" else score
         records.append(Result(f"id{k}\u00e9" if k % 7 == 0 else f"r{k}", seq, structure, score, algorithm, k))
-    want = "".join(writers._FORMATTERS[fmt](r) for r in records).encode("utf-8")
-    got = render(fmt, algorithm, "".join(r.id + "\n" for r in records).encode("utf-8"),
-                 "".join(r.sequence + "\n" for r in records).encode(),
-                 "".join(r.structure + "\n" for r in records).encode(),
+    want = "".join(reference_text(fmt, r) for r in records).encode("utf-8")
+    ids, id_lens = packed.pack([r.id for r in records])
+    seqs, lens = packed.pack([r.sequence for r in records])
+    structures, _ = packed.pack([r.structure for r in records])
+    got = render(fmt, algorithm, ids, id_lens, seqs, lens, structures,
                  np.array([r.score_int for r in records], dtype=np.int64))
     assert bytes(got) == want
 

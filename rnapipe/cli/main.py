@@ -166,7 +166,7 @@ class _FoldHelp(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     from ..engines import ALGORITHMS, DEVICES
-    from ..io.writers import FORMATS
+    from ..io.formats import FORMATS
 
     parser = _Parser(prog="rnapipe", description="Exact RNA secondary-structure folding (Nussinov, Zuker MFE) "
                      "for many sequences on CPU and GPU.", epilog=EXIT_CODES_HELP,
@@ -487,7 +487,7 @@ def _eval_function():
 
 def _eval(args) -> int:
     from ..io import read_dotbracket, validate_sequence
-    from ..io.writers import kcal
+    from ..io.formats import kcal
     from ..structure import check_structure
 
     if args.input is not None:

@@ -39,9 +39,9 @@ import logging
 from typing import Callable
 
 import numpy as np
-from numba import njit
 
 from .. import energy as E
+from ..io import packed
 from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
@@ -363,36 +363,6 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     return list(map(done.__getitem__, at.tolist()))
 
 
-@njit(cache=True, nogil=True)
-def _gather(src, starts, order, lens, out_starts, out):
-    """Records ``order`` of a packed text (record k at ``src[starts[k]:starts[k] + lens[k]]``, a newline
-    after each) one after another into ``out`` at ``out_starts``."""
-    for q in range(order.shape[0]):
-        k = order[q]
-        a = starts[k]
-        b = out_starts[q]
-        for p in range(lens[k] + 1):
-            out[b + p] = src[a + p]
-
-
-@njit(cache=True, nogil=True)
-def _scatter(src, src_starts, order, lens, starts, out):
-    """The inverse of _gather: record q of ``src`` goes to record ``order[q]``'s place in ``out``."""
-    for q in range(order.shape[0]):
-        k = order[q]
-        a = src_starts[q]
-        b = starts[k]
-        for p in range(lens[k] + 1):
-            out[b + p] = src[a + p]
-
-
-def _text_offsets(lens: np.ndarray) -> np.ndarray:
-    """Where each record of a packed text starts (a newline after each), and the total."""
-    out = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens + 1, out=out[1:])
-    return out
-
-
 def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
                 progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, bytes]:
     """:func:`fold_batch` for packed input: ``text`` holds the sequences in order, each followed by a
@@ -405,7 +375,7 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
     options = options or {}
     lens = np.asarray(lens, dtype=np.int64)
     count = len(lens)
-    starts = _text_offsets(lens)
+    starts = packed.offsets(lens)
     if any(options.get(k) is not None for k in ("gpu_fill", "host_traceback", "gpu_traceback")) or count == 0:
         sequences = text[:-1].decode("ascii").split("\n") if count else []
         results = fold_batch(sequences, variant, threads, options, progress)
@@ -421,9 +391,9 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
         order = np.argsort(-lens, kind="stable")
         order = order[lens[order] > 0]
         slens = lens[order]
-        sstarts = _text_offsets(slens)
+        sstarts = packed.offsets(slens)
         stext = np.empty(int(sstarts[-1]), dtype=np.uint8)
-        _gather(src, starts, order, lens, sstarts, stext)
+        packed.gather(src, starts, lens, order, stext)
     energies = np.zeros(order.size, dtype=np.int64)
     structures = np.empty(int(sstarts[-1]), dtype=np.uint8)
     if order.size:
@@ -473,5 +443,5 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
     out_energies = np.zeros(count, dtype=np.int64)
     out_energies[order] = energies
     out = np.full(int(starts[-1]), 10, dtype=np.uint8)       # empty sequences: an empty line
-    _scatter(structures, sstarts, order, lens, starts, out)
+    packed.scatter(structures, starts, lens, order, out)
     return out_energies, out.tobytes()

@@ -12,6 +12,9 @@ Formats (one record after another, in input order):
            ``N  PAIRS = 12  id`` (Nussinov).
 ``bpseq``  ``# id`` and ``# score ...`` comment lines, then ``index base partner``; records concatenated.
 
+The text of each format is made by :mod:`.render`, for these writers and the streamed outputs of
+``rnapipe fold`` alike.
+
 A file is written under a temporary name in the same directory, flushed to disk and renamed onto the final
 name only when complete, so the final name never holds a partial file (``-`` writes to stdout instead).
 """
@@ -19,20 +22,21 @@ name only when complete, so the final name never holds a partial file (``-`` wri
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import secrets
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, TextIO
+from typing import IO, Iterable, Iterator, TextIO
 
-from .. import structure as _structure
+from .formats import REJECTED_HEADER, check_format, header, rejected_rows
 from .records import Rejected
+from .render import results_text
 
-FORMATS = ("db", "tsv", "ct", "bpseq")
 _SUFFIXES = {".tsv": "tsv", ".ct": "ct", ".bpseq": "bpseq"}
-TSV_COLUMNS = ("id", "length", "score", "structure", "algorithm")
-REJECTED_COLUMNS = ("index", "id", "file", "reason")
 REJECTED_SUFFIX = ".rejected.tsv"
+# Results rendered together by write_results (one compiled pass for db and TSV).
+BATCH = 4096
 
 
 def format_from_suffix(path: str | os.PathLike) -> str:
@@ -40,43 +44,11 @@ def format_from_suffix(path: str | os.PathLike) -> str:
     return _SUFFIXES.get(Path(path).suffix.lower(), "db")
 
 
-def kcal(dcal: int) -> str:
-    """Exact decimal text of an integer energy in dcal/mol, in kcal/mol with two decimals."""
-    sign = "-" if dcal < 0 else ""
-    whole, cents = divmod(abs(int(dcal)), 100)
-    return f"{sign}{whole}.{cents:02d}"
-
-
-def score_text(result) -> str:
-    return kcal(result.score_int) if result.algorithm == "zuker" else str(int(result.score_int))
-
-
-def format_db(result) -> str:
-    if result.algorithm == "zuker":
-        score = f"({kcal(result.score_int):>6})"
-    else:
-        score = f"({int(result.score_int):3d})"
-    return f">{result.id}\n{result.sequence}\n{result.structure} {score}\n"
-
-
-def format_tsv(result) -> str:
-    return "\t".join((result.id, str(len(result.sequence)), score_text(result), result.structure,
-                      result.algorithm)) + "\n"
-
-
-def format_ct(result) -> str:
-    label = "ENERGY" if result.algorithm == "zuker" else "PAIRS"
-    title = f"{label} = {score_text(result)}  {result.id}"
-    return _structure.to_ct(result.sequence, _structure.pair_table(result.structure), title)
-
-
-def format_bpseq(result) -> str:
-    unit = " kcal/mol" if result.algorithm == "zuker" else " pairs"
-    comments = (result.id, f"{result.algorithm} score: {score_text(result)}{unit}")
-    return _structure.to_bpseq(result.sequence, _structure.pair_table(result.structure), comments)
-
-
-_FORMATTERS: dict[str, Callable] = {"db": format_db, "tsv": format_tsv, "ct": format_ct, "bpseq": format_bpseq}
+def _batches(results: Iterable) -> Iterator[list]:
+    """Consecutive results of one algorithm, at most BATCH at a time, in the order given."""
+    for _, run in itertools.groupby(results, key=lambda r: r.algorithm):
+        while batch := list(itertools.islice(run, BATCH)):
+            yield batch
 
 
 def write_results(results: Iterable, handle: TextIO, fmt: str) -> int:
@@ -84,21 +56,19 @@ def write_results(results: Iterable, handle: TextIO, fmt: str) -> int:
 
     Returns the number written.
     """
-    if fmt not in _FORMATTERS:
-        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    formatter = _FORMATTERS[fmt]
-    if fmt == "tsv":
-        handle.write("\t".join(TSV_COLUMNS) + "\n")
+    check_format(fmt)
+    handle.write(header(fmt))
     count = 0
-    for result in results:
-        handle.write(formatter(result))
-        count += 1
+    for batch in _batches(results):
+        handle.write(results_text(fmt, batch))
+        count += len(batch)
     return count
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike) -> Iterator[TextIO]:
-    """Open a text file to write under a temporary name beside ``path``; rename it onto ``path`` on success.
+def atomic_output(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
+    """Open a file to write (UTF-8 text, or bytes if ``binary``) under a temporary name beside ``path``;
+    rename it onto ``path`` on success.
 
     On any exception (Ctrl-C included) the temporary file is removed and ``path`` is left as it was.
     The file is created with the usual permissions (0666 less the umask), not a private temp mode.
@@ -107,7 +77,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[TextIO]:
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with open(fd, "w", encoding="utf-8", newline="\n") as handle:
+        with (open(fd, "wb") if binary else open(fd, "w", encoding="utf-8", newline="\n")) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -116,11 +86,11 @@ def atomic_output(path: str | os.PathLike) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable (POSIX); harmless where directories cannot be opened."""
+def fsync_directory(directory: str | os.PathLike) -> None:
+    """Make a rename in ``directory`` durable (POSIX); harmless where directories cannot be opened."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -149,23 +119,10 @@ def rejected_path(output: str | os.PathLike) -> Path:
     return output.with_name(output.name + REJECTED_SUFFIX)
 
 
-def _field(value) -> str:
-    """One TSV field: tabs and newlines would break the row, so they become spaces."""
-    return "" if value is None else " ".join(str(value).split("\t")).replace("\n", " ").replace("\r", " ")
-
-
 def write_rejected(rejected: Iterable[Rejected], path: str | os.PathLike) -> int:
-    """Write the rejected-records TSV (``index id file reason``) atomically.
-
-    A whole file that was skipped has no record: its index and id are written as ``-``.
-    """
-    count = 0
+    """Write the rejected-records TSV (:func:`.formats.rejected_rows`) atomically."""
+    rejected = list(rejected)
     with atomic_output(path) as handle:
-        handle.write("\t".join(REJECTED_COLUMNS) + "\n")
-        for r in rejected:
-            whole_file = r.id is None
-            row = ("-" if whole_file else str(r.index), "-" if whole_file else _field(r.id), _field(r.file),
-                   _field(r.reason))
-            handle.write("\t".join(row) + "\n")
-            count += 1
-    return count
+        handle.write(REJECTED_HEADER)
+        handle.write(rejected_rows(rejected))
+    return len(rejected)

@@ -8,11 +8,7 @@ import functools
 
 import numpy as np
 
-
-def _offsets(lens: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens + 1, out=out[1:])
-    return out
+from ..io.packed import offsets, pack
 
 
 class Records:
@@ -27,14 +23,9 @@ class Records:
 
     @classmethod
     def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None) -> "Records":
-        ids_text = ("\n".join(ids) + "\n").encode("utf-8", "surrogatepass") if ids else b""
-        if len(ids_text) == sum(map(len, ids)) + len(ids):
-            id_lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        else:
-            id_lens = np.array([len(i.encode("utf-8", "surrogatepass")) for i in ids], dtype=np.int64)
-        records = cls(ids_text, ("\n".join(seqs) + "\n").encode("ascii") if seqs else b"", id_lens,
-                      np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs)),
-                      np.asarray(index, dtype=np.int64), tags)
+        ids_text, id_lens = pack(ids, "utf-8", "surrogatepass")
+        seqs_text, lens = pack(seqs, "ascii")
+        records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags)
         records.__dict__["ids"] = ids
         records.__dict__["seqs"] = seqs
         return records
@@ -58,7 +49,7 @@ class Records:
         """Records a .. b-1."""
         if a == 0 and b == len(self):
             return self
-        io, so = _offsets(self.id_lens), _offsets(self.lens)
+        io, so = offsets(self.id_lens), offsets(self.lens)
         return Records(self.ids_text[io[a]:io[b]], self.seqs_text[so[a]:so[b]], self.id_lens[a:b], self.lens[a:b],
                        self.index[a:b], None if self.tags is None else self.tags[a:b])
 

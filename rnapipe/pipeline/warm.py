@@ -13,14 +13,15 @@ import threading
 def _load() -> None:
     import numpy as np
 
+    from ..io import render
     from .input import scan
-    from .output import render as textout
 
     parsed = scan.parse_block(b">a\nACGU\n", 1)
     hashes = np.empty(1, dtype=np.uint64)
     scan.hash_lines(np.frombuffer(parsed[2], dtype=np.uint8), hashes)
     scan.table_add(np.zeros(48, dtype=np.uint8), hashes, np.empty(1, dtype=np.uint8))
-    textout.render("db", "zuker", parsed[2], parsed[1], b"....\n", np.zeros(1, dtype=np.int64))
+    count, seqs_text, ids_text, lens, id_lens = parsed[:5]
+    render.render("db", "zuker", ids_text, id_lens, seqs_text, lens, b"....\n", np.zeros(count, dtype=np.int64))
 
 
 def start() -> threading.Thread:

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._version import __version__
+from ...io.writers import atomic_output
 
 # lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 232 nt (zs_fold_smem to
 # zs_fold) and after 600 (to the tiled fill), both sides of each are timed (tests/test_hybrid.py checks these
@@ -224,9 +225,8 @@ class Profile:
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
+        with atomic_output(path) as handle:
+            handle.write(self.to_json())
 
     @classmethod
     def load(cls, path: Path, key: dict) -> "Profile | None":

@@ -26,13 +26,13 @@ import weakref
 from typing import Callable
 
 import numpy as np
-from numba import njit
 
 from ... import config
 from ...cpu.batch import POOL, MemoryGate
 from ...cpu.zuker import tables_copy
 from ...errors import UnavailableError, UsageError
 from ...gpu.devices import gpu_available
+from ...io import packed
 from ...model import Model
 from . import costmodel, dynamic
 from ...cpu import zuker_packed
@@ -61,34 +61,13 @@ def default_split() -> str:
     return split
 
 
-@njit(nogil=True, cache=True)
-def _gather(src, starts, lens, positions, out):
-    """Records ``positions`` of a packed text (each record followed by a newline) into ``out``, in that order."""
-    o = 0
-    for k in positions:
-        n = lens[k] + 1
-        out[o:o + n] = src[starts[k]:starts[k] + n]
-        o += n
-
-
-@njit(nogil=True, cache=True)
-def _scatter(dst, starts, lens, positions, src):
-    """The inverse of _gather: ``src`` (records ``positions`` in that order) back to their places in ``dst``."""
-    o = 0
-    for k in positions:
-        n = lens[k] + 1
-        dst[starts[k]:starts[k] + n] = src[o:o + n]
-        o += n
-
-
 class _Batch:
     """One batch's packed text and lengths; picks records out of it and puts their results back."""
 
     def __init__(self, text: bytes, lens: np.ndarray):
         self.text, self.lens = text, lens
         self.src = np.frombuffer(text, dtype=np.uint8)
-        self.starts = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens + 1, out=self.starts[1:])
+        self.starts = packed.offsets(lens)
         self.scores = np.empty(len(lens), dtype=np.int64)
         self.out = np.empty(len(text), dtype=np.uint8)
         self.cpu_seconds: list[float] = []          # each CPU thread's and each GPU's time on this batch
@@ -110,7 +89,7 @@ class _Batch:
             text = self.text[self.starts[run[0]]:self.starts[run[1]]]
         else:
             out = np.empty(int(self.lens[positions].sum()) + n, dtype=np.uint8)
-            _gather(self.src, self.starts, self.lens, positions, out)
+            packed.gather(self.src, self.starts, self.lens, positions, out)
             text = out.tobytes()
         return Records(b"", text, np.zeros(n, dtype=np.int64), self.lens[positions], np.arange(n, dtype=np.int64))
 
@@ -122,7 +101,7 @@ class _Batch:
         if run is not None:
             self.out[self.starts[run[0]]:self.starts[run[1]]] = got
         else:
-            _scatter(self.out, self.starts, self.lens, positions, got)
+            packed.scatter(got, self.starts, self.lens, positions, self.out)
 
 
 class _Feeder:

@@ -1,2 +1,2 @@
-"""Outputs of a fold: :mod:`.render` (db and TSV text of a chunk in one compiled pass) and :mod:`.sinks`
-(each output's part file, compressed by suffix, renamed onto the output name when the run is complete)."""
+"""Outputs of a fold: :mod:`.sinks`, each output's part file (the chunks' text made by :mod:`rnapipe.io.render`,
+compressed by suffix), renamed onto the output name when the run is complete."""

@@ -1,8 +1,8 @@
 """Outputs of a streamed fold: each chunk's results formatted once per output and appended to the
-output's part file; compressed by suffix (``.gz``: one gzip member a chunk, no time stamp, so that a
+output's part file; compressed by suffix (``.gz``: one gzip member per chunk, no time stamp, so that a
 resumed run writes the same bytes); renamed onto the output name when the run is complete.
 
-The text is the same, byte for byte, as :mod:`rnapipe.io.writers` writes for the same results.
+The text is made by :mod:`rnapipe.io.render`, as :mod:`rnapipe.io.writers` makes it for the same results.
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import contextlib
 import gzip
 import os
 import sys
-from typing import NamedTuple
 
-from ...io import writers
-from ...io.records import Rejected
+from ...io import render, writers
 from ..resume.journal import part_path
 
 GZIP_LEVEL = 6
@@ -31,68 +29,11 @@ def format_of(path: str, fmt: str | None = None) -> str:
     return writers.format_from_suffix(base)
 
 
-class _Row(NamedTuple):
-    id: str
-    sequence: str
-    structure: str
-    score_int: int
-    algorithm: str
-
-
-def _db_scores(algorithm: str):
-    cache: dict[int, str] = {}
-
-    def text(e: int) -> str:
-        s = cache.get(e)
-        if s is None:
-            s = cache[e] = f"({writers.kcal(e):>6})" if algorithm == "zuker" else f"({int(e):3d})"
-        return s
-    return text
-
-
-def format_chunk(fmt: str, algorithm: str, ids, seqs, structures, scores) -> str:
-    """The text of one chunk's results in ``fmt`` (no TSV header)."""
-    if fmt == "db":
-        score = _db_scores(algorithm)
-        return "".join([f">{i}\n{s}\n{t} {score(e)}\n" for i, s, t, e in zip(ids, seqs, structures, scores)])
-    if fmt == "tsv":
-        if algorithm == "zuker":
-            cache: dict[int, str] = {}
-            texts = [cache.get(e) or cache.setdefault(e, writers.kcal(e)) for e in scores]
-        else:
-            texts = map(str, scores)
-        return "".join([f"{i}\t{len(s)}\t{x}\t{t}\t{algorithm}\n"
-                        for i, s, x, t in zip(ids, seqs, texts, structures)])
-    formatter = {"ct": writers.format_ct, "bpseq": writers.format_bpseq}[fmt]
-    return "".join([formatter(_Row(i, s, t, e, algorithm)) for i, s, t, e in zip(ids, seqs, structures, scores)])
-
-
-def chunk_bytes(fmt: str, algorithm: str, chunk, structures_text: bytes, scores):
-    """Uncompressed output bytes (a bytes-like object) of one chunk (``structures_text``: the structures one newline apart, with a
-    final newline; ``scores``: int64 array). db and TSV by the compiled writer, CT and BPSEQ a record at a
-    time."""
-    if fmt in ("db", "tsv"):
-        from .render import render
-        return render(fmt, algorithm, chunk.ids_text, chunk.seqs_text, structures_text, scores)
-    structures = structures_text.decode("ascii").split("\n")[:-1]
-    return format_chunk(fmt, algorithm, chunk.ids, chunk.seqs, structures, scores.tolist()).encode(
-        "utf-8", "surrogatepass")
-
-
-def header(fmt: str) -> str:
-    return "\t".join(writers.TSV_COLUMNS) + "\n" if fmt == "tsv" else ""
-
-
-def rejected_rows(rejected: list[Rejected]) -> str:
-    out = []
-    for r in rejected:
-        whole_file = r.id is None
-        out.append("\t".join(("-" if whole_file else str(r.index), "-" if whole_file else writers._field(r.id),
-                              writers._field(r.file), writers._field(r.reason))) + "\n")
-    return "".join(out)
-
-
-REJECTED_HEADER = "\t".join(writers.REJECTED_COLUMNS) + "\n"
+def chunk_bytes(fmt: str, algorithm: str, records, structures_text: bytes, scores):
+    """Uncompressed output bytes (a bytes-like object) of the :class:`~..records.Records` ``records`` folded
+    (``structures_text``: their structures, packed in the records' layout; ``scores``: int64 array)."""
+    return render.render(fmt, algorithm, records.ids_text, records.id_lens, records.seqs_text, records.lens,
+                         structures_text, scores)
 
 
 class Sink:
@@ -179,4 +120,5 @@ _ADVISE = getattr(os, "POSIX_FADV_DONTNEED", None) if sys.platform.startswith("l
 
 
 def fsync_directory(path: str) -> None:
-    writers._fsync_directory(__import__("pathlib").Path(os.path.abspath(path)).parent)
+    """Make the renames onto ``path`` and its siblings durable: an fsync of their directory."""
+    writers.fsync_directory(os.path.dirname(os.path.abspath(path)))

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 
 from ..._version import __version__
 from ...errors import UsageError
+from ...io.formats import REJECTED_HEADER, header, rejected_rows
 from ...io.writers import rejected_path
 from ..folding import chunks as _chunks
 from .. import timeline
 from .journal import Journal, journal_path
-from ..output.sinks import REJECTED_HEADER, Sink, chunk_bytes, fsync_directory, header, rejected_rows
+from ..output.sinks import Sink, chunk_bytes, fsync_directory
 from .progress import Progress
 from ..input.reader import PARSE_THREADS, FastaReader
 from ..folding.stream import DEPTH, folded
@@ -254,7 +255,7 @@ def _texts(chunk, results, sinks, algorithm: str, digest: bool) -> tuple[list, s
     for sink in sinks:
         if sink.fmt not in made:
             with timeline.timed("render"):
-                made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk, structures, scores)
+                made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk.records, structures, scores)
         key = (sink.fmt, sink.gz)
         if key not in made:
             made[key] = sink.encode(made[sink.fmt])

@@ -4,8 +4,8 @@ Each fold job writes its shards' records in db format (``>id``, sequence, ``stru
 after shard in the order of its list. The manifest of the prepared input gives each record's bin in input
 order; the shards of a bin hold its records in turn. So the merge reads, for every bin, a cursor that walks
 that bin's shards in the job outputs, and takes from it as many records as the manifest asks for, a block of
-records at a time; each block is then written to every output by the writers of ``rnapipe fold``
-(:func:`.outputs.chunk_bytes`), so the outputs are byte for byte those of one ``rnapipe fold`` of the input.
+records at a time; each block is then written to every output as ``rnapipe fold`` writes a chunk
+(:func:`..output.sinks.chunk_bytes`), so the outputs are byte for byte those of one ``rnapipe fold`` of the input.
 Memory holds one block and one buffered reader a bin.
 """
 
@@ -16,7 +16,9 @@ import shutil
 
 import numpy as np
 
-from ..output.sinks import Sink, chunk_bytes, fsync_directory, header
+from ...io.formats import header
+from ...io.writers import atomic_output
+from ..output.sinks import Sink, chunk_bytes, fsync_directory
 from .partition import read_plan
 from ..records import Records
 from .prepare import read_shards
@@ -158,9 +160,9 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
         for sink in sinks:
             sink.sync()
         if rejected_out is not None:
-            tmp = rejected_out + ".part"
-            shutil.copyfile(os.path.join(prepared, "rejected.tsv"), tmp)
-            os.replace(tmp, rejected_out)
+            with (open(os.path.join(prepared, "rejected.tsv"), "rb") as source,
+                  atomic_output(rejected_out, binary=True) as target):
+                shutil.copyfileobj(source, target)
         for sink in sinks:
             sink.finish()
         if sinks:

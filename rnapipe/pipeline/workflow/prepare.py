@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..output.sinks import REJECTED_HEADER, rejected_rows
+from ...io.formats import REJECTED_HEADER, rejected_rows
 from ..input.reader import FastaReader, LengthCheck
 from ..pause import pause_point
 
