@@ -32,3 +32,9 @@ def default_threads() -> int:
         usable = os.cpu_count() or 1
     physical = psutil.cpu_count(logical=False) or usable
     return max(1, min(usable, physical))
+
+
+def cpu_threads(cores: int, gpus: int) -> int:
+    """CPU threads beside ``gpus`` GPUs on ``cores`` cores: one core per GPU feeds it, the CPU engine takes the
+    rest (at least one)."""
+    return max(1, cores - gpus)

@@ -11,7 +11,7 @@ import contextlib
 import gzip
 import os
 import sys
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from ...io import writers
 from ...io.records import Rejected
@@ -96,12 +96,16 @@ REJECTED_HEADER = "\t".join(writers.REJECTED_COLUMNS) + "\n"
 
 
 class Sink:
-    """One output: a file's part (or stdout), written a chunk at a time."""
+    """One output: a file's part, or for the path ``-`` the binary ``stream`` the caller gives (the command
+    line's standard output), written a chunk at a time."""
 
-    def __init__(self, path: str, fmt: str, compressed: bool | None = None):
+    def __init__(self, path: str, fmt: str, compressed: bool | None = None, stream: BinaryIO | None = None):
         self.path = path
         self.fmt = fmt
         self.stdout = path == "-"
+        if self.stdout and stream is None:
+            raise ValueError("the output '-' needs a stream to write to")
+        self._stream = stream
         self.gz = path.lower().endswith(".gz") if compressed is None else compressed
         self.part = None if self.stdout else part_path(path)
         self._fd = None
@@ -133,7 +137,7 @@ class Sink:
 
     def write(self, data) -> None:
         if self.stdout:
-            sys.stdout.buffer.write(data)
+            self._stream.write(data)
             return
         view = memoryview(data).cast("B")
         while view:
@@ -150,7 +154,7 @@ class Sink:
 
     def sync(self) -> None:
         if self.stdout:
-            sys.stdout.flush()
+            self._stream.flush()
         else:
             os.fsync(self._fd)
 

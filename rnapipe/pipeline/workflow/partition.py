@@ -11,7 +11,7 @@ and nothing unless that is predicted to end at least ``MIN_GAIN`` sooner than th
 side, shards go to the job with the least predicted work so far, longest first. A job folds its shards by
 length range (bin), in input order within a bin.
 
-A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one a line), ``plan.tsv``
+A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one per line), ``plan.tsv``
 (shard, job, place in the job) and ``jobs.tsv`` (per job: device, shards, records, nucleotides, predicted
 seconds).
 """
