@@ -1,4 +1,4 @@
-# rnapipe workflow: prepare -> profile -> partition -> fold_cpu || fold_gpu -> merge -> report.
+# rnapipe workflow: prepare -> profile -> partition -> fold (CPU jobs || GPU jobs) -> merge -> report.
 # Stages live in workflow/rules/*.smk, one file each; config keys in config/README.md.
 # Run the bundled example:  snakemake --cores all
 # Your own inputs:          snakemake --cores all --config 'inputs=[path/to/mine.fa.gz]'

@@ -469,7 +469,7 @@ def test_dynamic_run_equals_the_cpu_run_in_every_format(tmp_path, small_chunks, 
     for name, folder in (("cpu", Folder("zuker", None, "cpu", 1)),
                          ("hybrid", dynamic_folder([SlowFolder(), SlowFolder(0.001)]))):
         sinks = [Sink(str(tmp_path / f"{name}.{fmt}"), fmt) for fmt in FORMATS]
-        job.run([str(tmp_path / "in.fa")], sinks, folder, quiet=True)
+        job.run([str(tmp_path / "in.fa")], sinks, folder)                # no notes, no progress
         got[name] = [(tmp_path / f"{name}.{fmt}").read_bytes() for fmt in FORMATS]
         if name == "hybrid":
             assert 0 < folder.cpu_records < folder.records == 200

@@ -237,6 +237,34 @@ def test_changed_input_or_options_refuse_to_resume(tmp_path):
     assert not (tmp_path / "out.db.journal").exists()
 
 
+def test_a_refused_resume_carries_the_facts_and_the_command_line_names_the_flag(tmp_path):
+    """The journal's refusals name no flag (the pipeline speaks no command line); they carry the journal, the
+    part of the run that differs, or the record where the input changed, and `rnapipe fold` adds --restart."""
+    from rnapipe.cli.main import _how_to_restart
+    from rnapipe.pipeline.resume.journal import InputChanged, Journal, NotAJournal, OtherRun, ResumeRefused
+
+    path = str(tmp_path / "out.db.journal")
+    head = {"journal": 1, "inputs": ["a.fa"], "options": {"algorithm": "zuker"}, "outputs": [], "chunking": [1]}
+    Journal(path, head, restart=False).close()
+    with pytest.raises(OtherRun) as refused:
+        Journal(path, {**head, "options": {"algorithm": "nussinov"}}, restart=False)
+    err = refused.value
+    assert (err.path, err.key) == (path, "options") and "'zuker' then, 'nussinov' now" in err.differences
+    assert str(err) == f"{path} belongs to an interrupted run with other options ({err.differences})"
+    assert _how_to_restart(err) == f"{err}: run the same command to resume it, or add --restart to discard it " \
+                                   "and start over"
+    Path(path).write_text('{"journal": 99}\n')
+    with pytest.raises(NotAJournal) as refused:
+        Journal(path, head, restart=False)
+    assert refused.value.path == path and "--" not in str(refused.value)
+    assert _how_to_restart(refused.value) == f"{path} is not a journal this version of rnapipe can resume: run " \
+                                             "again with --restart to discard it"
+    changed = InputChanged(path, 9)
+    assert isinstance(changed, ResumeRefused) and changed.record == 9 and changed.exit_code == 2
+    assert _how_to_restart(changed) == "the input changed since the interrupted run (it differs before record 9): " \
+                                       f"run with --restart to discard the journal {path} and fold everything again"
+
+
 def test_a_bad_record_mid_stream_then_a_corrected_rerun_resumes(tmp_path):
     make_input(tmp_path / "in.fa", bad=30)
     args = ["fold", "in.fa", "--algorithm", "nussinov", "--threads", "1", "-o", "out.db", "-o", "out.tsv"]

@@ -183,6 +183,82 @@ def test_merge_refuses_a_job_output_with_missing_records(tmp_path):
     assert not (tmp_path / "m.db").exists() and not (tmp_path / "m.db.part").exists()
 
 
+def test_fold_job_folds_links_and_resumes_as_the_workflow_needs(tmp_path):
+    """`rnapipe fold-job`: a job's shards folded into OUTPUT.fold and linked to OUTPUT, byte for byte one
+    `rnapipe fold` of them; a complete fold only linked again; a journal older than the list discarded, a newer
+    one kept (and refused here, being no journal); an empty list an empty output. Each step says so in the log."""
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 30, seed=4, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep", "--shard-records", "4"], tmp_path, env).returncode == 0
+    shards = sorted(str(p) for p in (tmp_path / "prep" / "shards").iterdir())
+    (tmp_path / "job.list").write_text("".join(f"{name}\n" for name in shards))
+    job = ["fold-job", "job.list", "-o", "job.db", "--algorithm", "nussinov", "--threads", "1", "--device", "cpu"]
+    direct = rnapipe(["fold", *shards, "-o", "direct.db", "-q", "--algorithm", "nussinov", "--threads", "1"],
+                     tmp_path, env)
+    assert direct.returncode == 0, direct.stderr
+    run = rnapipe(job + ["-q"], tmp_path, env)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert (tmp_path / "job.db").read_bytes() == (tmp_path / "direct.db").read_bytes()
+    assert (tmp_path / "job.db").stat().st_ino == (tmp_path / "job.db.fold").stat().st_ino      # a hard link
+    (tmp_path / "job.db").unlink()                  # Snakemake's removal of a cut-off job's output
+    run = rnapipe(job, tmp_path, env)
+    assert run.returncode == 0 and run.stderr == "rnapipe: the fold was complete before the job was cut off\n"
+    assert (tmp_path / "job.db").read_bytes() == (tmp_path / "direct.db").read_bytes()
+
+    (tmp_path / "job.db").unlink()
+    (tmp_path / "job.db.fold").unlink()
+    journal = tmp_path / "job.db.fold.journal"
+    journal.write_text('{"journal": 99}\n')       # not resumable: refused unless the fold starts afresh
+    os.utime(journal, ns=(1, 1))                   # older than the list: another plan's, discarded
+    run = rnapipe(job + ["-q"], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "job.db").read_bytes() == (tmp_path / "direct.db").read_bytes()
+    (tmp_path / "job.db").unlink()
+    (tmp_path / "job.db.fold").unlink()
+    journal.write_text('{"journal": 99}\n')       # newer than the list: this plan's, resumed (and refused)
+    run = rnapipe(job + ["-q"], tmp_path, env)
+    assert run.returncode == 2 and "is not a journal" in run.stderr and "--restart" in run.stderr
+    assert not (tmp_path / "job.db").exists()
+
+    (tmp_path / "empty.list").write_text("")
+    run = rnapipe(["fold-job", "empty.list", "-o", "none.db"], tmp_path, env)
+    assert run.returncode == 0 and run.stderr == "rnapipe: no shards for this job\n"
+    assert (tmp_path / "none.db").read_bytes() == b""
+
+
+def test_resources_counts_gpus_only_when_asked(tmp_path, monkeypatch):
+    """`rnapipe resources`: the GPU jobs (auto: one per GPU) and each CPU job's threads, the cores less one per
+    GPU job shared by the CPU jobs; CuPy is asked for the GPU count only for auto or --count-gpus."""
+    import json
+
+    from rnapipe import config
+    from rnapipe.gpu.devices import gpu_count
+    from rnapipe.pipeline.workflow import resources
+
+    assert config.cpu_threads(16, 2) == 14 and config.cpu_threads(2, 4) == 1
+    run = rnapipe(["resources", "--json", "--cores", "8", "--cpu-jobs", "3", "--gpu-jobs", "2"], tmp_path,
+                  environment(tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"gpus": None, "gpu_jobs": 2, "cpu_jobs": 3, "cpu_threads": 2}
+    run = rnapipe(["resources", "--json", "--cores", "8"], tmp_path, environment(tmp_path))
+    here = gpu_count()
+    assert json.loads(run.stdout) == {"gpus": here, "gpu_jobs": here, "cpu_jobs": 1,
+                                      "cpu_threads": max(1, 8 - here)}
+    run = rnapipe(["resources", "--cores", "8", "--gpu-jobs", "0", "--cpu-jobs", "0"], tmp_path,
+                  environment(tmp_path))
+    assert run.returncode == 0 and "CPU threads per CPU job: 8" in run.stdout
+
+    def no_count():
+        raise AssertionError("the GPUs were counted")
+
+    monkeypatch.setattr(resources, "gpu_count", no_count)
+    assert resources.job_resources(4, 1, 0) == {"gpus": None, "gpu_jobs": 0, "cpu_jobs": 1, "cpu_threads": 4}
+    assert resources.job_resources(5, 2, 1)["cpu_threads"] == 2
+    monkeypatch.setattr(resources, "gpu_count", lambda: 3)
+    assert resources.job_resources(10, 2, "auto") == {"gpus": 3, "gpu_jobs": 3, "cpu_jobs": 2, "cpu_threads": 3}
+    assert resources.job_resources(10, 1, 1, count_gpus=True)["gpus"] == 3
+
+
 def test_boundary_balances_like_the_papers_rule():
     """Equal shards: the CPU jobs take B = N / (K + 1) of them (Lei et al.), K = t_CPU / t_GPU; and the split
     is the best prefix of the CPU-first order (brute force over every boundary)."""

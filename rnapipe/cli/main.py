@@ -85,6 +85,10 @@ def _formats(known):
     return parse
 
 
+def _job_count(text: str) -> int | str:
+    return text if text == "auto" else _nonnegative_int(text)
+
+
 def _nonnegative_int(text: str) -> int:
     value = _int(text)
     if value < 0:
@@ -173,50 +177,70 @@ def build_parser() -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rnapipe {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_fold_command(commands, ALGORITHMS, DEVICES, FORMATS)
+    _add_profile_command(commands, ALGORITHMS)
+    _add_workflow_commands(commands, ALGORITHMS, DEVICES, FORMATS)
+    _add_eval_command(commands)
+    return parser
 
+
+def _add_fold_command(commands, algorithms, devices, formats) -> None:
     fold = commands.add_parser("fold", help="fold the sequences of FASTA files", epilog=FOLD_EPILOG,
                                formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False,
                                description="Fold every sequence of the input FASTA files; write the results "
                                "in input order.")
     fold.add_argument("-h", "--help", action=_FoldHelp, help="show this help (with the variants) and exit")
-    fold.add_argument("inputs", nargs="+", metavar="INPUT", help="FASTA or gzipped FASTA file ('-': stdin)")
-    fold.add_argument("-o", "--output", required=True, action="append", metavar="OUTPUT",
-                      help="output file ('-': stdout); give -o several times for several formats from one fold; "
-                      "a name ending in .gz is gzipped")
-    fold.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,
-                      help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
-    fold.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
-    fold.add_argument("--device", choices=DEVICES, default="cpu", help="where to fold (default cpu)")
-    fold.add_argument("--gpus", type=_gpu_list, metavar="LIST",
-                      help="with --device gpu or hybrid: GPUs to spread the batches over, e.g. 0,1 (default: GPU 0)")
-    fold.add_argument("--split", choices=config.HYBRID_SPLITS, metavar="{static,dynamic}",
-                      help="with --device hybrid: share each batch by the profile (static) or on the costs measured so "
-                      f"far in the run (dynamic; default {config.HYBRID_SPLIT}, or RNAPIPE_HYBRID_SPLIT)")
-    fold.add_argument("--threads", type=_positive_int, metavar="N",
-                      help="CPU threads (default: the usable physical cores)")
-    fold.add_argument("--format", type=_formats(FORMATS), metavar="FMT[,FMT...]",
-                      help=f"output format ({', '.join(FORMATS)}; default from the output's suffix): one per -o, "
-                      "or several with one -o PREFIX, written to PREFIX.FMT")
-    fold.add_argument("--reprofile", action="store_true",
-                      help="with --device hybrid: time the CPU and the GPU again (else the host's saved profile)")
-    fold.add_argument("--restart", action="store_true",
-                      help="discard the journal of an interrupted run on the same output and start over")
-    fold.add_argument("--on-invalid", choices=("error", "skip"), default="error",
-                      help="a bad record stops the run (error, default) or is skipped and reported (skip)")
-    fold.add_argument("-q", "--quiet", action="store_true",
-                      help="no progress and no per-record skip lines (the summary stays)")
-    fold.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
-                      help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
-    _add_energy_options(fold)
+    _add_fold_options(fold, algorithms, devices, formats)
     fold.set_defaults(run=_fold)
 
+
+def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, formats, job: bool = False) -> None:
+    """The options of ``fold``; with ``job``, those of ``fold-job``: its shard list and its one output are
+    its own, and it writes db format and chooses between resuming and restarting itself."""
+    if not job:
+        parser.add_argument("inputs", nargs="+", metavar="INPUT", help="FASTA or gzipped FASTA file ('-': stdin)")
+        parser.add_argument("-o", "--output", required=True, action="append", metavar="OUTPUT",
+                            help="output file ('-': stdout); give -o several times for several formats from one "
+                            "fold; a name ending in .gz is gzipped")
+    parser.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM,
+                        help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
+    parser.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
+    parser.add_argument("--device", choices=devices, default="cpu", help="where to fold (default cpu)")
+    parser.add_argument("--gpus", type=_gpu_list, metavar="LIST",
+                        help="with --device gpu or hybrid: GPUs to spread the batches over, e.g. 0,1 (default: "
+                        "GPU 0)")
+    parser.add_argument("--split", choices=config.HYBRID_SPLITS, metavar="{static,dynamic}",
+                        help="with --device hybrid: share each batch by the profile (static) or on the costs "
+                        f"measured so far in the run (dynamic; default {config.HYBRID_SPLIT}, or "
+                        "RNAPIPE_HYBRID_SPLIT)")
+    parser.add_argument("--threads", type=_positive_int, metavar="N",
+                        help="CPU threads (default: the usable physical cores)")
+    if not job:
+        parser.add_argument("--format", type=_formats(formats), metavar="FMT[,FMT...]",
+                            help=f"output format ({', '.join(formats)}; default from the output's suffix): one "
+                            "per -o, or several with one -o PREFIX, written to PREFIX.FMT")
+    parser.add_argument("--reprofile", action="store_true",
+                        help="with --device hybrid: time the CPU and the GPU again (else the host's saved profile)")
+    if not job:
+        parser.add_argument("--restart", action="store_true",
+                            help="discard the journal of an interrupted run on the same output and start over")
+    parser.add_argument("--on-invalid", choices=("error", "skip"), default="error",
+                        help="a bad record stops the run (error, default) or is skipped and reported (skip)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress and no per-record skip lines (the summary stays)")
+    parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
+                        help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
+    _add_energy_options(parser)
+
+
+def _add_profile_command(commands, algorithms) -> None:
     profile = commands.add_parser("profile", help="time the CPU and GPU engines (for --device hybrid)",
                                   epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                                   description="Time the CPU engine and the GPU engine on random sequences of a few "
                                   "lengths, print their costs (the CPU's fitted to t(L) = a·L³ + b·L² + c, the "
                                   "GPU's joining its timed lengths) and save them as this host's profile, which "
                                   "--device hybrid splits its batches by.")
-    profile.add_argument("--algorithm", choices=ALGORITHMS, default=config.DEFAULT_ALGORITHM,
+    profile.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM,
                          help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
     profile.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
     profile.add_argument("--threads", type=_positive_int, metavar="N",
@@ -233,8 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_energy_options(profile)
     profile.set_defaults(run=_profile)
 
-    _add_workflow_commands(commands, ALGORITHMS)
 
+def _add_eval_command(commands) -> None:
     evaluate = commands.add_parser("eval", help="free energy of given structures (kcal/mol)",
                                    epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                                    description="Evaluate the Zuker free energy of a structure, as RNAeval does. "
@@ -245,19 +269,27 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("-i", "--input", metavar="FILE", help="dot-bracket FASTA file ('-': stdin)")
     _add_energy_options(evaluate)
     evaluate.set_defaults(run=_eval)
-    return parser
 
 
-def _add_workflow_commands(commands, algorithms) -> None:
+def _add_workflow_commands(commands, algorithms, devices, formats) -> None:
     """The workflow's stages as subcommands (workflow/rules/*.smk run them)."""
-    def sub(name: str, help_: str, description: str):
-        return commands.add_parser(name, help=help_, description=description, epilog=EXIT_CODES_HELP,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_prepare_command(commands, algorithms)
+    _add_partition_command(commands)
+    _add_merge_command(commands, algorithms)
+    _add_fold_job_command(commands, algorithms, devices, formats)
+    _add_resources_command(commands)
 
-    prepare = sub("prepare", "cut a FASTA file into shards by length (workflow)",
-                  "Read and check INPUT as rnapipe fold does, and write its valid records into shards of one "
-                  "length range each under DIR, with a manifest of every record's place and the list of "
-                  "rejected records.")
+
+def _workflow_command(commands, name: str, help_: str, description: str) -> argparse.ArgumentParser:
+    return commands.add_parser(name, help=help_, description=description, epilog=EXIT_CODES_HELP,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _add_prepare_command(commands, algorithms) -> None:
+    prepare = _workflow_command(commands, "prepare", "cut a FASTA file into shards by length (workflow)",
+                                "Read and check INPUT as rnapipe fold does, and write its valid records into "
+                                "shards of one length range each under DIR, with a manifest of every record's "
+                                "place and the list of rejected records.")
     prepare.add_argument("input", metavar="INPUT", help="FASTA or gzipped FASTA file")
     prepare.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to make (replaced)")
     prepare.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM,
@@ -270,9 +302,12 @@ def _add_workflow_commands(commands, algorithms) -> None:
                          help="predicted work (sum of L^3) a shard at most (default 1e12)")
     prepare.set_defaults(run=_prepare)
 
-    partition = sub("partition", "assign prepared shards to CPU and GPU jobs (workflow)",
-                    "Assign the shards of a prepared input to CPU jobs and GPU jobs by the host's profile, so "
-                    "that both sides are predicted to end together; print each device's share.")
+
+def _add_partition_command(commands) -> None:
+    partition = _workflow_command(commands, "partition", "assign prepared shards to CPU and GPU jobs (workflow)",
+                                  "Assign the shards of a prepared input to CPU jobs and GPU jobs by the host's "
+                                  "profile, so that both sides are predicted to end together; print each "
+                                  "device's share.")
     partition.add_argument("prepared", metavar="DIR", help="a directory made by rnapipe prepare")
     partition.add_argument("--profile", required=True, metavar="FILE", help="JSON from rnapipe profile -o")
     partition.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
@@ -283,9 +318,11 @@ def _add_workflow_commands(commands, algorithms) -> None:
     partition.add_argument("-o", "--output", required=True, metavar="DIR", help="plan directory")
     partition.set_defaults(run=_partition)
 
-    merge = sub("merge", "merge fold jobs' outputs in input order (workflow)",
-                "Put the records the fold jobs of a plan wrote back in input order and write every output, "
-                "byte for byte what one rnapipe fold of the input writes.")
+
+def _add_merge_command(commands, algorithms) -> None:
+    merge = _workflow_command(commands, "merge", "merge fold jobs' outputs in input order (workflow)",
+                              "Put the records the fold jobs of a plan wrote back in input order and write every "
+                              "output, byte for byte what one rnapipe fold of the input writes.")
     merge.add_argument("prepared", metavar="DIR", help="a directory made by rnapipe prepare")
     merge.add_argument("--plan", required=True, metavar="DIR", help="its plan (rnapipe partition -o)")
     merge.add_argument("--folds", required=True, metavar="DIR", help="where the jobs wrote JOB.db")
@@ -296,26 +333,67 @@ def _add_workflow_commands(commands, algorithms) -> None:
     merge.set_defaults(run=_merge)
 
 
-def _prepare(args) -> int:
-    from . import workflow as commands
-    from ..pipeline.workflow import prepare as shards
+def _add_fold_job_command(commands, algorithms, devices, formats) -> None:
+    job = _workflow_command(commands, "fold-job", "fold one job's shards, resumable (workflow)",
+                            "Fold the shards LIST names (one file per line) into OUTPUT in db format, as rnapipe "
+                            "fold does: into OUTPUT.fold, with its journal while it runs, then linked to OUTPUT "
+                            "(a hard link, else a copy). A fold already complete is only linked again; a journal "
+                            "older than LIST belongs to another plan and is discarded; an empty LIST gives an "
+                            "empty OUTPUT.")
+    job.add_argument("shards", metavar="LIST", help="the shard files of the job, one per line")
+    job.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the job's output")
+    _add_fold_options(job, algorithms, devices, formats, job=True)
+    job.set_defaults(run=_fold_job)
 
-    commands.prepare(args.input, args.output, args.algorithm, args.on_invalid,
-                     args.shard_records or shards.SHARD_RECORDS, args.shard_cost or shards.SHARD_COST)
+
+def _add_resources_command(commands) -> None:
+    resources = _workflow_command(commands, "resources",
+                                  "GPU jobs and CPU threads of the workflow's fold jobs on this host (workflow)",
+                                  "Print what the workflow's fold jobs take on this host: the GPUs CUDA shows "
+                                  "(counted for --gpu-jobs auto or with --count-gpus), the GPU jobs (auto: one per "
+                                  "GPU), and each CPU job's threads: the cores less one per GPU job (which feeds "
+                                  "its GPU), shared by the CPU jobs.")
+    resources.add_argument("--cores", type=_positive_int, metavar="N",
+                           help="cores of the run (default: the usable physical cores)")
+    resources.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
+    resources.add_argument("--gpu-jobs", type=_job_count, default="auto", metavar="N|auto",
+                           help="a number, or auto (default): one per GPU")
+    resources.add_argument("--count-gpus", action="store_true",
+                           help="count the GPUs also when --gpu-jobs is a number (the workflow numbers its GPUs "
+                           "from the count)")
+    resources.add_argument("--json", action="store_true", help="print one JSON object")
+    resources.set_defaults(run=_resources)
+
+
+def _prepare(args) -> int:
+    from . import workflow
+    from ..pipeline.workflow.prepare import SHARD_COST, SHARD_RECORDS
+
+    workflow.run_prepare(args.input, args.output, args.algorithm, args.on_invalid,
+                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST)
     return errors.EXIT_OK
 
 
 def _partition(args) -> int:
-    from . import workflow as commands
+    from . import workflow
 
-    commands.partition(args.prepared, args.profile, args.cpu_jobs, args.gpu_jobs, args.output, args.min_gain)
+    workflow.run_partition(args.prepared, args.profile, args.cpu_jobs, args.gpu_jobs, args.output, args.min_gain)
     return errors.EXIT_OK
 
 
 def _merge(args) -> int:
-    from . import workflow as commands
+    from . import workflow
 
-    commands.merge(args.prepared, args.plan, args.folds, args.output, args.format, args.algorithm, args.rejected)
+    workflow.run_merge(args.prepared, args.plan, args.folds, args.output, args.format, args.algorithm,
+                       args.rejected)
+    return errors.EXIT_OK
+
+
+def _resources(args) -> int:
+    from . import workflow
+
+    workflow.run_resources(args.cores or config.default_threads(), args.cpu_jobs, args.gpu_jobs, args.count_gpus,
+                           args.json)
     return errors.EXIT_OK
 
 
@@ -388,11 +466,11 @@ def _outputs(args) -> list[tuple[str, str | None]]:
 
 
 def _profile(args) -> int:
-    from . import workflow as commands
+    from . import workflow
     from ..pipeline.hybrid import costmodel
 
-    commands.profile(args.device, args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
-                     args.lengths or costmodel.LENGTHS, args.cached, args.output)
+    workflow.run_profile(args.device, args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
+                         args.lengths or costmodel.LENGTHS, args.cached, args.output)
     return errors.EXIT_OK
 
 
@@ -401,34 +479,32 @@ def _fold(args) -> int:
 
     warm.start()                                # while the engine below is set up
     from ..pipeline.resume import run as job
+    from ..pipeline.resume.journal import ResumeRefused
     from ..pipeline import timeline
-    from ..pipeline.output.sinks import Sink, format_of
-    from ..pipeline.choose import make_folder
 
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")
     if args.split is not None and args.device not in ("hybrid", "auto"):
         raise UsageError("--split applies to --device hybrid (or auto) only")
-    folder = make_folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
-                         reprofile=args.reprofile, say=stderr_say(args.quiet), split=args.split)
+    say = stderr_say(args.quiet)
+    folder = _folder(args, options, say)
     timeline.mark("engine ready")
-    sinks = []
-    for path, fmt in _outputs(args):
-        if path != "-":
-            _check_output(path)
-        sinks.append(Sink(path, fmt or ("db" if path == "-" else format_of(path))))
+    sinks = _sinks(args)
 
     def report(rejected) -> None:
         _report_skipped(rejected, args.quiet)
 
     try:
-        outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, args.quiet, report)
+        outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, say=say,
+                          progress_to=None if args.quiet else sys.stderr, report_skipped=report)
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:
         _print_resume_hint(sinks)
         raise
+    except ResumeRefused as err:
+        raise UsageError(_how_to_restart(err)) from None
     except InputError as err:
         kept = _journal_of(sinks)
         if kept is None:
@@ -437,8 +513,58 @@ def _fold(args) -> int:
                         "same command to go on from there)", err.file, err.record, err.position) from None
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
         raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
+    _print_summary(folder, outcome, args.quiet)
+    return errors.EXIT_OK
 
-    if hasattr(folder, "summary") and not args.quiet:
+
+def _folder(args, options: dict, say: Callable[[str], None] | None):
+    """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
+    from ..pipeline.choose import make_folder
+    from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
+
+    def chosen(device: str, why: str) -> None:
+        if say is not None:
+            say(f"--device auto: {device} ({why})")
+
+    try:
+        return make_folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
+                           reprofile=args.reprofile, say=say, split=args.split, chosen=chosen)
+    except NoHybridMode as err:
+        raise UnavailableError(f"{err.algorithm} on device 'hybrid' is not available: --device hybrid folds "
+                               f"{', '.join(err.hybrid_algorithms)} only (the {err.algorithm} engines of the CPU "
+                               "and the GPU may pick different structures of the same score)") from None
+    except NoGpuForHybrid:
+        raise UnavailableError("--device hybrid needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
+                               "none was found: use --device cpu") from None
+
+
+def _sinks(args) -> list:
+    """A sink per output (``-``: standard output), each file checked before anything is folded."""
+    from ..pipeline.output.sinks import Sink, format_of
+
+    sinks = []
+    for path, fmt in _outputs(args):
+        if path == "-":
+            sinks.append(Sink(path, fmt or "db", stream=sys.stdout.buffer))
+        else:
+            _check_output(path)
+            sinks.append(Sink(path, fmt or format_of(path)))
+    return sinks
+
+
+def _how_to_restart(err) -> str:
+    """A refused resume (:class:`~rnapipe.pipeline.resume.journal.ResumeRefused`) with the way to start over."""
+    from ..pipeline.resume.journal import InputChanged, OtherRun
+
+    if isinstance(err, InputChanged):
+        return f"{err}: run with --restart to discard the journal {err.path} and fold everything again"
+    if isinstance(err, OtherRun):
+        return f"{err}: run the same command to resume it, or add --restart to discard it and start over"
+    return f"{err}: run again with --restart to discard it"
+
+
+def _print_summary(folder, outcome, quiet: bool) -> None:
+    if hasattr(folder, "summary") and not quiet:
         print(f"rnapipe: {folder.summary()}", file=sys.stderr)
     if outcome.resumed_chunks:                  # a summary line: shown with --quiet too
         print(f"rnapipe: resumed an interrupted run: {outcome.resumed_chunks} chunk(s) were done already, "
@@ -449,7 +575,33 @@ def _fold(args) -> int:
             what.append(f"{outcome.rejected_files} file(s)")
         listed = f"; listed in {outcome.rejected_path}" if outcome.rejected_path else ""
         print(f"rnapipe: skipped {' and '.join(what)}, folded {outcome.folded}{listed}", file=sys.stderr)
+
+
+def _fold_job(args) -> int:
+    """``fold-job``: one workflow job's shards folded as ``fold`` folds them, resumable (see
+    :mod:`rnapipe.pipeline.workflow.fold_job` for the steps)."""
+    from ..pipeline.workflow import fold_job
+
+    output, fold = args.output, fold_job.fold_path(args.output)
+    step = fold_job.next_step(args.shards, output)
+    if step is fold_job.Step.NO_SHARDS:
+        fold_job.write_empty(output)
+        _note("no shards for this job")
+        return errors.EXIT_OK
+    if step is fold_job.Step.LINK:
+        fold_job.link_or_copy(fold, output)
+        _note("the fold was complete before the job was cut off")
+        return errors.EXIT_OK
+    args.inputs = fold_job.read_list(args.shards)
+    args.output, args.format, args.restart = [fold], ["db"], step is fold_job.Step.RESTART
+    _fold(args)
+    fold_job.link_or_copy(fold, output)
     return errors.EXIT_OK
+
+
+def _note(text: str) -> None:
+    """One ``rnapipe: ...`` line on stderr."""
+    print(f"rnapipe: {text}", file=sys.stderr, flush=True)
 
 
 def _journal_of(sinks) -> str | None:
@@ -570,11 +722,10 @@ def _exit_now_if_threads(code: int) -> None:
         os._exit(code)
 
 
+def stderr_say(quiet: bool) -> Callable[[str], None] | None:
+    """The notes of a run, one ``rnapipe: ...`` line each on stderr; None (no notes) with ``quiet``."""
+    return None if quiet else _note
+
+
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def stderr_say(quiet: bool) -> Callable[[str], None] | None:
-    if quiet:
-        return None
-    return lambda text: print(f"rnapipe: {text}", file=sys.stderr, flush=True)

@@ -1,12 +1,15 @@
-"""The workflow's subcommands (``rnapipe prepare``, ``profile``, ``partition``, ``merge``): what each does
-once the command line is parsed (:mod:`rnapipe.cli` parses it)."""
+"""The workflow's subcommands (``rnapipe prepare``, ``profile``, ``partition``, ``merge``, ``resources``):
+their arguments checked and their results printed; the work is the pipeline's (:mod:`rnapipe.pipeline.workflow`,
+:mod:`rnapipe.pipeline.hybrid.profile`). :mod:`rnapipe.cli.main` parses the command line."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
-from ..errors import UsageError
+from .. import config
+from ..errors import UnavailableError, UsageError
 from ..gpu.devices import gpu_count
 
 
@@ -14,25 +17,20 @@ def say(text: str) -> None:
     print(f"rnapipe: {text}", file=sys.stderr, flush=True)
 
 
-def prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
-            shard_cost: float) -> None:
-    from ..pipeline.workflow.prepare import prepare as cut
-    from ..pipeline.folding.folder import Folder
+def run_prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
+                shard_cost: float) -> None:
+    from ..pipeline.workflow.prepare import length_check, prepare
 
-    check = Folder(algorithm, None, "cpu", 1).length_check()
-    counts = cut(path, directory, on_invalid, check, shard_records, shard_cost)
+    counts = prepare(path, directory, on_invalid, length_check(algorithm), shard_records, shard_cost)
     if counts["rejected"]:
         say(f"skipped {counts['rejected']:,} record(s), listed in {os.path.join(directory, 'rejected.tsv')}")
     say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")
 
 
-
-def profile(device: str, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
-            lengths, cached: bool, output: str | None) -> None:
+def run_profile(device: str, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
+                lengths, cached: bool, output: str | None) -> None:
     """``--device cpu``: the CPU alone; ``auto``: the CPU, and the GPU when there is one (one line says when
     there is none); ``hybrid``: both (a GPU is required)."""
-    from .. import config
-    from ..errors import UnavailableError
     from ..pipeline.hybrid import profile as profiling
 
     gpus_here = gpu_count() if device in ("hybrid", "auto") else 0
@@ -43,7 +41,7 @@ def profile(device: str, algorithm: str, variant: str | None, threads: int | Non
     if device == "auto" and not use_gpu:
         say("no GPU here: profiling the CPU only")
     cores = threads or config.default_threads()
-    # hybrid: the CPU engine runs on the cores but one per GPU, each GPU's feeder (as in --device hybrid)
+    # hybrid: the CPU engine runs beside the GPUs' feeding threads, as in --device hybrid
     cpu_threads = config.cpu_threads(cores, len(gpus or [0])) if device == "hybrid" else cores
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
                                   reprofile=not cached, say=say)
@@ -72,9 +70,9 @@ def print_profile(data: dict) -> None:
               + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
 
 
-def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str,
-              min_gain: float | None = None) -> None:
-    from ..pipeline.workflow import partition as plan
+def run_partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str,
+                  min_gain: float | None = None) -> None:
+    from ..pipeline.workflow import partition
     from ..pipeline.hybrid import profile as profiling
 
     if cpu_jobs + gpu_jobs == 0:
@@ -89,16 +87,16 @@ def partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, ou
         raise UsageError(f"'{profile_path}' is not a profile written by rnapipe profile -o ({err})") from None
     if gpu_jobs and "gpu" not in costs:
         raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
-    rows = plan.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs, threads,
-                     plan.MIN_GAIN if min_gain is None else min_gain)
+    rows = partition.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs, threads,
+                          partition.MIN_GAIN if min_gain is None else min_gain)
     if gpu_jobs == 0:
         say("no GPU jobs: every shard goes to the CPU")
-    sys.stdout.write(plan.share_table(rows))
+    sys.stdout.write(partition.share_table(rows))
 
 
-def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], formats: list[str] | None,
-          algorithm: str, rejected: str | None) -> None:
-    from ..pipeline.workflow.merge import MergeError, merge as join
+def run_merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], formats: list[str] | None,
+              algorithm: str, rejected: str | None) -> None:
+    from ..pipeline.workflow.merge import MergeError, merge
     from ..pipeline.output.sinks import format_of
 
     if formats and len(formats) != len(outputs):
@@ -107,7 +105,21 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], forma
     if any(path.lower().endswith(".gz") for path, _ in pairs):
         raise UsageError("merge writes uncompressed outputs only")
     try:
-        count = join(prepared, plan_dir, fold_dir, pairs, algorithm, rejected)
+        count = merge(prepared, plan_dir, fold_dir, pairs, algorithm, rejected)
     except (MergeError, FileNotFoundError) as err:
         raise UsageError(f"cannot merge {prepared}: {err}") from None
     say(f"merged {count:,} record(s) into {', '.join(p for p, _ in pairs)}")
+
+
+def run_resources(cores: int, cpu_jobs: int, gpu_jobs: int | str, count_gpus: bool, as_json: bool) -> None:
+    """What the workflow's fold jobs take on this host: one JSON object with ``as_json`` (the workflow reads
+    it), else one line per item."""
+    from ..pipeline.workflow.resources import job_resources
+
+    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus)
+    if as_json:
+        print(json.dumps(found))
+        return
+    gpus = "not counted" if found["gpus"] is None else found["gpus"]
+    print(f"GPUs here: {gpus}\nGPU jobs: {found['gpu_jobs']}\nCPU jobs: {found['cpu_jobs']}\n"
+          f"CPU threads per CPU job: {found['cpu_threads']}")

@@ -10,15 +10,17 @@ from .folding.folder import Folder
 
 def make_folder(algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
                 gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None,
-                reprofile: bool = False, say: Callable[[str], None] | None = None, split: str | None = None):
+                reprofile: bool = False, say: Callable[[str], None] | None = None, split: str | None = None,
+                chosen: Callable[[str, str], None] | None = None):
     """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.HybridFolder` (CPU and GPUs at once);
-    ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto_device`) and says why."""
+    ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto_device`) and tells ``chosen``
+    the device and why."""
     profile = None
     if device == "auto":
         from .hybrid.auto import auto_device
         device, why, profile = auto_device(algorithm, variant, threads, gpus, options, reprofile)
-        if say:
-            say(f"--device auto: {device} ({why})")
+        if chosen is not None:
+            chosen(device, why)
     if device == "hybrid":
         from .hybrid.folder import HybridFolder
         return HybridFolder(algorithm, variant, threads, gpus, options, progress, reprofile and profile is None,

@@ -28,7 +28,7 @@ def capped(value, limit):
     try:
         return min(int(value), limit)
     except (TypeError, ValueError):
-        return value  # an expression Snakemake evaluates itself; left alone
+        return f"min({value}, {limit})"  # an expression Snakemake evaluates itself, capped there
 
 
 def main(source, dest, account, partition, cpus, mem_mb):

@@ -1,10 +1,9 @@
 # Settings and helpers shared by the rules: inputs and their names, job counts, threads, devices.
 
-import importlib.util
+import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,47 +45,6 @@ for _path in config["inputs"]:
     SAMPLES[_name] = _path
 
 
-def visible_gpus():
-    """NVIDIA GPUs this host shows when CuPy is installed: nvidia-smi's count (CUDA_VISIBLE_DEVICES respected), or
-    where there is no nvidia-smi, CuPy's (in a process of its own: Snakemake's does not start CUDA)."""
-    if importlib.util.find_spec("cupy") is None:
-        return 0
-    try:
-        if shutil.which("nvidia-smi") is None:
-            probe = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
-            listed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-            return int(listed.stdout.strip() or 0) if listed.returncode == 0 else 0
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return 0
-    count = sum(1 for line in listed.splitlines() if line.startswith("GPU "))
-    shown = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if shown is not None:
-        count = min(count, len([x for x in shown.split(",") if x.strip() and not x.strip().startswith("-")]))
-    return count
-
-
-VISIBLE_GPUS = visible_gpus() if config["jobs"]["gpu"] == "auto" or not config["jobs"]["gpus"] else 0
-
-
-def _gpu_jobs():
-    jobs = config["jobs"]
-    if jobs["gpu"] != "auto":
-        return int(jobs["gpu"])
-    if ALGORITHM != "zuker" and jobs["cpu"] > 0:
-        return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
-    return VISIBLE_GPUS
-
-
-CPU_JOBS = int(config["jobs"]["cpu"])
-GPU_JOBS = _gpu_jobs()
-if CPU_JOBS + GPU_JOBS == 0:
-    raise ValueError("jobs.cpu is 0 and there are no GPU jobs (no GPU here, or jobs.gpu: 0): nothing would fold")
-if ALGORITHM != "zuker" and CPU_JOBS and GPU_JOBS:
-    raise ValueError("fold.algorithm nussinov: its CPU and GPU engines may pick different structures of the "
-                     "same score; set jobs.cpu: 0 or jobs.gpu: 0")
-
-
 def _cores():
     """--cores; a cluster run has none (Snakemake raises on the question): this host's count then, and the
     profile's set-threads sizes the CPU jobs."""
@@ -97,10 +55,43 @@ def _cores():
     return cores if isinstance(cores, int) and cores > 0 else (os.cpu_count() or 1)
 
 
-CORES = _cores()
-# a GPU job's process takes one core (it feeds the GPU); the CPU jobs share the rest
-CPU_THREADS = config["jobs"]["cpu_threads"] or max(1, (CORES - GPU_JOBS) // max(1, CPU_JOBS))
-GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, VISIBLE_GPUS)))
+def _gpu_jobs_asked():
+    jobs = config["jobs"]
+    if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
+        return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
+    return jobs["gpu"]
+
+
+def _resources():
+    """rnapipe's reckoning of the fold jobs on this host (`rnapipe resources`, one process when the Snakefile is
+    read): the GPUs CUDA shows (counted, which imports CuPy, only for jobs.gpu auto, or for GPU jobs whose GPU
+    numbers are not configured), the GPU jobs (auto: one per GPU) and each CPU job's threads (the cores less
+    one per GPU job, which feeds its GPU, shared by the CPU jobs)."""
+    gpu_jobs = _gpu_jobs_asked()
+    command = [sys.executable, "-m", "rnapipe", "resources", "--json", "--cores", str(_cores()),
+               "--cpu-jobs", str(config["jobs"]["cpu"]), "--gpu-jobs", str(gpu_jobs)]
+    if gpu_jobs != "auto" and gpu_jobs > 0 and not config["jobs"]["gpus"]:
+        command.append("--count-gpus")
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=workflow.basedir + (os.pathsep + path if path else ""))
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        asked = shlex.join(["rnapipe"] + command[3:])
+        raise WorkflowError(f"{asked} failed (the Python running Snakemake needs rnapipe's dependencies: "
+                            f"pip install .): {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
+RESOURCES = _resources()
+CPU_JOBS = int(config["jobs"]["cpu"])
+GPU_JOBS = RESOURCES["gpu_jobs"]
+if CPU_JOBS + GPU_JOBS == 0:
+    raise ValueError("jobs.cpu is 0 and there are no GPU jobs (no GPU here, or jobs.gpu: 0): nothing would fold")
+if ALGORITHM != "zuker" and CPU_JOBS and GPU_JOBS:
+    raise ValueError("fold.algorithm nussinov: its CPU and GPU engines may pick different structures of the "
+                     "same score; set jobs.cpu: 0 or jobs.gpu: 0")
+CPU_THREADS = config["jobs"]["cpu_threads"] or RESOURCES["cpu_threads"]
+GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, RESOURCES["gpus"] or 0)))
 # Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
 # that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
 PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
@@ -149,34 +140,23 @@ def input_of(wildcards):
     return SAMPLES[wildcards.sample]
 
 
-def fold_options():
+def fold_options(wildcards):
+    """The rnapipe options of a fold job: the configured fold, on the job's device (a GPU job on its GPU)."""
     fold = config["fold"]
     opts = [f"--algorithm {ALGORITHM}", "--on-invalid error"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
+    if wildcards.device == "gpu":
+        opts.append(f"--device gpu --gpus {gpu_of(wildcards)}")
+    else:
+        opts.append("--device cpu")
     return " ".join(opts)
+
+
+def fold_threads(wildcards):
+    """A GPU job takes one core (it feeds its GPU); a CPU job CPU_THREADS."""
+    return 1 if wildcards.device == "gpu" else CPU_THREADS
 
 
 def gpu_of(wildcards):
     return GPU_IDS[int(wildcards.j) % len(GPU_IDS)]
-
-
-# The fold jobs' command (see fold.smk): rnapipe fold into {output}.fold, resumable, then linked to {output}
-# (a hard link, a copy where the file system has none): {output}.fold stays, so a job cut off after its fold
-# was complete links it again instead of folding again.
-FOLD_SHELL = """
-fold={output}.fold
-if [ ! -s {input.shards} ]; then
-    : > {output}
-    echo 'rnapipe: no shards for this job' > {log}
-elif [ -e "$fold" ] && [ ! -e "$fold.journal" ] && [ "$fold" -nt {input.shards} ]; then
-    ln -f "$fold" {output} 2> /dev/null || cp "$fold" {output}
-    echo 'rnapipe: the fold was complete before the job was cut off' > {log}
-else
-    restart=
-    if [ -e "$fold.journal" ] && [ {input.shards} -nt "$fold.journal" ]; then restart=--restart; fi
-    {params.rnapipe} fold $(cat {input.shards}) -o "$fold" --format db --threads {threads} {params.options} \\
-        $restart 2> {log}
-    ln -f "$fold" {output} 2> /dev/null || cp "$fold" {output}
-fi
-"""

@@ -1,56 +1,34 @@
-# fold_cpu, fold_gpu: one job a (input, job number), each one `rnapipe fold` of the shards its list names, in db
-# format (what the merge reads). rnapipe writes OUTPUT.fold (as OUTPUT.fold.part, renamed when complete) and
-# keeps OUTPUT.fold.journal meanwhile, so a job cut off goes on from its finished chunks when it runs again; the
-# job then links OUTPUT.fold to its output. (Snakemake removes the output of a job that was cut off before
-# running it again: rnapipe's own finished file must not be only under that name.) A journal or a finished file older
-# than the job's list belongs to another plan: the fold starts afresh (--restart). A job with no shards writes
-# an empty file. On one node both kinds run at once (--cores all --resources gpu=N); GPU jobs ask for gpu=1.
+# fold: one job per (input, device, job number), each `rnapipe fold-job` of the shards its list names, in db format
+# (what the merge reads). rnapipe folds into OUTPUT.fold, resumable from its journal, and links the finished
+# fold to OUTPUT (Snakemake removes the output of a job that was cut off before running it again: rnapipe's own
+# finished file must not be only under that name), so a job cut off goes on from its finished chunks, or only
+# links again where its fold was complete. A journal older than the job's list belongs to another plan: the fold
+# starts afresh. A job with no shards writes an empty file. A GPU job takes one core and the resource gpu=1, and
+# folds on its GPU; a CPU job takes CPU_THREADS. On one node both kinds run at once (--cores all
+# --resources gpu=N).
 
 
-rule fold_cpu:
+rule fold:
     input:
-        shards=f"{WORK}/{{sample}}/plan/cpu{{j}}.list",
+        shards=f"{WORK}/{{sample}}/plan/{{device}}{{j}}.list",
         prepared=f"{WORK}/{{sample}}/prepared",
     output:
-        f"{WORK}/{{sample}}/fold/cpu{{j}}.db",
+        f"{WORK}/{{sample}}/fold/{{device}}{{j}}.db",
     log:
-        f"{OUTDIR}/logs/fold/{{sample}}.cpu{{j}}.log",
+        f"{OUTDIR}/logs/fold/{{sample}}.{{device}}{{j}}.log",
     benchmark:
-        f"{OUTDIR}/benchmarks/fold/{{sample}}.cpu{{j}}.tsv"
+        f"{OUTDIR}/benchmarks/fold/{{sample}}.{{device}}{{j}}.tsv"
     wildcard_constraints:
+        device="cpu|gpu",
         j=r"\d+",
     params:
         rnapipe=RNAPIPE,
-        options=fold_options() + " --device cpu",
-    threads: CPU_THREADS
+        options=fold_options,
+    threads: fold_threads
     resources:
         mem_mb=config["fold"]["mem_mb"],
+        gpu=lambda wildcards: 1 if wildcards.device == "gpu" else 0,
     conda:
-        "../envs/fold_cpu.yaml"
+        "../envs/fold_{device}.yaml"
     shell:
-        FOLD_SHELL
-
-
-rule fold_gpu:
-    input:
-        shards=f"{WORK}/{{sample}}/plan/gpu{{j}}.list",
-        prepared=f"{WORK}/{{sample}}/prepared",
-    output:
-        f"{WORK}/{{sample}}/fold/gpu{{j}}.db",
-    log:
-        f"{OUTDIR}/logs/fold/{{sample}}.gpu{{j}}.log",
-    benchmark:
-        f"{OUTDIR}/benchmarks/fold/{{sample}}.gpu{{j}}.tsv"
-    wildcard_constraints:
-        j=r"\d+",
-    params:
-        rnapipe=RNAPIPE,
-        options=lambda wildcards: f"{fold_options()} --device gpu --gpus {gpu_of(wildcards)}",
-    threads: 1
-    resources:
-        mem_mb=config["fold"]["mem_mb"],
-        gpu=1,
-    conda:
-        "../envs/fold_gpu.yaml"
-    shell:
-        FOLD_SHELL
+        "{params.rnapipe} fold-job {input.shards} -o {output} --threads {threads} {params.options} 2> {log}"

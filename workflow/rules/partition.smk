@@ -1,6 +1,6 @@
 # partition: the shards of one input assigned to jobs.cpu CPU jobs and the GPU jobs by the profile, so that both
 # sides are predicted to end together (the boundary B between them: the shards the CPU does relatively best go
-# to the CPU). Writes one shard list a job, plan.tsv and jobs.tsv; the log shows each device's share.
+# to the CPU). Writes one shard list per job, plan.tsv and jobs.tsv; the log shows each device's share.
 
 
 rule partition:

@@ -30,11 +30,11 @@ import numpy as np
 from ... import config
 from ...cpu.batch import POOL, MemoryGate
 from ...cpu.zuker import tables_copy
-from ...errors import UnavailableError, UsageError
+from ...errors import UsageError
 from ...gpu.devices import gpu_available
 from ...io import packed
 from ...model import Model
-from . import costmodel, dynamic
+from . import NoGpuForHybrid, NoHybridMode, costmodel, dynamic
 from ...cpu import zuker_packed
 from ..balance import MIN_GAIN, among, lpt
 from ..folding.folder import Folder
@@ -141,15 +141,12 @@ class HybridFolder:
                  reprofile: bool = False, say: Callable[[str], None] | None = None, cpu=None, gpu=None,
                  profile: costmodel.Profile | None = None, split: str | None = None):
         if algorithm not in ALGORITHMS:
-            raise UnavailableError(f"{algorithm} on device 'hybrid' is not available: --device hybrid folds "
-                                   f"{', '.join(ALGORITHMS)} only (the {algorithm} engines of the CPU and the GPU "
-                                   "may pick different structures of the same score)")
+            raise NoHybridMode(algorithm, ALGORITHMS)
         self.split = split or default_split()
         if self.split not in SPLITS:
             raise UsageError(f"unknown split {self.split!r} (choose from {', '.join(SPLITS)})")
         if gpu is None and not gpu_available():
-            raise UnavailableError("--device hybrid needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
-                                   "none was found: use --device cpu")
+            raise NoGpuForHybrid()
         cores = threads or config.default_threads()
         if gpu is None:
             gpu = [Folder(algorithm, variant, "gpu", 1, [g], options, progress) for g in (gpus or [0])]

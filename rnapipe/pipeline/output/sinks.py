@@ -11,6 +11,7 @@ import contextlib
 import gzip
 import os
 import sys
+from typing import BinaryIO
 
 from ...io import render, writers
 from ..resume.journal import part_path
@@ -37,12 +38,16 @@ def chunk_bytes(fmt: str, algorithm: str, records, structures_text: bytes, score
 
 
 class Sink:
-    """One output: a file's part (or stdout), written a chunk at a time."""
+    """One output: a file's part, or for the path ``-`` the binary ``stream`` the caller gives (the command
+    line's standard output), written a chunk at a time."""
 
-    def __init__(self, path: str, fmt: str, compressed: bool | None = None):
+    def __init__(self, path: str, fmt: str, compressed: bool | None = None, stream: BinaryIO | None = None):
         self.path = path
         self.fmt = fmt
         self.stdout = path == "-"
+        if self.stdout and stream is None:
+            raise ValueError("the output '-' needs a stream to write to")
+        self._stream = stream
         self.gz = path.lower().endswith(".gz") if compressed is None else compressed
         self.part = None if self.stdout else part_path(path)
         self._fd = None
@@ -74,7 +79,7 @@ class Sink:
 
     def write(self, data) -> None:
         if self.stdout:
-            sys.stdout.buffer.write(data)
+            self._stream.write(data)
             return
         view = memoryview(data).cast("B")
         while view:
@@ -91,7 +96,7 @@ class Sink:
 
     def sync(self) -> None:
         if self.stdout:
-            sys.stdout.flush()
+            self._stream.flush()
         else:
             os.fsync(self._fd)
 

@@ -7,7 +7,10 @@ the chunk's number, its digest (of its records: the input is unchanged up to the
 and the size of every part file. A rerun of the same command truncates the parts to the last recorded
 sizes, reads the input again up to there (checking the digests, folding nothing) and goes on. When every
 chunk is done a last line says so, the parts are renamed onto the outputs, and the journal is removed.
-JSON, one object a line; a line cut short by a kill is ignored.
+JSON, one object per line; a line cut short by a kill is ignored.
+
+A journal that cannot be resumed raises a :class:`ResumeRefused` carrying the facts (which journal, what
+differs); the front door says how to start over.
 """
 
 from __future__ import annotations
@@ -33,6 +36,41 @@ def journal_path(output: str) -> str:
 
 def part_path(output: str) -> str:
     return output + PART
+
+
+class ResumeRefused(UsageError):
+    """The run cannot go on from the journal at ``path``; discarding the journal (a restart) would fold
+    everything again."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(message)
+
+
+class NotAJournal(ResumeRefused):
+    """``path`` is not a journal this version of rnapipe reads."""
+
+    def __init__(self, path: str):
+        super().__init__(path, f"{path} is not a journal this version of rnapipe can resume")
+
+
+class OtherRun(ResumeRefused):
+    """The journal belongs to a run whose ``key`` (inputs, options, outputs or chunking) differs from this
+    one's; ``differences`` says how."""
+
+    def __init__(self, path: str, key: str, differences: str):
+        self.key = key
+        self.differences = differences
+        super().__init__(path, f"{path} belongs to an interrupted run with other {key} ({differences})")
+
+
+class InputChanged(ResumeRefused):
+    """A chunk the journal records as finished reads differently now: the input differs before record
+    ``record`` (1-based)."""
+
+    def __init__(self, path: str, record: int):
+        self.record = record
+        super().__init__(path, f"the input changed since the interrupted run (it differs before record {record})")
 
 
 def _fsync(handle) -> None:
@@ -61,6 +99,15 @@ class Journal:
         if restart or not data:
             self._start()
             return
+        try:
+            self._resume(data)
+        except ResumeRefused:
+            self._handle.close()                    # the lock goes with it: the journal stays as it was
+            raise
+
+    def _resume(self, data: bytes) -> None:
+        """Read the finished chunks of the journal's text ``data``, which must be this run's (else
+        :class:`ResumeRefused`), and cut off a last line a kill left short."""
         good = 0
         lines = []
         for line in data.split(b"\n")[:-1]:          # the last piece is empty or a line cut short
@@ -69,15 +116,12 @@ class Journal:
             except ValueError:
                 break
             good += len(line) + 1
-        if not lines or lines[0].get("journal") != header["journal"]:
-            raise UsageError(f"{path} is not a journal this version of rnapipe can resume: run again with "
-                             "--restart to discard it")
+        if not lines or lines[0].get("journal") != self.header["journal"]:
+            raise NotAJournal(self.path)
         old = lines[0]
         for key in ("inputs", "options", "outputs", "chunking"):
-            if old.get(key) != header.get(key):
-                raise UsageError(f"{path} belongs to an interrupted run with other {key} "
-                                 f"({_differ(old.get(key), header.get(key))}): run the same command to resume "
-                                 "it, or add --restart to discard it and start over")
+            if old.get(key) != self.header.get(key):
+                raise OtherRun(self.path, key, _differ(old.get(key), self.header.get(key)))
         for entry in lines[1:]:
             if entry.get("complete"):
                 self.complete = True

@@ -1,4 +1,5 @@
-"""Progress of a long fold, by predicted work (the sum of L³ over the sequences, not their count).
+"""Progress of a long fold, by predicted work (the sum of L³ over the sequences, not their count), drawn on
+the stream the caller gives (the command line's standard error).
 
 On a terminal: one status line, redrawn. Otherwise (a cluster job's log): a plain line every
 ``LOG_SECONDS``. The total comes from a quick survey of the input files on a thread of their own (lengths
@@ -8,9 +9,9 @@ only); until it is known, or for standard input, the line says what is done with
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
+from typing import TextIO
 
 import numpy as np
 
@@ -33,8 +34,10 @@ def _si(x: float) -> str:
 
 
 class Progress:
-    def __init__(self, stream=None, paths=None, interval: float | None = None):
-        self.stream = stream or sys.stderr
+    """The progress of one run on ``stream``; ``paths`` (the input files) are surveyed for the total."""
+
+    def __init__(self, stream: TextIO, paths=None, interval: float | None = None):
+        self.stream = stream
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         if interval is None:
             interval = float(os.environ.get("RNAPIPE_PROGRESS_SECONDS") or (TTY_SECONDS if self.tty else LOG_SECONDS))

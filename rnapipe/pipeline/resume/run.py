@@ -1,5 +1,5 @@
 """``rnapipe fold``'s run: FASTA files in, one fold, every output written a chunk at a time, a journal so
-that a killed run resumes (see :mod:`.journal`), progress on stderr.
+that a killed run resumes (see :mod:`.journal`), progress on a stream the caller gives.
 """
 
 from __future__ import annotations
@@ -8,19 +8,18 @@ import contextlib
 import hashlib
 import os
 import queue
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable, TextIO
 
 from ..._version import __version__
-from ...errors import UsageError
 from ...io.formats import REJECTED_HEADER, header, rejected_rows
 from ...io.writers import rejected_path
 from ..folding import chunks as _chunks
 from .. import timeline
-from .journal import Journal, journal_path
+from .journal import InputChanged, Journal, journal_path
 from ..output.sinks import Sink, chunk_bytes, fsync_directory
 from .progress import Progress
 from ..input.reader import PARSE_THREADS, FastaReader
@@ -68,27 +67,19 @@ def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_i
 
 
 def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", restart: bool = False,
-        quiet: bool = False, report_skipped=None) -> Outcome:
-    """Fold ``inputs`` into every sink. Raises what the reader or the engine raises; the journal and the
-    parts of the chunks finished so far stay for a rerun (unless no chunk was finished)."""
+        say: Callable[[str], None] | None = None, progress_to: TextIO | None = None,
+        report_skipped=None) -> Outcome:
+    """Fold ``inputs`` into every sink. ``say`` takes the notes for the user (none when None); the progress
+    line is drawn on ``progress_to`` (no progress when None). Raises what the reader or the engine raises
+    (:class:`.journal.ResumeRefused` where the journal cannot be resumed); the journal and the parts of the
+    chunks finished so far stay for a rerun (unless no chunk was finished)."""
     started = timeline.since_start()
     files = [s for s in sinks if not s.stdout]
-    first = files[0].path if files else None
-    side = Sink(str(rejected_path(first)), "rejected", compressed=False) if first else None
-    journal = None
-    if first is not None and len(files) == len(sinks):    # standard output cannot be resumed: no journal
-        header_ = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options)
-        journal = Journal(journal_path(first), header_, restart)
-        if journal.complete and any(not os.path.exists(s.part) and not os.path.exists(s.path) for s in files):
-            # the run was done but an output went (removed before the journal was): nothing to finish
-            if not quiet:
-                print(f"rnapipe: {journal.path} says the run was complete, but its outputs are gone: "
-                      "folding everything again", file=sys.stderr, flush=True)
-            journal.close()
-            journal = Journal(journal_path(first), header_, True)
+    side = Sink(str(rejected_path(files[0].path)), "rejected", compressed=False) if files else None
+    journal = _open_journal(inputs, sinks, files, folder, on_invalid, restart, say)
     outcome = Outcome(rejected_path=str(side.path) if side else None)
     if journal is not None and journal.entries and not journal.complete:
-        _consistent(journal, files, side)
+        _truncate_journal_to_parts(journal, files, side)
     done = len(journal.entries) if journal else 0
     last = journal.entries[-1] if done else None
     try:
@@ -96,58 +87,44 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
             _finish(journal, files, side, last)
             _fill_counts(outcome, last, done)
             return outcome
-        for k, sink in enumerate(sinks):
-            sink.open(last["sizes"][k] if last else None, header(sink.fmt))
-        if side is not None:
-            side.open(last["rejected_size"] if last else None, REJECTED_HEADER)
-        _fill_counts(outcome, last, 0)
-        outcome.resumed_chunks = done
-        progress = None if quiet else Progress(paths=inputs)
-        digests = {e["chunk"]: e["digest"] for e in journal.entries} if journal else {}
-
-        def check(chunk):
-            if digests.get(chunk.number) != chunk.digest():
-                raise UsageError(f"the input changed since the interrupted run (it differs before record "
-                                 f"{chunk.end + 1}): run with --restart to discard the journal "
-                                 f"{journal.path} and fold everything again")
-
+        _open_parts(sinks, side, last)
+        _fill_counts(outcome, last, done)
+        progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None)
-        stream = folded(_chunks.chunked(reader), folder, done, check)
+        stream = folded(_chunks.chunked(reader), folder, done, _digest_check(journal))
         _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
         if progress is not None:
             progress.close()
         with timeline.timed("finish"):
-            for sink in sinks:
-                sink.sync()
-            if side is not None:
-                side.sync()
-            entry = _entry(-1, "", sinks, side, outcome)
-            if journal is not None:
-                entry = journal.entries[-1] if journal.entries else entry
-                journal.finish(entry)
-            _finish(journal, files, side, entry)
+            _complete(journal, sinks, files, side, outcome)
         timeline.write(records=outcome.folded, start_of_run=started)
         return outcome
     except BaseException:
-        for sink in sinks:
-            sink.close()
-        if side is not None:
-            side.close()
-        if journal is None or not journal.entries:      # nothing to resume: leave nothing behind
-            for sink in files:
-                sink.discard()
-            if side is not None:
-                side.discard()
-            if journal is not None:
-                journal.remove()
-        else:
-            journal.close()
+        _keep_for_rerun(journal, sinks, files, side)
         raise
 
 
-def _consistent(journal: Journal, files: list[Sink], side: Sink | None) -> None:
-    """Keep the journal's chunks whose bytes are all in the part files (after a crash of the machine the
-    last lines may be ahead of the data)."""
+def _open_journal(inputs, sinks: list[Sink], files: list[Sink], folder: Folder, on_invalid: str, restart: bool,
+                  say: Callable[[str], None] | None) -> Journal | None:
+    """The run's journal beside the first output, or None where an output is standard output (it cannot
+    be resumed). A journal of a complete run whose outputs are gone is started afresh: nothing is left to
+    finish."""
+    if not files or len(files) != len(sinks):
+        return None
+    head = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options)
+    journal = Journal(journal_path(files[0].path), head, restart)
+    if journal.complete and any(not os.path.exists(s.part) and not os.path.exists(s.path) for s in files):
+        # the run was done but an output went (removed before the journal was)
+        if say is not None:
+            say(f"{journal.path} says the run was complete, but its outputs are gone: folding everything again")
+        journal.close()
+        journal = Journal(journal_path(files[0].path), head, True)
+    return journal
+
+
+def _truncate_journal_to_parts(journal: Journal, files: list[Sink], side: Sink | None) -> None:
+    """Truncate the journal to its chunks whose bytes are all in the part files (after a crash of the
+    machine the last lines may be ahead of the data)."""
     def size(path) -> int:
         try:
             return os.path.getsize(path)
@@ -164,6 +141,57 @@ def _consistent(journal: Journal, files: list[Sink], side: Sink | None) -> None:
             break
     if good < len(journal.entries):
         journal.keep(good)
+
+
+def _open_parts(sinks: list[Sink], side: Sink | None, last: dict | None) -> None:
+    """Every part file opened: cut back to the sizes of the journal's last chunk ``last``, or new."""
+    for k, sink in enumerate(sinks):
+        sink.open(last["sizes"][k] if last else None, header(sink.fmt))
+    if side is not None:
+        side.open(last["rejected_size"] if last else None, REJECTED_HEADER)
+
+
+def _digest_check(journal: Journal | None) -> Callable:
+    """The check of each chunk a resumed run reads again: it must read as the journal recorded it."""
+    digests = {e["chunk"]: e["digest"] for e in journal.entries} if journal else {}
+
+    def check(chunk) -> None:
+        if digests.get(chunk.number) != chunk.digest():
+            raise InputChanged(journal.path, chunk.end + 1)
+
+    return check
+
+
+def _complete(journal: Journal | None, sinks: list[Sink], files: list[Sink], side: Sink | None,
+              outcome: Outcome) -> None:
+    """Every chunk written: the parts flushed to the disk, the journal's last line, the outputs in place."""
+    for sink in sinks:
+        sink.sync()
+    if side is not None:
+        side.sync()
+    entry = _entry(-1, "", sinks, side, outcome)
+    if journal is not None:
+        entry = journal.entries[-1] if journal.entries else entry
+        journal.finish(entry)
+    _finish(journal, files, side, entry)
+
+
+def _keep_for_rerun(journal: Journal | None, sinks: list[Sink], files: list[Sink], side: Sink | None) -> None:
+    """A run that stops: the journal and the parts stay for a rerun to go on from; with no chunk finished
+    (nothing to resume) nothing stays."""
+    for sink in sinks:
+        sink.close()
+    if side is not None:
+        side.close()
+    if journal is None or not journal.entries:
+        for sink in files:
+            sink.discard()
+        if side is not None:
+            side.discard()
+        if journal is not None:
+            journal.remove()
+    else:
+        journal.close()
 
 
 def _fill_counts(outcome: Outcome, last: dict | None, done: int) -> None:
@@ -247,7 +275,7 @@ class _Done:
 
 
 def _texts(chunk, results, sinks, algorithm: str, digest: bool) -> tuple[list, str]:
-    """The bytes of one chunk for each sink (one text a format, compressed for a .gz sink), and the chunk's
+    """The bytes of one chunk for each sink (one text per format, compressed for a .gz sink), and the chunk's
     digest for the journal (if ``digest``)."""
     scores, structures = results.scores, results.structures
     made: dict = {}

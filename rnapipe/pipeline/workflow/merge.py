@@ -6,7 +6,7 @@ order; the shards of a bin hold its records in turn. So the merge reads, for eve
 that bin's shards in the job outputs, and takes from it as many records as the manifest asks for, a block of
 records at a time; each block is then written to every output as ``rnapipe fold`` writes a chunk
 (:func:`..output.sinks.chunk_bytes`), so the outputs are byte for byte those of one ``rnapipe fold`` of the input.
-Memory holds one block and one buffered reader a bin.
+Memory holds one block and one buffered reader per bin.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..records import Records
 from .prepare import read_shards
 from ..pause import pause_point
 
-BLOCK = 1 << 16               # records a block
+BLOCK = 1 << 16               # records per block
 SCAN_BYTES = 1 << 24
 
 
@@ -33,7 +33,7 @@ class MergeError(Exception):
 
 
 def shard_offsets(path: str, records_per_shard: list[int]) -> list[int]:
-    """Byte offset in the db file ``path`` where each of its shards starts (three lines a record); checks
+    """Byte offset in the db file ``path`` where each of its shards starts (three lines per record); checks
     that the file holds exactly the records the plan gave its job."""
     starts = np.cumsum([0] + records_per_shard[:-1]) * 3 if records_per_shard else np.zeros(0, np.int64)
     want = [int(m) for m in starts]
@@ -103,23 +103,7 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
           rejected_out: str | None = None) -> int:
     """Write ``outputs`` ((path, format) pairs) of the prepared input from its fold jobs' db outputs
     (``fold_dir/{job}.db``); copy the prepared rejected list to ``rejected_out``. Returns the records."""
-    shards = read_shards(prepared)
-    where = read_plan(plan_dir)
-    per_job: dict[str, list] = {}
-    for s in shards:
-        job, place = where[s.number]
-        per_job.setdefault(job, []).append((place, s))
-    located: dict[int, tuple[str, int]] = {}
-    for job, items in per_job.items():
-        items.sort(key=lambda item: item[0])
-        path = os.path.join(fold_dir, f"{job}.db")
-        for (_, s), offset in zip(items, shard_offsets(path, [s.records for _, s in items])):
-            located[s.number] = (path, offset)
-    bins: dict[int, list] = {}
-    for s in shards:                                      # a bin's shards in input order
-        bins.setdefault(s.bin, []).append((*located[s.number], s.records))
-    cursors = {b: _Cursor(pieces) for b, pieces in bins.items()}
-    zuker = algorithm == "zuker"
+    cursors = _bin_cursors(prepared, plan_dir, fold_dir)
     sinks = [Sink(path, fmt, compressed=False) for path, fmt in outputs]
     total = 0
     try:
@@ -128,31 +112,10 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
         with open(os.path.join(prepared, "manifest.bin"), "rb") as manifest:
             while True:
                 block = np.frombuffer(manifest.read(BLOCK), dtype=np.uint8)
-                n = len(block)
-                if not n:
+                if not len(block):
                     break
-                ids, seqs, structures, scores = [None] * n, [None] * n, [None] * n, [None] * n
-                for b in np.unique(block).tolist():
-                    at = np.flatnonzero(block == b).tolist()
-                    i, s, t, e = [], [], [], []
-                    cursors[b].take(len(at), i, s, t, e)
-                    for k, p in enumerate(at):
-                        ids[p], seqs[p], structures[p], scores[p] = i[k], s[k], t[k], e[k]
-                if zuker:
-                    values = np.array([int(x.replace(b".", b"")) for x in scores], dtype=np.int64)
-                else:
-                    values = np.array([int(x) for x in scores], dtype=np.int64)
-                lens = np.fromiter(map(len, seqs), dtype=np.int64, count=n)
-                id_lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
-                records = Records(b"\n".join(ids) + b"\n", b"\n".join(seqs) + b"\n", id_lens, lens,
-                                  np.arange(total, total + n, dtype=np.int64))
-                structures_text = b"\n".join(structures) + b"\n"
-                made: dict = {}
-                for sink in sinks:
-                    if sink.fmt not in made:
-                        made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values)
-                    sink.write(made[sink.fmt])
-                total += n
+                _write_block(block, cursors, sinks, algorithm, total)
+                total += len(block)
                 pause_point("merge:block")
         for b, cursor in cursors.items():
             if cursor.left or cursor.next < len(cursor.pieces):
@@ -175,3 +138,57 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
         for cursor in cursors.values():
             cursor.close()
     return total
+
+
+def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str) -> dict[int, _Cursor]:
+    """A cursor per bin over its shards' records, in input order, in the job outputs."""
+    shards = read_shards(prepared)
+    located = _locate(shards, read_plan(plan_dir), fold_dir)
+    bins: dict[int, list] = {}
+    for s in shards:                                      # a bin's shards in input order
+        bins.setdefault(s.bin, []).append((*located[s.number], s.records))
+    return {b: _Cursor(pieces) for b, pieces in bins.items()}
+
+
+def _locate(shards: list, where: dict[int, tuple[str, int]], fold_dir: str) -> dict[int, tuple[str, int]]:
+    """Shard number -> (its job's output, the byte offset of its first record there); ``where``: the plan's
+    shard number -> (job, place in the job)."""
+    per_job: dict[str, list] = {}
+    for s in shards:
+        job, place = where[s.number]
+        per_job.setdefault(job, []).append((place, s))
+    located: dict[int, tuple[str, int]] = {}
+    for job, items in per_job.items():
+        items.sort(key=lambda item: item[0])
+        path = os.path.join(fold_dir, f"{job}.db")
+        for (_, s), offset in zip(items, shard_offsets(path, [s.records for _, s in items])):
+            located[s.number] = (path, offset)
+    return located
+
+
+def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sink], algorithm: str,
+                 first: int) -> None:
+    """One block of the manifest (a bin per record, in input order): its records taken from their bins'
+    cursors and written to every sink; ``first`` is the input index of its first record."""
+    n = len(block)
+    ids, seqs, structures, scores = [None] * n, [None] * n, [None] * n, [None] * n
+    for b in np.unique(block).tolist():
+        at = np.flatnonzero(block == b).tolist()
+        i, s, t, e = [], [], [], []
+        cursors[b].take(len(at), i, s, t, e)
+        for k, p in enumerate(at):
+            ids[p], seqs[p], structures[p], scores[p] = i[k], s[k], t[k], e[k]
+    if algorithm == "zuker":
+        values = np.array([int(x.replace(b".", b"")) for x in scores], dtype=np.int64)
+    else:
+        values = np.array([int(x) for x in scores], dtype=np.int64)
+    lens = np.fromiter(map(len, seqs), dtype=np.int64, count=n)
+    id_lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+    records = Records(b"\n".join(ids) + b"\n", b"\n".join(seqs) + b"\n", id_lens, lens,
+                      np.arange(first, first + n, dtype=np.int64))
+    structures_text = b"\n".join(structures) + b"\n"
+    made: dict = {}
+    for sink in sinks:
+        if sink.fmt not in made:
+            made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values)
+        sink.write(made[sink.fmt])

@@ -4,9 +4,9 @@ A shard is a FASTA file of valid records of one length range (a *bin*: lengths L
 ⌊4·log₂ L⌋, ranges about 19 % wide), in input order, closed when it holds ``shard_records`` records or its
 predicted work (Σ L³) reaches ``shard_cost``. Beside the shards a prepared directory holds:
 
-- ``shards.tsv``: one row a shard: its number, bin, records, Σ L, Σ L², Σ L³ and shortest and longest
+- ``shards.tsv``: one row per shard: its number, bin, records, Σ L, Σ L², Σ L³ and shortest and longest
   length (what the partition predicts each device's time from);
-- ``manifest.bin``: one byte a valid record, in input order: its bin (the shard follows: the shards of a
+- ``manifest.bin``: one byte per valid record, in input order: its bin (the shard follows: the shards of a
   bin take its records in turn), so that the merge can put the folded records back in input order;
 - ``rejected.tsv``: the records left out under ``on_invalid='skip'``, as ``rnapipe fold`` lists them;
 - ``done``: written last: the directory is complete.
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...io.formats import REJECTED_HEADER, rejected_rows
+from ..folding.folder import Folder
 from ..input.reader import FastaReader, LengthCheck
 from ..pause import pause_point
 
@@ -90,6 +91,12 @@ class _Open:
         self.shard = shard
         self.path = path
         self.handle = open(path, "wb", buffering=1 << 20)
+
+
+def length_check(algorithm: str) -> LengthCheck:
+    """The length limit of ``algorithm`` on this host's CPU: the shards hold what ``rnapipe fold`` would fold
+    here."""
+    return Folder(algorithm, None, "cpu", 1).length_check()
 
 
 def prepare(path: str, directory: str, on_invalid: str = "error", length_check: LengthCheck | None = None,
