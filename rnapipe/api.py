@@ -74,16 +74,16 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     """
     from .pipeline.folding.chunks import chunked
     from .pipeline.input.reader import record_pieces
-    from .pipeline.folding.stream import folded
-    from .pipeline.choose import make_folder
+    from .pipeline.folding.stream import fold_chunks
+    from .pipeline.choose import folder_for
 
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
-    folder = make_folder(algorithm, variant, device, threads, gpus, options, progress)
+    folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected)
-    for chunk, results in folded(chunked(pieces), folder):
+    for chunk, results in fold_chunks(chunked(pieces), folder):
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 

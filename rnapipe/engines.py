@@ -18,7 +18,7 @@ import importlib
 from types import ModuleType
 
 from .errors import UnavailableError, UsageError
-from .gpu.devices import gpu_available
+from .gpu.devices import NoGpu, gpu_available
 
 ALGORITHMS = ("nussinov", "zuker")
 DEVICES = ("cpu", "gpu", "hybrid", "auto")
@@ -64,8 +64,7 @@ def get_engine(algorithm: str, device: str, variant: str | None) -> tuple[Module
     if name is None:
         raise UnavailableError(f"{algorithm} on device '{device}' is not available in this version of rnapipe")
     if device == "gpu" and not gpu_available():
-        raise UnavailableError("--device gpu needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
-                               "none was found: use --device cpu")
+        raise NoGpu("--device gpu", "--device cpu")
     module = importlib.import_module(name)
     if variant is None:
         variant = module.VARIANTS[0]

@@ -132,4 +132,4 @@ def test_the_graph_sees_imports_inside_functions():
     """The graph is only worth trusting if it reads lazy imports: the CPU-only path keeps CuPy's engine modules
     behind imports inside functions, and those must be in it."""
     edges = _graph()
-    assert "rnapipe.pipeline.hybrid.auto" in edges["rnapipe.pipeline.choose"]     # imported inside make_folder
+    assert "rnapipe.pipeline.hybrid.auto" in edges["rnapipe.pipeline.choose"]     # imported inside folder_for

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from .. import config, errors
 from .._version import __version__
 from ..errors import InputError, RnapipeError, UnavailableError, UsageError
+from ..gpu.devices import NoGpu
 
 log = logging.getLogger("rnapipe")
 
@@ -519,7 +520,7 @@ def _fold(args) -> int:
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):
     """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
-    from ..pipeline.choose import make_folder
+    from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
     def chosen(device: str, why: str) -> None:
@@ -527,15 +528,14 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
             say(f"--device auto: {device} ({why})")
 
     try:
-        return make_folder(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
+        return folder_for(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
                            reprofile=args.reprofile, say=say, split=args.split, chosen=chosen)
     except NoHybridMode as err:
         raise UnavailableError(f"{err.algorithm} on device 'hybrid' is not available: --device hybrid folds "
                                f"{', '.join(err.hybrid_algorithms)} only (the {err.algorithm} engines of the CPU "
                                "and the GPU may pick different structures of the same score)") from None
     except NoGpuForHybrid:
-        raise UnavailableError("--device hybrid needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
-                               "none was found: use --device cpu") from None
+        raise NoGpu("--device hybrid", "--device cpu") from None
 
 
 def _sinks(args) -> list:

@@ -9,8 +9,8 @@ import os
 import sys
 
 from .. import config
-from ..errors import UnavailableError, UsageError
-from ..gpu.devices import gpu_count
+from ..errors import UsageError
+from ..gpu.devices import NoGpu, gpu_count
 
 
 def say(text: str) -> None:
@@ -36,8 +36,7 @@ def run_profile(device: str, algorithm: str, variant: str | None, threads: int |
     gpus_here = gpu_count() if device in ("hybrid", "auto") else 0
     use_gpu = device == "hybrid" or (device == "auto" and gpus_here > 0)
     if device == "hybrid" and gpus_here == 0:
-        raise UnavailableError("profiling the GPU needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); "
-                               "none was found: use --device cpu")
+        raise NoGpu("profiling the GPU", "--device cpu")
     if device == "auto" and not use_gpu:
         say("no GPU here: profiling the CPU only")
     cores = threads or config.default_threads()

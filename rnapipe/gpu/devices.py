@@ -10,6 +10,15 @@ from .. import config
 from ..errors import UnavailableError, UsageError
 
 
+
+class NoGpu(UnavailableError):
+    """``what`` needs an NVIDIA GPU and CuPy, and this process sees none; the message says to use ``instead``."""
+
+    def __init__(self, what: str, instead: str):
+        self.what, self.instead = what, instead
+        super().__init__(f"{what} needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); none was found: "
+                         f"use {instead}")
+
 def gpu_name(device: int = 0) -> str:
     import cupy
 

@@ -8,7 +8,7 @@ from typing import Callable
 from .folding.folder import Folder
 
 
-def make_folder(algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
+def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
                 gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None,
                 reprofile: bool = False, say: Callable[[str], None] | None = None, split: str | None = None,
                 chosen: Callable[[str, str], None] | None = None):

@@ -107,7 +107,7 @@ class Background:
             self._cv.notify_all()
 
 
-class Folded:
+class ChunkResults:
     """One chunk's results, packed: ``scores`` (int64, pairs or dcal/mol) and ``structures`` (each followed by
     a newline), in the chunk's order."""
 
@@ -123,9 +123,9 @@ class Folded:
         return list(zip(self.scores.tolist(), text))
 
 
-def folded(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
-           check: Callable[[Chunk], None] | None = None) -> Iterator[tuple[Chunk, Folded | None]]:
-    """``(chunk, Folded)`` in input order; the first ``done`` chunks are not folded (``None``) but passed to
+def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
+                check: Callable[[Chunk], None] | None = None) -> Iterator[tuple[Chunk, ChunkResults | None]]:
+    """``(chunk, ChunkResults)`` in input order; the first ``done`` chunks are not folded (``None``) but passed to
     ``check`` (a resumed run's digest check, on the reading thread)."""
     def checked():
         for chunk in chunks:
@@ -176,7 +176,7 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
         for c in batch:
             n = len(c)
             end = offset + int(c.lens.sum()) + n
-            yield c, Folded(scores[at:at + n], structures[offset:end])
+            yield c, ChunkResults(scores[at:at + n], structures[offset:end])
             at += n
             offset = end
         del batch, c, scores, structures        # not held while the next batch is gathered and folded

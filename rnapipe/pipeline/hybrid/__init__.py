@@ -8,6 +8,7 @@ them without loading the engines."""
 from __future__ import annotations
 
 from ...errors import UnavailableError
+from ...gpu.devices import NoGpu
 
 
 class NoHybridMode(UnavailableError):
@@ -22,9 +23,8 @@ class NoHybridMode(UnavailableError):
                          "may pick different structures of the same score)")
 
 
-class NoGpuForHybrid(UnavailableError):
+class NoGpuForHybrid(NoGpu):
     """The hybrid device needs an NVIDIA GPU and CuPy, and there is none here."""
 
     def __init__(self):
-        super().__init__("device 'hybrid' needs an NVIDIA GPU and CuPy (pip install 'rnapipe[gpu]'); none was "
-                         "found: use device 'cpu'")
+        super().__init__("device 'hybrid'", "device 'cpu'")

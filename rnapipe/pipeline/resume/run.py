@@ -23,7 +23,7 @@ from .journal import InputChanged, Journal, journal_path
 from ..output.sinks import Sink, chunk_bytes, fsync_directory
 from .progress import Progress
 from ..input.reader import PARSE_THREADS, FastaReader
-from ..folding.stream import DEPTH, folded
+from ..folding.stream import DEPTH, fold_chunks
 from ..folding.folder import Folder
 from ..pause import pause_point
 
@@ -91,7 +91,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         _fill_counts(outcome, last, done)
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None)
-        stream = folded(_chunks.chunked(reader), folder, done, _digest_check(journal))
+        stream = fold_chunks(_chunks.chunked(reader), folder, done, _digest_check(journal))
         _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
         if progress is not None:
             progress.close()
