@@ -114,21 +114,22 @@ def _length_list(text: str) -> list[int]:
     return lengths
 
 
-def _positive_float(text: str) -> float:
+def _float(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _positive_float(text: str) -> float:
+    value = _float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
     return value
 
 
 def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _float(text)
     if not -273.15 < value < 1000:
         raise argparse.ArgumentTypeError(f"{value} °C is not a usable temperature")
     return value
