@@ -360,8 +360,12 @@ def _fill(T, S, n, work32, work8):
 
 
 @njit(cache=True, nogil=True)
-def _traceback(T, S, n, W, V, WM, WM1T, ptype):
-    """Pair table of one optimal structure: re-derive which term of each recursion gave the stored value."""
+def traceback(T, S, n, W, V, WM, WM1T, ptype):
+    """Pair table of one optimal structure: re-derive which term of each recursion gave the stored value.
+
+    Reads the matrices as ``_fill`` stores them (V, WM and WM1T (n+2)² int32, WM1 transposed, W int64 of
+    n + 1); the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices
+    copied back from the device, so that both engines trace co-optimal structures the same way."""
     pt = np.zeros(n + 2, dtype=np.int32)
     ml_base = T.scalars[_ML_BASE]
     stack = np.zeros((3 * n + 8, 3), dtype=np.int64)   # (kind, i, j); kind 0 = V, 1 = WM, 2 = WM1
@@ -464,7 +468,7 @@ def fold_codes_in(T, S, work32, work8):
     """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
     W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
-    pt = _traceback(T, S, n, W, V, WM, WM1T, ptype)
+    pt = traceback(T, S, n, W, V, WM, WM1T, ptype)
     return W[n], _dot_bracket(pt, n)
 
 
