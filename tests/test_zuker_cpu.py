@@ -117,6 +117,24 @@ def test_shared_data_up_to_1000_nt():
         _assert_exact(seqs[k:k + 2000])
 
 
+def test_traceback_on_matrices_copied_out():
+    """The public traceback as the GPU engine's host traceback calls it (matrices copied out of the fill's
+    workspace, W as int64, pair types as int8) gives fold_one's structure for the fill's MFE."""
+    import numpy as np
+
+    from rnapipe.energy import padded_codes
+    from rnapipe.model import Model
+
+    tables = Model.from_options({}).tables()
+    for seq in _random_seqs(20, 20, 200, seed=41):
+        n = len(seq)
+        S = padded_codes(seq)
+        a, b = zuker.workspace_sizes(n)
+        W, V, WM, WM1T, ptype = zuker._fill(tables, S, n, np.empty(a, dtype=np.int32), np.empty(b, dtype=np.int8))
+        pt = zuker.traceback(tables, S, n, W.copy(), V.copy(), WM.copy(), WM1T.copy(), ptype.copy())
+        assert (int(W[n]), zuker._dot_bracket(pt, n).tobytes().decode("ascii")) == zuker.fold_one(seq, tables)
+
+
 def test_threads_give_the_same_results_in_order():
     seqs = _random_seqs(60, 1, 200, seed=21)
     assert zuker.fold_batch(seqs, "default", 1, {}) == zuker.fold_batch(seqs, "default", 3, {})

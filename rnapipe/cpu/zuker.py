@@ -6,7 +6,7 @@ dcal/mol, ``INF`` where no structure exists:
 * ``W[j]`` (eq. 1, a vector): MFE of the prefix 1..j, the exterior loop.
 * ``V[i, j]`` (eq. 2): MFE of i..j given that i·j pair: hairpin, VBI or VM.
 * ``VBI(i, j)`` (eq. 3): best stack, bulge or interior loop closed by i·j with an inner pair p·q,
-  p - i - 1 + j - q - 1 <= 30. Not stored: it is a term of V, computed in place.
+  p - i - 1 + j - q - 1 <= 30. Not stored: it is a term of V, computed per cell (the ``_VBI_*`` helpers).
 * ``VM(i, j)`` (eq. 4): best multiloop closed by i·j. Not stored either (recomputed in the traceback).
 * ``WM[i, j]`` (eq. 5): i..j is part of a multiloop holding at least one branch.
 
@@ -25,12 +25,14 @@ always inside a multiloop, so no dangle state has to be carried; the auxiliaries
   same for those loops. Only rows i+1 .. i+31 are read, so these three are ring buffers (of 64 rows: rows
   are filled in blocks of 16).
 
-Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below
-i and earlier cells of row i. Rows go in blocks of 16, j outermost inside a block (see ``_fill``), so the
-multiloop sweeps find their rows of WM1T in cache. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7); the fill
-writes the frequent ones out with local tables (hairpin size + mismatch, small interior loops, branch and
-exterior stems) for speed, and the traceback re-derives every step with rnapipe.energy's own functions, so
-a fill that disagreed with them could not be traced back (the tests evaluate every structure).
+Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below i and
+earlier cells of row i. Rows go in blocks of 16, j outermost inside a block (see ``_fill``), so the
+multiloop sweeps find their rows of WM1T in cache. ``_fill`` is that loop over cells; the terms come from
+one helper per loop type, as ViennaRNA keeps them (``_hairpin``, the ``_VBI_*``, ``_VM``, ``_WM1``, ``_WM``
+and ``_W``), each inlined into it. The loop energies are rnapipe.energy's (ported from ViennaRNA 2.7); the
+fill writes the frequent ones out with local tables (hairpin size + mismatch, small interior loops, branch
+and exterior stems) for speed, and the traceback re-derives every step with rnapipe.energy's own functions,
+so a fill that disagreed with them could not be traced back (the tests evaluate every structure).
 """
 
 from __future__ import annotations
@@ -127,6 +129,262 @@ def _take(work, start, rows, cols, value):
 
 
 @njit(cache=True, nogil=True)
+def _hairpin_sizes(T, n):
+    """HPL[m]: the size term of a hairpin of m nt, m <= n, extrapolated beyond 30 nt as ViennaRNA does."""
+    HPL = np.empty(n + 1, dtype=np.int32)
+    for m in range(n + 1):
+        HPL[m] = min(E.loop_length_energy(T.hairpin, T.lxc, m), INF)
+    return HPL
+
+
+@njit(cache=True, nogil=True)
+def _terminal_au(T):
+    """AU[t]: the terminal AU/GU penalty of a pair of type t (zero for CG and GC)."""
+    AU = np.zeros(8, dtype=np.int32)
+    for t in range(3, 8):
+        AU[t] = T.scalars[E._TERM_AU]
+    return AU
+
+
+# The loop-type helpers below are inlined into _fill's loop over cells (inline="always", at the level of
+# Numba's IR). The inliner copies each argument into a variable of the helper's own, and array variables
+# are reference-counted: Numba's refprune pass (in LLVM) removes the count's atomic increments and
+# decrements where a variable's last use is outside any ``if`` (inside a loop is fine), not where it is
+# inside one. There they stay, two atomic operations per array argument per cell, which for these helpers
+# cost about as much as the fill itself. So each helper reads its arrays outside its ``if``s: a candidate's
+# energy is read before its pair type is tested, row slices are taken before the sweeps (an empty slice
+# where the loop does not fit), and the term added after a sweep is read before its ``best < HALF_INF``
+# test. For the same reason no helper called per cell takes T, a tuple of arrays, each of them counted.
+#
+# The sweeps read a row slice and a reversed size table from index 0, so that Numba emits no
+# negative-index checks and LLVM vectorises them: q runs upwards.
+
+@njit(cache=True, nogil=True, inline="always")
+def _start_block(UB, VI, V1N, VAU, i0, ilo, N, ml_base):
+    """Rows i0 down to ilo of a block: U_i(k) = (k - i) unpaired nucleotides up to k = i + TURN + 1
+    (WM[i, k-1] is INF there), and the ring rows of VI, V1N and VAU they take over set to INF."""
+    for i in range(i0, ilo - 1, -1):
+        U = UB[i0 - i]
+        U[i] = 0
+        for k in range(i + 1, min(i + TURN + 2, N + 1)):
+            U[k] = min((k - i) * ml_base, INF)
+        ri = i & (RING - 1)
+        VI[ri, :] = INF
+        V1N[ri, :] = INF
+        VAU[ri, :] = INF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hairpin(HPL, mmH, S, i, j, t):
+    """H(i, j), the hairpin term of V (eq. 2), for a loop that is no special tri-, tetra- or hexaloop: the
+    size term plus the hairpin mismatch (_fill gives loops of 3, 4 and 6 nt to energy.hairpin_energy)."""
+    return np.int64(HPL[j - i - 1]) + mmH[t, S[i + 1], S[j - 1]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU, int11, int21, int22, mm23, il5):
+    """VBI (eq. 3) over the loops with tables of their own: the stack, bulges of 1 and 2, 1x1, 1x2, 2x1,
+    2x2, 2x3 and 3x2 (n1 + n2 <= maxu, the inner pair p·q of type t2 = type(p, q)); INF if none pairs.
+    Each candidate's energy is read whether it fits or not (p and q stay inside the matrices, and t2 is 0
+    where q - p <= TURN) and kept where t2 is a pair and n1 + n2 <= maxu: see the note above _start_block."""
+    RT = E.RTYPE
+    si1 = S[i + 1]
+    sj1 = S[j - 1]
+    m23 = np.int64(il5) + mm23[t, si1, sj1]
+    v = np.int64(INF)
+    t2 = ptype[i + 1, j - 1]                                # stack
+    e = np.int64(stack[t, RT[t2]]) + V[i + 1, j - 1]
+    if t2:
+        v = min(v, e)
+    t2 = ptype[i + 1, j - 2]                                # bulge of 1 (3' side): stacking across it
+    e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 1, j - 2]
+    if t2 and maxu >= 1:
+        v = min(v, e)
+    t2 = ptype[i + 1, j - 3]                                # bulge of 2 (3' side): terminal AU/GU both sides
+    e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 1, j - 3]
+    if t2 and maxu >= 2:
+        v = min(v, e)
+    t2 = ptype[i + 2, j - 1]                                # bulge of 1 (5' side)
+    e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 2, j - 1]
+    if t2 and maxu >= 1:
+        v = min(v, e)
+    t2 = ptype[i + 3, j - 1]                                # bulge of 2 (5' side)
+    e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 3, j - 1]
+    if t2 and maxu >= 2:
+        v = min(v, e)
+    p = i + 2                                               # 1x1
+    q = j - 2
+    t2 = ptype[p, q]
+    e = np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q]
+    if t2 and maxu >= 2:
+        v = min(v, e)
+    p = i + 2                                               # 1x2: n1 = 1, n2 = 2
+    q = j - 3
+    t2 = ptype[p, q]
+    e = np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q]
+    if t2 and maxu >= 3:
+        v = min(v, e)
+    p = i + 3                                               # 2x1: n1 = 2, n2 = 1
+    q = j - 2
+    t2 = ptype[p, q]
+    e = np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q]
+    if t2 and maxu >= 3:
+        v = min(v, e)
+    p = i + 3                                               # 2x2
+    q = j - 3
+    t2 = ptype[p, q]
+    e = np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q]
+    if t2 and maxu >= 4:
+        v = min(v, e)
+    p = i + 3                                               # 2x3
+    q = j - 4
+    t2 = ptype[p, q]
+    e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
+    if t2 and maxu >= 5:
+        v = min(v, e)
+    p = i + 4                                               # 3x2
+    q = j - 3
+    t2 = ptype[p, q]
+    e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
+    if t2 and maxu >= 5:
+        v = min(v, e)
+    return v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu):
+    """VBI (eq. 3) over bulges of 3 nt or more: VAU carries the inner pair's terminal AU/GU, the closing
+    pair's is added here; INF if none."""
+    rv = VAU[(i + 1) & (RING - 1), j - 1 - maxu:j - 3]              # bulge on the 3' side, n2 = maxu..3
+    rs = BULR[MAXLOOP - maxu:MAXLOOP - 2]
+    au = AU[t]
+    best = INF
+    for m in range(rv.shape[0]):
+        best = min(best, rv[m] + rs[m])
+    for m in range(3, maxu + 1):                                    # on the 5' side (a column)
+        best = min(best, VAU[(i + 1 + m) & (RING - 1), j - 1] + BUL[m])
+    if best < HALF_INF:
+        return best + au
+    return INF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu):
+    """VBI (eq. 3) over 1xn and nx1 loops, n >= 3: V1N carries the inner pair's 1xn mismatch, the closing
+    pair's is added here; INF if none."""
+    rv = V1N[(i + 2) & (RING - 1), j - maxu:j - 3]                  # 1 x n2, n2 = maxu-1..3
+    rs = L1NR[MAXLOOP - maxu + 1:MAXLOOP - 2]
+    mm = mm1n[t, S[i + 1], S[j - 1]]
+    best = INF
+    for m in range(rv.shape[0]):
+        best = min(best, rv[m] + rs[m])
+    for m in range(3, maxu):                                        # n1 x 1 (a column)
+        best = min(best, V1N[(i + 1 + m) & (RING - 1), j - 2] + L1N[m])
+    if best < HALF_INF:
+        return best + mm
+    return INF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _VBI_generic(VI, GR, mmI, S, i, j, t, maxu):
+    """VBI (eq. 3) over generic interior loops, n1, n2 >= 2: VI carries the inner pair's mismatch, GR the
+    size and Ninio terms, the closing pair's mismatch is added here; INF if none."""
+    mm = mmI[t, S[i + 1], S[j - 1]]
+    best = INF
+    for n1 in range(2, maxu - 1):
+        top = maxu - n1                                             # n2 = top..2, q = j-1-top..j-3
+        rv = VI[(i + 1 + n1) & (RING - 1), j - 1 - top:j - 2]
+        rs = GR[n1, MAXLOOP - top:MAXLOOP - 1]
+        for m in range(rv.shape[0]):
+            best = min(best, rv[m] + rs[m])
+    if best < HALF_INF:
+        return best + mm
+    return INF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _VM(WM, WM1T, S, i, j, t, AU, mmM, ml_closing, ml_intern):
+    """VM (eq. 4): the least WM[i+1, k-1] + WM1[k, j-1] over k = i+TURN+3 .. j-TURN-2, plus the closing
+    pair's multiloop terms; INF if none."""
+    ra = WM[i + 1, i + TURN + 2:j - TURN - 2]
+    rb = WM1T[j - 1, i + TURN + 3:j - TURN - 1]
+    rt = E.RTYPE[t]
+    closing = np.int64(ml_closing) + ml_intern + mmM[rt, S[j - 1], S[i + 1]] + AU[rt]
+    best = INF
+    for m in range(ra.shape[0]):
+        best = min(best, ra[m] + rb[m])
+    if best < HALF_INF:
+        return best + closing
+    return INF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _VBI_inner(VI, V1N, VAU, S, i, j, t, v, mmI, mm1n, AU):
+    """Row i's entries at j of the ring buffers VI, V1N and VAU: V[i, j] = v plus the part of an enclosing
+    interior loop's energy (eq. 3) that belongs to i·j as its inner pair."""
+    ri = i & (RING - 1)
+    rt = E.RTYPE[t]
+    VI[ri, j] = v + mmI[rt, S[j + 1], S[i - 1]]
+    V1N[ri, j] = v + mm1n[rt, S[j + 1], S[i - 1]]
+    VAU[ri, j] = v + AU[t]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern):
+    """WM1[i, j] = min(WM1[i, j-1] + ML base, V[i, j] + branch stem(i, j)) (ViennaRNA's fM1), stored at
+    WM1T[j, i]."""
+    vij = V[i, j]
+    stem = np.int64(ml_intern) + mmM[t, S[i - 1], S[j + 1]] + AU[t]
+    w1 = np.int64(WM1T[j - 1, i]) + ml_base
+    if vij < HALF_INF:
+        w1 = min(w1, vij + stem)
+    WM1T[j, i] = min(w1, INF)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _WM(WM, WM1T, U, i, j, ml_base):
+    """WM (eq. 5): WM[i, j] = the least U_i(k) + WM1[k, j]; then U_i(j+1), the cheaper of j+1-i unpaired
+    nucleotides and WM[i, j], for the cells of row i to come."""
+    ru = U[i:j - TURN]
+    rw = WM1T[j, i:j - TURN]
+    best = INF
+    for m in range(ru.shape[0]):
+        best = min(best, ru[m] + rw[m])
+    best = min(best, INF)
+    WM[i, j] = best
+    U[j + 1] = min((j + 1 - i) * ml_base, best)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _W(T, S, n, V, ptype, AU):
+    """W (eq. 1), the exterior loop: W[j] = min(W[j-1], the least W[i-1] + V[i, j] + exterior stem(i, j)).
+
+    The stem terms are energy.exterior_stem_at's (mismatch inside the sequence, a dangle at either end, none
+    with dangles=0), written out with local tables to keep Python objects out of the O(n²) loop."""
+    mmExt = T.mismatch_exterior
+    d5 = T.dangle5
+    d3 = T.dangle3
+    dangles = T.scalars[E._DANGLES]
+    W = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        w = W[j - 1]
+        for i in range(1, j - TURN):
+            if V[i, j] < HALF_INF:
+                t = ptype[i, j]
+                e = W[i - 1] + V[i, j] + AU[t]
+                if dangles:
+                    if i > 1 and j < n:
+                        e += mmExt[t, S[i - 1], S[j + 1]]
+                    elif i > 1:
+                        e += d5[t, S[i - 1]]
+                    elif j < n:
+                        e += d3[t, S[j + 1]]
+                w = min(w, e)
+        W[j] = w
+    return W
+
+
+@njit(cache=True, nogil=True)
 def _fill(T, S, n, work32, work8):
     """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them and the pair types.
 
@@ -149,38 +407,28 @@ def _fill(T, S, n, work32, work8):
     V1N = _take(work32, base + RING * N, RING, N, INF)
     VAU = _take(work32, base + 2 * RING * N, RING, N, INF)
     UB = _take(work32, base + 3 * RING * N, ROWS, N + 1, INF)   # U of each row of a block
+    # The energy tables the loop-type helpers read, taken out of T once per sequence.
     G = _generic_table(T)
     BUL, L1N = _size_terms(T)
     GR = _reversed_rows(G)
     BULR = _reversed_rows(BUL)
     L1NR = _reversed_rows(L1N)
+    HPL = _hairpin_sizes(T, n)
+    AU = _terminal_au(T)
     ml_base = T.scalars[_ML_BASE]
-    term_au = T.scalars[E._TERM_AU]
-    AU = np.zeros(8, dtype=np.int32)
-    for t in range(3, 8):
-        AU[t] = term_au
+    ml_intern = T.scalars[E._ML_INTERN]
+    ml_closing = T.scalars[E._ML_CLOSING]
     stack = T.stack
     bulge1 = T.bulge[1]
     int11 = T.int11
     int21 = T.int21
     int22 = T.int22
+    il5 = T.interior[5] + T.scalars[_NINIO]
+    mmH = T.mismatch_hairpin
     mmI = T.mismatch_interior
     mm1n = T.mismatch_interior_1n
     mm23 = T.mismatch_interior_23
-    il5 = T.interior[5] + T.scalars[_NINIO]
-    RT = E.RTYPE
-    # Hairpins of sizes other than 3, 4 and 6 (the special-loop sizes) are a size term plus the mismatch;
-    # size terms up to n precomputed with ViennaRNA's extrapolation.
-    HPL = np.empty(n + 1, dtype=np.int32)
-    hp = T.hairpin
-    lxc = T.lxc
-    for m in range(n + 1):
-        HPL[m] = min(E.loop_length_energy(hp, lxc, m), INF)
-    mmH = T.mismatch_hairpin
-    # Multiloop branch: ML intern + mismatch (all zero with dangles=0: the tables say so) + terminal AU/GU.
-    mmM = T.mismatch_multi
-    ml_intern = T.scalars[E._ML_INTERN]
-    ml_closing = T.scalars[E._ML_CLOSING]
+    mmM = T.mismatch_multi                  # multiloop branch mismatch (all zero with dangles=0)
 
     # Rows are filled in blocks of ROWS, j outermost within a block and i downwards within a j: the same
     # dependencies as row by row (a cell needs rows below it, and earlier columns of its own and of the
@@ -189,179 +437,38 @@ def _fill(T, S, n, work32, work8):
     # at 1,000 nt, and 16 threads streaming it each were far from 16 times one).
     for i0 in range(n - TURN - 1, 0, -ROWS):
         ilo = max(1, i0 - ROWS + 1)
-        for i in range(i0, ilo - 1, -1):
-            U = UB[i0 - i]
-            U[i] = 0
-            for k in range(i + 1, min(i + TURN + 2, N + 1)):
-                U[k] = min((k - i) * ml_base, INF)
-            ri = i & (RING - 1)
-            VI[ri, :] = INF
-            V1N[ri, :] = INF
-            VAU[ri, :] = INF
+        _start_block(UB, VI, V1N, VAU, i0, ilo, N, ml_base)
         for j in range(ilo + TURN + 1, n + 1):
             for i in range(min(i0, j - TURN - 1), ilo - 1, -1):
-                U = UB[i0 - i]
-                si1 = S[i + 1]
-                ri = i & (RING - 1)
                 t = ptype[i, j]
                 if t:
+                    # V (eq. 2): the hairpin, VBI and VM
                     size = j - i - 1
-                    if size == 3 or size == 4 or size == 6:
-                        v = np.int64(E.hairpin_energy(T, S, i, j))
+                    if size == 3 or size == 4 or size == 6:     # may be a tabulated tri-, tetra- or hexaloop,
+                        v = np.int64(E.hairpin_energy(T, S, i, j))   # which needs T (see above _start_block)
                     else:
-                        v = np.int64(HPL[size]) + mmH[t, si1, S[j - 1]]
-                    sj1 = S[j - 1]
+                        v = _hairpin(HPL, mmH, S, i, j, t)
                     maxu = min(MAXLOOP, j - i - TURN - 3)
-                    # VBI, small loops with their own tables (ptype check, one by one)
-                    p = i + 1
-                    q = j - 1
-                    t2 = ptype[p, q]
-                    if t2:                                            # stack
-                        v = min(v, np.int64(stack[t, RT[t2]]) + V[p, q])
-                    for n2 in range(1, min(maxu, 2) + 1):
-                        q = j - 1 - n2
-                        t2 = ptype[i + 1, q]
-                        if t2:
-                            if n2 == 1:                               # bulge of 1: stacking across it
-                                e = np.int64(bulge1) + stack[t, RT[t2]]
-                            else:                                     # bulge of 2: terminal AU/GU both sides
-                                e = np.int64(BUL[2]) + AU[t] + AU[t2]
-                            v = min(v, e + V[i + 1, q])
-                    for n1 in range(1, min(maxu, 2) + 1):
-                        p = i + 1 + n1
-                        t2 = ptype[p, j - 1]
-                        if t2:
-                            if n1 == 1:
-                                e = np.int64(bulge1) + stack[t, RT[t2]]
-                            else:
-                                e = np.int64(BUL[2]) + AU[t] + AU[t2]
-                            v = min(v, e + V[p, j - 1])
-                    if maxu >= 2:
-                        p = i + 2
-                        q = j - 2
-                        t2 = ptype[p, q]
-                        if t2:                                        # 1x1
-                            v = min(v, np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q])
-                    if maxu >= 3:
-                        p = i + 2                                     # 1x2: n1 = 1, n2 = 2
-                        q = j - 3
-                        t2 = ptype[p, q]
-                        if t2:
-                            v = min(v, np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q])
-                        p = i + 3                                     # 2x1: n1 = 2, n2 = 1
-                        q = j - 2
-                        t2 = ptype[p, q]
-                        if t2:
-                            v = min(v, np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q])
-                    if maxu >= 4:
-                        p = i + 3                                     # 2x2
-                        q = j - 3
-                        t2 = ptype[p, q]
-                        if t2:
-                            v = min(v, np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q])
-                    if maxu >= 5:
-                        m23 = np.int64(il5) + mm23[t, si1, sj1]
-                        p = i + 3                                     # 2x3
-                        q = j - 4
-                        t2 = ptype[p, q]
-                        if t2:
-                            v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
-                        p = i + 4                                     # 3x2
-                        q = j - 3
-                        t2 = ptype[p, q]
-                        if t2:
-                            v = min(v, m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q])
-                    # VBI, bulges of 3 or more: VAU carries the inner pair's terminal AU/GU
-                    # (The sweeps below read a row slice and a reversed size table from index 0 so that
-                    # Numba emits no negative-index checks and LLVM vectorises them: q runs upwards.)
-                    best = INF
-                    if maxu >= 3:
-                        rv = VAU[(i + 1) & (RING - 1), j - 1 - maxu:j - 3]              # bulge on the 3' side, n2 = maxu..3
-                        rs = BULR[MAXLOOP - maxu:MAXLOOP - 2]
-                        for m in range(rv.shape[0]):
-                            best = min(best, rv[m] + rs[m])
-                        for m in range(3, maxu + 1):                     # on the 5' side (a column)
-                            best = min(best, VAU[(i + 1 + m) & (RING - 1), j - 1] + BUL[m])
-                    if best < HALF_INF:
-                        v = min(v, best + AU[t])
-                    # VBI, 1xn loops (n >= 3): V1N carries the inner pair's mismatch
-                    best = INF
-                    if maxu >= 4:
-                        rv = V1N[(i + 2) & (RING - 1), j - maxu:j - 3]                  # 1 x n2, n2 = maxu-1..3
-                        rs = L1NR[MAXLOOP - maxu + 1:MAXLOOP - 2]
-                        for m in range(rv.shape[0]):
-                            best = min(best, rv[m] + rs[m])
-                        for m in range(3, maxu):                         # n1 x 1 (a column)
-                            best = min(best, V1N[(i + 1 + m) & (RING - 1), j - 2] + L1N[m])
-                    if best < HALF_INF:
-                        v = min(v, best + mm1n[t, si1, sj1])
-                    # VBI, generic interior loops, n1, n2 >= 2: VI carries the inner pair's mismatch
-                    best = INF
-                    for n1 in range(2, maxu - 1):
-                        top = maxu - n1                                  # n2 = top..2, q = j-1-top..j-3
-                        rv = VI[(i + 1 + n1) & (RING - 1), j - 1 - top:j - 2]
-                        rs = GR[n1, MAXLOOP - top:MAXLOOP - 1]
-                        for m in range(rv.shape[0]):
-                            best = min(best, rv[m] + rs[m])
-                    if best < HALF_INF:
-                        v = min(v, best + mmI[t, si1, sj1])
-                    # VM: WM[i+1, k-1] + WM1[k, j-1] for k = i+TURN+3 .. j-TURN-2
-                    best = INF
-                    ra = WM[i + 1, i + TURN + 2:j - TURN - 2]
-                    rb = WM1T[j - 1, i + TURN + 3:j - TURN - 1]
-                    for m in range(ra.shape[0]):
-                        best = min(best, ra[m] + rb[m])
-                    if best < HALF_INF:
-                        rt = RT[t]
-                        v = min(v, best + ml_closing + ml_intern + mmM[rt, S[j - 1], si1] + AU[rt])
+                    v = min(v, _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU,
+                                              int11, int21, int22, mm23, il5))
+                    v = min(v, _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu))
+                    v = min(v, _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu))
+                    v = min(v, _VBI_generic(VI, GR, mmI, S, i, j, t, maxu))
+                    v = min(v, _VM(WM, WM1T, S, i, j, t, AU, mmM, ml_closing, ml_intern))
                     V[i, j] = v
-                    rt = RT[t]
-                    VI[ri, j] = v + mmI[rt, S[j + 1], S[i - 1]]
-                    V1N[ri, j] = v + mm1n[rt, S[j + 1], S[i - 1]]
-                    VAU[ri, j] = v + AU[t]
-                # WM1 and WM
-                w1 = np.int64(WM1T[j - 1, i]) + ml_base
-                if V[i, j] < HALF_INF:
-                    w1 = min(w1, np.int64(V[i, j]) + ml_intern + mmM[t, S[i - 1], S[j + 1]] + AU[t])
-                WM1T[j, i] = min(w1, INF)
-                best = INF
-                ru = U[i:j - TURN]
-                rw = WM1T[j, i:j - TURN]
-                for m in range(ru.shape[0]):
-                    best = min(best, ru[m] + rw[m])
-                best = min(best, INF)
-                WM[i, j] = best
-                U[j + 1] = min((j + 1 - i) * ml_base, best)
-
-    # W, the exterior loop; stem terms as energy.exterior_stem_at (mismatch inside the sequence, a dangle
-    # at either end, none with dangles=0), written out with local tables to keep Python objects out of
-    # the O(n²) loop.
-    mmExt = T.mismatch_exterior
-    d5 = T.dangle5
-    d3 = T.dangle3
-    dangles = T.scalars[E._DANGLES]
-    W = np.zeros(n + 1, dtype=np.int64)
-    for j in range(1, n + 1):
-        w = W[j - 1]
-        for i in range(1, j - TURN):
-            if V[i, j] < HALF_INF:
-                t = ptype[i, j]
-                e = W[i - 1] + V[i, j] + AU[t]
-                if dangles:
-                    if i > 1 and j < n:
-                        e += mmExt[t, S[i - 1], S[j + 1]]
-                    elif i > 1:
-                        e += d5[t, S[i - 1]]
-                    elif j < n:
-                        e += d3[t, S[j + 1]]
-                w = min(w, e)
-        W[j] = w
-    return W, V, WM, WM1T, ptype
+                    _VBI_inner(VI, V1N, VAU, S, i, j, t, v, mmI, mm1n, AU)
+                _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern)
+                _WM(WM, WM1T, UB[i0 - i], i, j, ml_base)
+    return _W(T, S, n, V, ptype, AU), V, WM, WM1T, ptype
 
 
 @njit(cache=True, nogil=True)
-def _traceback(T, S, n, W, V, WM, WM1T, ptype):
-    """Pair table of one optimal structure: re-derive which term of each recursion gave the stored value."""
+def traceback(T, S, n, W, V, WM, WM1T, ptype):
+    """Pair table of one optimal structure: re-derive which term of each recursion gave the stored value.
+
+    Reads the matrices as ``_fill`` stores them (V, WM and WM1T (n+2)² int32, WM1 transposed, W int64 of
+    n + 1); the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices
+    copied back from the device, so that both engines trace co-optimal structures the same way."""
     pt = np.zeros(n + 2, dtype=np.int32)
     ml_base = T.scalars[_ML_BASE]
     stack = np.zeros((3 * n + 8, 3), dtype=np.int64)   # (kind, i, j); kind 0 = V, 1 = WM, 2 = WM1
@@ -464,7 +571,7 @@ def fold_codes_in(T, S, work32, work8):
     """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
     W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
-    pt = _traceback(T, S, n, W, V, WM, WM1T, ptype)
+    pt = traceback(T, S, n, W, V, WM, WM1T, ptype)
     return W[n], _dot_bracket(pt, n)
 
 
