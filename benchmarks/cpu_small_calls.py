@@ -6,9 +6,8 @@ the GIL busy in Python (as the GPU's feeding thread of a hybrid run can).
 
 Prints, per call size: the median wall time of a call, the ideal (rounds of the threads × one sequence's
 time), and their difference, the call's fixed cost; for three ways of running a call: a thread pool made for
-each call with a future per group (rnapipe's map_longest_first before the kept pool, copied below as
-``per_call_pool``), the kept pool (``rnapipe.cpu.batch``), and the kept pool with a 0.5 ms switch interval
-(what a dynamic hybrid batch sets).
+each call with a future per group (``per_call_pool`` below, the alternative to a kept pool), the kept pool
+(``rnapipe.cpu.batch``), and the kept pool with a 0.5 ms switch interval (what a dynamic hybrid batch sets).
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def per_call_pool(fold_one, sequences, threads, progress=None, bytes_of=None, budget=None):
-    """map_longest_first as it was: a ThreadPoolExecutor per call, a future per group (no memory gate: the
-    Zuker engine does not use it)."""
+    """``rnapipe.cpu.batch.map_longest_first`` with a ThreadPoolExecutor per call and a future per group instead
+    of the kept pool (no memory gate: the Zuker engine does not use it)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from rnapipe.cpu.batch import _groups

@@ -6,7 +6,7 @@ Prints four tables (one GPU, the CPU on all cores but two, as a hybrid batch run
 
 1. the GPU engine's seconds for a batch of ``count`` random sequences of one length, by length and count
    (does a length's time grow with the count, or is it the latency of one block?);
-2. one CPU thread's seconds a record, the CPU's threads all folding at once (one record each);
+2. one CPU thread's seconds per record, the CPU's threads all folding at once (one record each);
 3. the GPU alone on parts of the transcript set, cut by the GPU engine's fills (≤ 232, 233-600, > 600 nt);
 4. forced hybrid batches on the transcripts: the CPU given k records of one length range (shortest or longest
    first), the rest to the GPU: wall seconds, the CPU's longest thread, the GPU's busy seconds;
@@ -96,7 +96,7 @@ def main() -> None:
         cells += ["—"] * (len(counts) - len(cells))
         print(f"| {length} | " + " | ".join(cells) + " |", flush=True)
 
-    # 2. one CPU thread's seconds a record, the threads all at once
+    # 2. one CPU thread's seconds per record, the threads all at once
     print(f"\n2. CPU, {threads} records at once, one a thread: seconds a record (the longest thread)")
     print("| L | s a record | s a record (2 a thread) |")
     print("|---:|---:|---:|")

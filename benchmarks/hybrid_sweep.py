@@ -21,7 +21,7 @@ file, of at most MAXLEN nt), in this process (no interpreter start; the whole se
   (after one run that its scales learn from; then in turn with the GPU alone, in pairs of alternating order,
   ``--repeat`` pairs and more until they took ``PAIR_SECONDS``), with the CPU's share it took.
 
-With ``--gpus 0,1`` the hybrid has several GPUs and T_gpu is the GPUs together (the batch cut in one part a GPU).
+With ``--gpus 0,1`` the hybrid has several GPUs and T_gpu is the GPUs together (the batch cut in one part per GPU).
 
 Prints one table per set and a summary, writes the points to ``--json``; appends the summary to
 benchmarks/RESULTS.md unless ``--no-append``.

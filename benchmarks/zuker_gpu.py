@@ -32,7 +32,7 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run from a checkout
 
 # (L, GPU sequences, CPU/RNAfold sequences): the counts on the GPU; the CPU side on a subset
-# (RNAfold at 5,600 nt takes minutes a sequence per core: not measured there).
+# (RNAfold at 5,600 nt takes minutes per sequence on one core: not measured there).
 PLAN = [(68, 20_000, 2_000), (120, 20_000, 2_000), (154, 20_000, 2_000), (221, 20_000, 2_000),
         (1_000, 2_000, 64), (5_600, 64, 0), (10_000, 1, 0), (32_767, 1, 0)]
 TURN, MAXLOOP = 3, 30

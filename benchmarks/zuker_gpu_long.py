@@ -1,5 +1,5 @@
-"""Long-sequence GPU Zuker: exactness of the tiled fill and block traceback, and their speed against the older
-path (per-diagonal fill, thread/host traceback), in one device call.
+"""Long-sequence GPU Zuker: exactness of the tiled fill and block traceback, and their speed against the
+per-diagonal path (per-diagonal fill, thread/host traceback), in one device call.
 
     python benchmarks/zuker_gpu_long.py                       # check + time 1,000 / 5,600 / 10,000 / 32,767
     python benchmarks/zuker_gpu_long.py --check-only
@@ -8,7 +8,8 @@ path (per-diagonal fill, thread/host traceback), in one device call.
 Check: random sequences of 600-3,000 nt (a few N-rich) folded by the CPU engine (all cores) and by the GPU in
 each combination of fill ("diag", "tiled" at two tile sizes) and traceback ("thread"/host, "block"): every
 (MFE, dot-bracket) must be identical. Timing: end to end (strings in, results out) at the issue's lengths and
-counts, new path against old, the two compared for identity, then a synchronised run split into phases.
+counts, the tiled path ("new" in the output) against the per-diagonal one ("old"), the two compared for
+identity, then a synchronised run split into phases.
 The floor is the benchmarks/zuker_gpu.py one: inner-loop add-min evaluations over 1.3e13/s.
 """
 
@@ -68,9 +69,10 @@ def main():
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--check-count", type=int, default=40)
     ap.add_argument("--lengths", default="")
-    ap.add_argument("--no-old", action="store_true", help="time only the new path")
+    ap.add_argument("--no-old", action="store_true",
+                    help="time only the tiled path (new), not the per-diagonal one (old)")
     ap.add_argument("--configs", default="32:zk_fin_flat,32:zk_fin:noext,64:zk_fin_flat",
-                    help="tile:fin-kernel[:wN][:noext] of the new path to time (the first is the reference; wN: N "
+                    help="tile:fin-kernel[:wN][:noext] of the tiled path to time (the first is the reference; wN: N "
                          "warps per tile; noext: W by zk_exterior, not in chunks)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -109,7 +111,7 @@ def main():
         print(json.dumps(report))
         return
 
-    # --- timing, new against old ----------------------------------------------------------------------
+    # --- timing, the tiled path (new) against the per-diagonal one (old) -------------------------------
     plan = PLAN
     if args.lengths:
         keep = {int(x) for x in args.lengths.split(",")}

@@ -264,7 +264,7 @@ def test_unavailable_and_bad_usage(tmp_path):
 
 
 def test_eval(tmp_path):
-    try:  # rnapipe.energy may not exist yet: then the command must say so (exit 3)
+    try:  # a build without rnapipe.energy: the command must say so (exit 3)
         available = hasattr(importlib.import_module("rnapipe.energy"), "eval_structure")
     except ImportError:
         available = False

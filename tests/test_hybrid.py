@@ -109,7 +109,7 @@ def test_a_cost_without_timed_lengths_is_its_fit():
     assert cost.total([700.0 ** 3 + 50.0 ** 3], [700.0 ** 2 + 50.0 ** 2], [2]) == pytest.approx(
         float(cost.seconds(np.array([700, 50])).sum()))
     old = Profile.from_json('{"key": {}, "samples": {"cpu": {"68": 1e-3}}, "costs": {"cpu": {"a": 2e-9, '
-                            '"b": 3e-7, "c": 4e-5}}, "calls": {}}')        # a profile saved before timed lengths
+                            '"b": 3e-7, "c": 4e-5}}, "calls": {}}')        # a profile without timed lengths
     assert old.costs["cpu"] == cost
 
 
@@ -121,7 +121,7 @@ def test_the_profile_times_both_sides_of_each_gpu_fill_change():
 
 
 def test_the_plan_gives_the_cpu_the_gpus_weak_lengths():
-    """A GPU 40 x slower a record at 500 nt than its neighbours (K = 3 there, 100 elsewhere): the CPU takes
+    """A GPU 40 x slower per record at 500 nt than its neighbours (K = 3 there, 100 elsewhere): the CPU takes
     500-nt records and nothing else; the fit alone (through the same points) sees less than half of it."""
     from rnapipe.pipeline.hybrid import dynamic
 
@@ -352,7 +352,7 @@ def test_the_no_gain_shortcut_changes_no_split():
 
 
 class SlowFolder:
-    """A CPU folder standing in for a GPU, slower by ``delay`` seconds a record (a slow GPU), failing on its
+    """A CPU folder standing in for a GPU, slower by ``delay`` seconds per record (a slow GPU), failing on its
     ``fail_at``-th call; it counts the records it folded."""
 
     def __init__(self, delay: float = 0.0, fail_at: int | None = None):

@@ -74,7 +74,7 @@ def test_the_table_is_sized_by_the_estimate_and_stays_small(monkeypatch):
         for k in range(0, count, 1_000):
             ids.expected = count
             assert ids.add(names[k:k + 1_000], None, 0, list(range(k, k + 1_000))) == {}
-        # at most 90 % full, three bytes a slot, room for the estimate and no more than 5 % beyond it
+        # at most 90 % full, three bytes per slot, room for the estimate and no more than 5 % beyond it
         assert count / 0.9 * 3 <= ids.table_bytes <= count * 1.06 / 0.9 * 3 + 3
         assert ids.add(["r0", "r39999", "new"], None, 1, [7, 8, 9]) == {0: (0, 0), 1: (0, 39_999)}
     finally:

@@ -255,7 +255,7 @@ def test_threads_fold_only_as_many_as_memory_holds(monkeypatch, memory_gates, mo
 
     module = importlib.import_module(f"rnapipe.cpu.{module_name}")
     monkeypatch.setattr(module, "host_budget", lambda options=None: 1)
-    # short sequences are folded many to a task in workspaces of at most GROUP_MAX_N² cells a thread,
+    # short sequences are folded many to a task in workspaces of at most GROUP_MAX_N² cells per thread,
     # outside the gate; here every sequence takes the gated path
     monkeypatch.setattr(module, "GROUP_MAX_N", 0, raising=False)
     rng = random.Random(5)

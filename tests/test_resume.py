@@ -2,7 +2,7 @@
 the process group) at chosen points and run again, ending byte-identical to an uninterrupted run.
 
 The reference outputs come from rnapipe.fold (list in, list out) and the writers of rnapipe.io.writers, the
-path every earlier test checks against naive folds and RNAfold.
+path the other tests check against naive folds and RNAfold.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def env(**extra) -> dict:
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
     e.pop("RNAPIPE_DEBUG", None)
     e["RNAPIPE_CHUNK_RECORDS"] = str(CHUNK)
-    e["RNAPIPE_BATCH_RECORDS"] = str(CHUNK)     # one chunk an engine call: the chunks before a kill are done
+    e["RNAPIPE_BATCH_RECORDS"] = str(CHUNK)     # one chunk per engine call: the chunks before a kill are done
     e.update({k: str(v) for k, v in extra.items()})
     return e
 
@@ -403,7 +403,7 @@ SHARED = ROOT.parent / "shared" / "data" / "transcripts"
                                              ("tRNAs_GtRNAdb_6species.fa", "nussinov"),
                                              ("tRNAs_GtRNAdb_6species.fa", "zuker")])
 def test_shared_data_every_format_as_the_record_path(tmp_path, name, algorithm):
-    """rnapipe fold, streamed with the default chunks, writes in every format what the path before streaming
+    """rnapipe fold, streamed with the default chunks, writes in every format what the whole-list path
     gives: read_records, the engine's fold_batch on the whole list, rnapipe.io.writers."""
     from rnapipe.api import Result
     from rnapipe.engines import get_engine

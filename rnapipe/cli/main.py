@@ -299,9 +299,9 @@ def _add_prepare_command(commands, algorithms) -> None:
     prepare.add_argument("--on-invalid", choices=("error", "skip"), default="error",
                          help="a bad record stops the run (error, default) or is skipped and listed (skip)")
     prepare.add_argument("--shard-records", type=_positive_int, default=None, metavar="N",
-                         help="records a shard at most (default 65536)")
+                         help="records per shard at most (default 65536)")
     prepare.add_argument("--shard-cost", type=_positive_float, default=None, metavar="C",
-                         help="predicted work (sum of L^3) a shard at most (default 1e12)")
+                         help="predicted work (sum of L^3) per shard at most (default 1e12)")
     prepare.set_defaults(run=_prepare)
 
 
@@ -630,7 +630,8 @@ def _eval_function():
     try:
         from ..energy import eval_structure
     except ImportError as err:
-        # Only a missing piece of rnapipe itself means "not built yet"; a missing third-party package is a bug.
+        # Only a missing piece of rnapipe itself means this build has no energy evaluation (exit 3); a missing
+        # third-party package is a bug.
         if not (err.name or "rnapipe").startswith("rnapipe"):
             raise
         raise UnavailableError(f"energy evaluation is not available in this version of rnapipe "

@@ -42,7 +42,7 @@ class MemoryGate:
 
 def host_budget(options: dict | None = None) -> int:
     """Bytes of host memory one batch's matrices may take together: ``options['memory_budget']`` (tests),
-    else rnapipe's share of the memory available now (rnapipe.api.memory_budget)."""
+    else rnapipe's share of the memory available now (rnapipe.memory.memory_budget)."""
     if options and options.get("memory_budget") is not None:
         return int(options["memory_budget"])
     from ..memory import memory_budget

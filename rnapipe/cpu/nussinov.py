@@ -46,7 +46,7 @@ VARIANTS = ("transposed", "naive", "parallel")
 
 # Tile side for ``transposed`` and ``parallel``: a tile reads B rows of each triangle (about 2 * B * n
 # cells), which should stay in L2 while it reads them B times. On a 2-core Zen 5 at n = 2,000 .. 4,000,
-# 64, 128 and 256 came within 10% of each other and 32 was slower; the smaller of the good ones leaves
+# 64, 128 and 256 are within 10% of each other and 32 is slower; the smaller of the good ones leaves
 # the most tiles per diagonal to the threads of ``parallel``.
 DEFAULT_TILE = 64
 
@@ -303,8 +303,8 @@ def _fill(codes: np.ndarray, variant: str, min_loop: int, tile: int, threads: in
 
 def _fill_omp2(codes: np.ndarray, min_loop: int, M: np.ndarray, tile: int, threads: int) -> None:
     count = (codes.shape[0] + tile - 1) // tile
-    # Fewer than about four tiles a thread on the longest diagonal and starting threads costs more than
-    # it saves (seen on 16 cores at n = 1,000 with tile 64).
+    # Fewer than about four tiles per thread on the longest diagonal and starting threads costs more than
+    # it saves (16 cores, n = 1,000, tile 64).
     threads = max(1, min(threads, count // 4))
     if threads == 1:
         for t in range(count):

@@ -1,7 +1,7 @@
 """The CPU's part of a hybrid batch: each CPU thread folds all its records in one compiled call without the GIL.
 
-The records a thread folds are fixed before it starts (:func:`.scheduler.lpt`), and its one call reads them
-straight from the batch's packed text (encoding each on the way), folds them with the Zuker CPU engine's own
+The records a thread folds are fixed before it starts (:func:`rnapipe.pipeline.balance.lpt`), and its one call
+reads them straight from the batch's packed text (encoding each on the way), folds them with the Zuker CPU engine's own
 compiled fill and traceback (:func:`rnapipe.cpu.zuker.fold_codes_in`, so the results are the engine's, bit
 for bit) and writes each score and structure to the record's place in the batch's results. A thread takes the
 GIL when it starts and when it ends, never between records, so that the GPUs' feeding threads, which need the

@@ -19,7 +19,7 @@ Variants (``--variant``), all exact and all with traceback:
     (horizontal vectors row-major, vertical vectors per column); one launch per anti-diagonal, one warp
     per cell, like ``chang``.
 
-Many short sequences (up to ``BATCH_MAX_N``) go through a batched kernel, one block a sequence with
+Many short sequences (up to ``BATCH_MAX_N``) go through a batched kernel, one block per sequence with
 its whole matrix in shared memory, when the default variant is used (``options['batched']`` overrides).
 """
 

@@ -17,8 +17,9 @@ The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds three
   O(n³) work), ``zk_fin`` (one block per tile) walks the tile's cell diagonals with the rest (interior
   loops, the split points near the two ends, WM1); see kernels/zuker.cu for the sets of split points,
   which are the very sets of the per-cell sweep, so every value is the same minimum;
-* ``zk_fill_diag`` (the older path for long sequences, ``LONG_FILL = "diag"``): one launch per anti-diagonal
-  covering every sequence of the batch, each cell sweeping its full rows.
+* ``zk_fill_diag`` (long sequences with ``LONG_FILL = "diag"``: the alternative to the tiled fill, which the tests
+  compare it with): one launch per anti-diagonal covering every sequence of the batch, each cell sweeping its full
+  rows.
 
 Then W (eq. 1): in chunks (``zk_ext_cross`` + ``zk_ext_seq``) after the tiled fill, else one block per
 sequence (``zk_exterior``). Then the traceback, a port of ``rnapipe.cpu.zuker._traceback`` with the same
@@ -60,7 +61,7 @@ DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
 HOST_TRACEBACK_N = 8000       # thread traceback only: one GPU thread walks O(n²) in the exterior loop
 MAX_BATCH = 65_535            # gridDim.y of zk_fill_diag, zk_mid, zk_fin
 # Long sequences: the tiled fill (zk_mid + zk_fin, ZK_TILE x ZK_TILE tiles) and the block traceback.
-# LONG_FILL is the fill used beyond BLOCK_MAX_N ("tiled" or the older "diag"); BLOCK_TRACEBACK picks the
+# LONG_FILL is the fill used beyond BLOCK_MAX_N ("tiled" or the per-diagonal "diag"); BLOCK_TRACEBACK picks the
 # one-block-per-sequence traceback for the fills of that path (else one thread per sequence up to
 # HOST_TRACEBACK_N, the CPU engine's traceback on copied matrices beyond).
 LONG_FILL = "tiled"
@@ -367,7 +368,7 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
                 progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, bytes]:
     """:func:`fold_batch` for packed input: ``text`` holds the sequences in order, each followed by a
     newline, ``lens`` their lengths. Returns int64 MFEs and the structures in the same layout, with the
-    same results as fold_batch, and no Python object a sequence on the short-sequence path."""
+    same results as fold_batch, and no Python object per sequence on the short-sequence path."""
     import cupy
 
     if variant not in VARIANTS:

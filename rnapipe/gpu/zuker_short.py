@@ -239,7 +239,7 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
 def fold_group_packed(text: np.ndarray, lens: np.ndarray, model: Model) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fold_group` for sequences given packed: ``text`` (uint8) holds them longest first, each
     followed by a newline. Returns the MFEs (int64) and the structures in the layout of ``text``: no Python
-    object a sequence on the way in or out."""
+    object per sequence on the way in or out."""
     lens = np.asarray(lens, dtype=np.int64)
     energies = np.zeros(len(lens), dtype=np.int64)
     structures = np.empty(len(text), dtype=np.uint8)
@@ -332,7 +332,7 @@ def _stream_pools(need: list[int]) -> list:
 
 def cached_bytes() -> int:
     """Bytes of device memory this thread's kept stream pools on the current GPU hold (rnapipe.gpu.
-    memory_budget counts them as free)."""
+    devices.memory_budget counts them as free)."""
     return sum(int(p.nbytes) for p in _held().get(loader._device_id(), []) if p is not None)
 
 

@@ -12,8 +12,8 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
                 gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None,
                 reprofile: bool = False, say: Callable[[str], None] | None = None, split: str | None = None,
                 chosen: Callable[[str, str], None] | None = None):
-    """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.HybridFolder` (CPU and GPUs at once);
-    ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto_device`) and tells ``chosen``
+    """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.folder.HybridFolder` (CPU and GPUs at once);
+    ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto.auto_device`) and tells ``chosen``
     the device and why."""
     profile = None
     if device == "auto":

@@ -4,7 +4,7 @@
 //   C(i, gq+p) + C(gq+p+1, j) = C(i,gq) + C(gq+1,j) + sum_{t=1..p} (h_i(gq+t) - v_j(gq+t)),
 // and the max over p is one lookup R[H][V] in a table over all pairs of (Q-1)-bit difference
 // vectors, built once on the host.  H (horizontal vectors) is stored row-major H[i][g], V (vertical
-// vectors) per column V[j][g], both contiguous in g.  One launch per anti-diagonal, one warp a cell;
+// vectors) per column V[j][g], both contiguous in g.  One launch per anti-diagonal, one warp per cell;
 // the warp that finishes the last cell of a group writes that group's vector.
 #include "nussinov_common.cuh"
 

@@ -27,7 +27,7 @@ template <> struct Lanes<int> {
 
 #define T NUSS_TILE
 #define TP (NUSS_TILE + 1)   // padded shared row: consecutive rows start in different banks
-// finish_tiles row stride: with 8 threads a cell, 4 cells a warp, the column walks X[c][b] hit 32 banks
+// finish_tiles row stride: with 8 threads per cell, 4 cells per warp, the column walks X[c][b] hit 32 banks
 #define TF (NUSS_TILE + 7)
 
 template <typename Cell> struct OuterShape {

@@ -5,8 +5,8 @@
 //   zk_fill_block  one block per sequence walks all its anti-diagonals (Lei et al. §3.2, sequence- and
 //                  cell-level parallelism): for batches of short sequences, one launch per batch.
 //   zk_fill_diag   one launch per anti-diagonal over every sequence of the batch: for long sequences,
-//                  where one diagonal holds enough cells to fill the whole GPU (the older long path).
-// and, for long sequences, a tiled fill (zk_mid + zk_fin*, below), a chunked W and a block traceback.
+//                  where one diagonal holds enough cells to fill the whole GPU (the host's LONG_FILL = "diag").
+// and, for long sequences, a tiled fill (zk_mid + zk_fin*, below; the default), a chunked W and a block traceback.
 #include "zuker_core.cuh"
 
 struct ZkBatch {
@@ -141,11 +141,11 @@ extern "C" __global__ void zk_traceback(ZK_BATCH_ARGS, int s0, int count, const 
 //            (exact integer identities; the host makes sure k·ML_base stays far below INF). The partial
 //            minima go with atomicMin into the very slots the cell will finally hold (WM[a][b] and
 //            VMX[a-1][b+1], both INF until then), so the K tiles may be split over several blocks.
-//   zk_fin   one block per tile walks its 2T - 1 cell diagonals: V (zk_v_partial, unchanged), WM1, and WM /
+//   zk_fin   one block per tile walks its 2T - 1 cell diagonals: V (zk_v_partial, as in the other fills), WM1, and WM /
 //            X over the split points outside the middle: k in [i+1, iEnd-1] and [jBeg, j-4] (for D = 0
 //            all of [i+1, j-4]), combined with the slots' middle minima. WM's set of k stays i .. j-4 and
 //            X's i+5 .. j-4 (terms outside them are INF-based: WM1[k][b] for b - k < 4 is masked to a value
-//            above every real sum), so every stored value is the minimum over the same set as before.
+//            above every real sum), so every stored value is the minimum over the same set as in the per-cell sweep.
 // ======================================================================================================
 #ifndef ZK_TILE
 #define ZK_TILE 32

@@ -209,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 // default) zs_tb_smem's, a kernel of its own launched after this one.
 // A block folds Z2_SEQS sequences side by side (1 to 4; z2_seq_of): their diagonals are walked together,
 // so the units whose lanes go over pairable cells (the chunks, the rest of V) serve all of them, and a
-// short diagonal no longer leaves most lanes idle; each sequence keeps its own matrices in global memory.
+// short diagonal does not leave most lanes idle; each sequence keeps its own matrices in global memory.
 #define Z2_RING 32
 #ifndef Z2_CHUNKS
 #define Z2_CHUNKS 8              // 3 to 8 (fewer: too deep a template recursion)

@@ -19,8 +19,8 @@
 #define ZS_MAX_N 2000         // stack entries pack i and j in 11 bits each
 
 // min(a + b, c). Not Hopper's __viaddmin_s32: with it (CUDA 13 through CuPy, H100) cells whose
-// interior-loop sweep is empty (maxu < 0) came out with values that depended on what the pool held before
-// the launch, while this plain form is exact whatever it holds (cause not found).
+// interior-loop sweep is empty (maxu < 0) get values that depend on what the pool holds before the
+// launch, while this plain form is exact whatever it holds (cause not found).
 #define ZS_ADDMIN(a, b, c) zk_min((a) + (b), (c))
 
 struct ZsSeq {

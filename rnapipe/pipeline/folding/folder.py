@@ -42,8 +42,8 @@ class Folder:
         return LengthCheck(longest_fitting(need, budget), describe)
 
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
-        """Fold the records of ``parts`` (:class:`Records`) in order: int64 scores and the structures, each
-        followed by a newline. Through the engine's ``fold_packed`` where it has one (no object a
+        """Fold the records of ``parts`` (:class:`~..records.Records`) in order: int64 scores and the structures, each
+        followed by a newline. Through the engine's ``fold_packed`` where it has one (no object per
         sequence), else its ``fold_batch``."""
         count = sum(len(p) for p in parts)
         if count == 0:

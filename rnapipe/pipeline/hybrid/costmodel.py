@@ -2,16 +2,16 @@
 
 The CPU engine folds every length the same way: its cost is the fit ``a·L³ + b·L² + c`` (a·L³ the fill,
 b·L² what grows with the matrices, c the fixed cost of a record) through its samples, a smooth curve that one
-disturbed sample moves little (a 15-thread sample has come out 2.4 x slower than its neighbours on either
+disturbed sample moves little (on a busy machine one sample can be 2.4 x slower than its neighbours on either
 side). A GPU engine changes its fill at set lengths (:data:`LENGTHS` times both sides of each change), and its
-time a sequence there is no smooth function of the length: between the lengths timed it is interpolated,
+time per sequence there is no smooth function of the length: between the lengths timed it is interpolated,
 straight in log-log (a power law from one timed length to the next); below the shortest a sequence costs what
 one of that length does; beyond the longest it grows as ``L ** tail`` from there, ``tail`` the slope of the
 last two lengths kept within 1-3 (the fill's order is 3 and a GPU's slope at 1,600 nt some 2: it errs on the
 side of a long record looking cheap on the GPU, which leaves it to the GPU). A cost made with no timed lengths
 is its fit alone.
 
-A device's profile is measured through the same path a run takes (:meth:`Folder.fold_packed`: packing,
+A device's profile is measured through the same path a run takes (:meth:`~..folding.folder.Folder.fold_packed`: packing,
 engine, unpacking), on random sequences of each length class, in batches large enough for the engine's
 throughput (the rate a streamed run sees, not one sequence's latency). Profiles are kept per host (its CPU
 count, its GPU model, the rnapipe version, the algorithm and options) in a JSON file under the user's cache
@@ -37,7 +37,7 @@ from ...io.writers import atomic_output
 
 # lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 232 nt (zs_fold_smem to
 # zs_fold) and after 600 (to the tiled fill), both sides of each are timed (tests/test_hybrid.py checks these
-# against the engine's own limits); its time a sequence is 4 x higher at 233 nt than at 232, 9 x lower at 601
+# against the engine's own limits); its time per sequence is 4 x higher at 233 nt than at 232, 9 x lower at 601
 # than at 600 (benchmarks/RESULTS.md)
 LENGTHS = (30, 68, 120, 200, 232, 233, 300, 400, 500, 600, 601, 800, 1200, 1600)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)

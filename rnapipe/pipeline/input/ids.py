@@ -1,7 +1,7 @@
 """Duplicate record ids over a whole stream, exactly, without holding the ids in memory.
 
 Each id's 64-bit hash goes into an open-addressing table (:func:`scan.table_add`): the low 32 bits choose
-the slot, the high 24 bits are stored, three bytes a slot at up to 90 % load (10 million ids take about
+the slot, the high 24 bits are stored, three bytes per slot at up to 90 % load (10 million ids take about
 35 MB). The table is sized from the reader's estimate of the ids in the stream where it has one, so that
 it is filled once rather than rebuilt at every doubling. The ids themselves, with the file and line where
 each was first seen, and their full hashes go to files on disk (the hashes refill a larger table when it

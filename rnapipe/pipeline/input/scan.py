@@ -156,7 +156,7 @@ def hash_lines(buf, out):
 @njit(nogil=True, cache=True)
 def table_add(table, hashes, hits):
     """Insert ``hashes`` into the open-addressing ``table`` of 24-bit fingerprints (a uint8 array, three bytes
-    a slot, any number of slots; all three bytes 0 = empty). Hash h lives in the run of slots from
+    per slot, any number of slots; all three bytes 0 = empty). Hash h lives in the run of slots from
     ``(low 32 bits of h) * slots >> 32``, as its high 24 bits (0 stored as 1). ``hits[k]`` is 1 where an
     equal fingerprint is in hash k's run already (nothing is inserted for it): the id may have been seen
     before, and the caller checks. Returns the number inserted."""
