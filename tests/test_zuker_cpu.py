@@ -132,7 +132,7 @@ def test_traceback_on_matrices_copied_out():
         a, b = zuker.workspace_sizes(n)
         W, V, WM, WM1T, ptype = zuker._fill(tables, S, n, np.empty(a, dtype=np.int32), np.empty(b, dtype=np.int8))
         pt = zuker.traceback(tables, S, n, W.copy(), V.copy(), WM.copy(), WM1T.copy(), ptype.copy())
-        assert (int(W[n]), zuker._dot_bracket(pt, n).tobytes().decode("ascii")) == zuker.fold_one(seq, tables)
+        assert (int(W[n]), zuker.dot_bracket(pt, n).tobytes().decode("ascii")) == zuker.fold_one(seq, tables)
 
 
 def test_threads_give_the_same_results_in_order():

@@ -557,7 +557,9 @@ def traceback(T, S, n, W, V, WM, WM1T, ptype):
 
 
 @njit(cache=True, nogil=True)
-def _dot_bracket(pt, n):
+def dot_bracket(pt, n):
+    """The dot-bracket bytes of pair table ``pt`` (1-based, 0 unpaired) of n nt; the GPU engine's host traceback
+    uses it too."""
     out = np.full(n, 46, dtype=np.uint8)      # '.'
     for i in range(1, n + 1):
         if pt[i] > i:
@@ -572,7 +574,7 @@ def fold_codes_in(T, S, work32, work8):
     n = S.shape[0] - 2
     W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
     pt = traceback(T, S, n, W, V, WM, WM1T, ptype)
-    return W[n], _dot_bracket(pt, n)
+    return W[n], dot_bracket(pt, n)
 
 
 @njit(cache=True, nogil=True)

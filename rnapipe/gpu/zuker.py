@@ -22,7 +22,7 @@ The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds three
   rows.
 
 Then W (eq. 1): in chunks (``zk_ext_cross`` + ``zk_ext_seq``) after the tiled fill, else one block per
-sequence (``zk_exterior``). Then the traceback, a port of ``rnapipe.cpu.zuker._traceback`` with the same
+sequence (``zk_exterior``). Then the traceback, a port of ``rnapipe.cpu.zuker.traceback`` with the same
 order of tests (so co-optimal structures come out the same): after the fills of long sequences one block
 per sequence (``zk_traceback_block``: each scan for "the first candidate that re-derives the stored
 value" done by the whole block with a minimum-index reduction), else one thread per sequence
@@ -246,7 +246,7 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
         Sd = cupy.asarray(S, dtype=cupy.int32)
         ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1).get()
         pt = cpu.traceback(T, S, n, Wh, Vh, WMh, WM1Th, np.ascontiguousarray(ptype, dtype=np.int8))
-        results.append((int(Wh[n]), cpu._dot_bracket(pt, n).tobytes().decode("ascii")))
+        results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
     return results
 
 
