@@ -5,7 +5,7 @@ model/params/io → config/errors; nothing here prints or names a command-line f
 - ``input/``    FASTA bytes to packed records: the compiled scan, duplicate ids, the block reader.
 - ``folding/``  one engine as asked for (:class:`~.folding.folder.Folder`), chunks, and the stream that folds
   them in input order with reading and writing overlapped.
-- ``output/``   results rendered as db/TSV/CT/BPSEQ text and appended to part files (sinks).
+- ``output/``   each output's part file, a chunk's text (made by :mod:`rnapipe.io.render`) appended at a time.
 - ``resume/``   ``rnapipe fold``'s run: the journal of finished chunks, the run itself, progress.
 - ``hybrid/``   CPU ∥ GPU: cost model and profile, the static and dynamic splits, the hybrid folder,
   ``--device auto``.
