@@ -481,6 +481,7 @@ def _fold(args) -> int:
 
     warm.start()                                # while the engine below is set up
     from ..pipeline.resume import run as job
+    from ..pipeline.output.sinks import check_paths
     from ..pipeline.resume.journal import ResumeRefused
     from ..pipeline import timeline
 
@@ -493,6 +494,7 @@ def _fold(args) -> int:
     folder = _folder(args, options, say)
     timeline.mark("engine ready")
     sinks = _sinks(args)
+    check_paths([s.path for s in sinks], args.inputs)
 
     def report(rejected) -> None:
         _report_skipped(rejected, args.quiet)

@@ -10,11 +10,18 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import stat
 import sys
 from typing import BinaryIO
 
+from ...errors import UsageError
 from ...io import render, writers
 from ..resume.journal import part_path
+
+try:
+    import fcntl
+except ImportError:                      # not POSIX: no lock, the rest works
+    fcntl = None
 
 GZIP_LEVEL = 6
 # A part file's pages are handed to the disk (written back, not waited for) each time this much is written,
@@ -28,6 +35,47 @@ def format_of(path: str, fmt: str | None = None) -> str:
         return fmt
     base = path[:-3] if path.lower().endswith(".gz") else path
     return writers.format_from_suffix(base)
+
+
+def check_paths(outputs: list[str], inputs: list[str]) -> None:
+    """Refuse, before anything is written, outputs that would destroy what the user gave: an output (or the
+    rejected list beside the first) that is one of the inputs, the same file by any path or link; and an
+    existing output that is not a regular file (a FIFO, a device, a socket), which the rename of the finished
+    part file would replace. ``-`` (standard output or input) is left out."""
+    given = {}
+    for path in inputs:
+        if path != "-":
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                given[(st.st_dev, st.st_ino)] = path
+    files = [p for p in outputs if p != "-"]
+    beside = [str(writers.rejected_path(files[0]))] if files else []
+    for path in files + beside:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in given:
+            raise UsageError(f"output '{path}' is the input '{given[(st.st_dev, st.st_ino)]}': it would be "
+                             "replaced by the results; choose another output name")
+        if path in files and not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
+                    or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a file")
+            raise UsageError(f"output '{path}' is {kind}, not a regular file: outputs are written under a "
+                             "temporary name and renamed, which would replace it; write to standard output "
+                             "('-') and redirect it instead")
+
+
+def _lock(fd: int, path: str, part: str) -> None:
+    """Lock a part file for this run (released when its descriptor is closed): a second run that writes the
+    same output at the same time is refused instead of mixing its chunks into this one's."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise UsageError(f"another rnapipe run is writing the output {path} (its part file {part} is locked); "
+                         "wait for it or choose another output") from None
 
 
 def chunk_bytes(fmt: str, algorithm: str, records, structures_text: bytes, scores):
@@ -65,7 +113,13 @@ class Sink:
         if self.stdout:
             self.write(self.encode(head))
             return
-        self._fd = os.open(self.part, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(self.part, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            _lock(fd, self.path, self.part)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
         if size is None:
             os.ftruncate(self._fd, 0)
             os.lseek(self._fd, 0, os.SEEK_SET)
