@@ -5,17 +5,13 @@ over, and a second run writing an output that a running one writes is refused ra
 from __future__ import annotations
 
 import os
-import signal
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from test_cli import one_error_line
-from test_resume import cli, env, expected, make_input
+from test_resume import cli, expected, held, make_input
 
 FOLD = ["fold", "--algorithm", "nussinov", "--threads", "1", "--on-invalid", "skip", "-q"]
 
@@ -77,23 +73,10 @@ def test_a_second_run_on_a_shared_output_is_refused(tmp_path):
     run 1, run again to its end, writes shared.tsv as one uninterrupted run does."""
     make_input(tmp_path / "in.fa")
     first = FOLD + ["in.fa", "-o", "a.db", "-o", "shared.tsv"]
-    flag = tmp_path / "paused"
-    proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *first], cwd=tmp_path,
-                            env=env(RNAPIPE_PAUSE_AT="fold:1", RNAPIPE_PAUSE_FILE=flag),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not flag.exists():
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "run 1 never reached its pause"
-            time.sleep(0.02)
+    with held(first, tmp_path, "fold:1"):
         second = cli(FOLD + ["in.fa", "-o", "b.db", "-o", "shared.tsv"], tmp_path)
         assert second.returncode == 2
-        line = one_error_line(second)
-        assert "another rnapipe run is writing the output shared.tsv" in line
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        assert "another rnapipe run is writing the output shared.tsv" in one_error_line(second)
     again = cli(first, tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "shared.tsv").read_bytes() == expected(tmp_path / "in.fa", "tsv", "nussinov")

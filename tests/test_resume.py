@@ -7,6 +7,7 @@ path the other tests check against naive folds and RNAfold.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -101,24 +102,32 @@ def chunks_in(path: Path) -> int:
     return sum(1 for x in lines if "chunk" in x and not x.get("complete"))
 
 
-def killed_at(point: str, workdir: Path, args=FOLD) -> None:
-    """Start the run, wait until it reaches ``point`` and SIGKILL its process group."""
+@contextlib.contextmanager
+def held(args, workdir: Path, point: str):
+    """A run of ``rnapipe`` with ``args`` held at ``point`` while the block runs, then killed (its process
+    group, SIGKILL)."""
     flag = workdir / "paused"
     flag.unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *args], cwd=workdir,
                             env=env(RNAPIPE_PAUSE_AT=point, RNAPIPE_PAUSE_FILE=flag),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not flag.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before {point}: {proc.stderr.read().decode()}")
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise AssertionError(f"the run never reached {point}")
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    flag.unlink()
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert proc.poll() is None, f"the run ended before {point}: {proc.stderr.read().decode()}"
+            assert time.monotonic() < deadline, f"the run never reached {point}"
+            time.sleep(0.02)
+        yield proc
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def killed_at(point: str, workdir: Path, args=FOLD) -> None:
+    """Start the run, wait until it reaches ``point`` and SIGKILL its process group."""
+    with held(args, workdir, point):
+        pass
+    (workdir / "paused").unlink()
 
 
 def resumed(proc) -> tuple[int, int]:
@@ -286,20 +295,10 @@ def test_a_bad_record_mid_stream_then_a_corrected_rerun_resumes(tmp_path):
 
 def test_a_second_run_on_the_same_output_is_refused(tmp_path):
     make_input(tmp_path / "in.fa")
-    flag = tmp_path / "paused"
-    first = subprocess.Popen([sys.executable, "-m", "rnapipe", *FOLD], cwd=tmp_path,
-                             env=env(RNAPIPE_PAUSE_AT="written:1", RNAPIPE_PAUSE_FILE=flag),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not flag.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+    with held(FOLD, tmp_path, "written:1"):
         proc = cli(FOLD, tmp_path)
         assert proc.returncode == 2
         assert "another rnapipe run" in one_error_line(proc)
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
 
 
 @pytest.mark.parametrize("algorithm", ["nussinov", "zuker"])
