@@ -119,7 +119,8 @@ def held(args, workdir: Path, point: str):
             time.sleep(0.02)
         yield proc
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):         # a test may have ended it already
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
 
@@ -162,6 +163,32 @@ def test_killed_while_folding_resumes_byte_identical(workdir, clean_run, point, 
     for name, data in clean_run.items():
         assert (workdir / name).read_bytes() == data, name
     assert not journal.exists() and not list(workdir.glob("*.part"))
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_stop_as_ctrl_c_does_and_the_rerun_goes_on(workdir, clean_run, signum, code):
+    """A cluster's time limit sends SIGTERM (a closed terminal SIGHUP): the run stops within seconds, says how to
+    go on, exits 128 + the signal, and the rerun keeps the chunks that were finished."""
+    for name in clean_run:
+        (workdir / name).unlink()
+    with held(FOLD, workdir, "fold:5") as proc:
+        proc.send_signal(signum)
+        start = time.monotonic()
+        proc.wait(timeout=60)
+        waited = time.monotonic() - start
+        err = proc.stderr.read().decode()
+    assert proc.returncode == code, err
+    assert waited < 5
+    assert err.splitlines()[-1] == f"rnapipe: error: stopped by {signal.Signals(signum).name}"
+    assert "run the same command again to go on" in err and "Traceback" not in err
+    assert not any((workdir / name).exists() for name in clean_run)
+    done = chunks_in(workdir / "out.db.journal")
+    assert done >= 1
+    proc = cli(FOLD, workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (done, total_chunks() - done)
+    for name, data in clean_run.items():
+        assert (workdir / name).read_bytes() == data, name
 
 
 def test_a_finished_run_whose_output_was_removed_folds_again(workdir, clean_run):

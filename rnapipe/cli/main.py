@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 from typing import Callable, Sequence
@@ -31,6 +32,7 @@ exit codes:
   {errors.EXIT_UNAVAILABLE:<4} the requested algorithm, variant or device is not available here
   {errors.EXIT_MEMORY:<4} not enough memory for a sequence (with --on-invalid error)
   {errors.EXIT_INTERRUPTED:<4} interrupted (Ctrl-C); nothing partial is left under the output name
+  143  stopped by SIGTERM (129: SIGHUP), e.g. a cluster job's time limit; as Ctrl-C: run again to go on
   {EXIT_BROKEN_PIPE:<4} the reader of stdout went away (e.g. `| head`)
 """
 
@@ -677,9 +679,42 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a cluster's time limit, a closed terminal), taken as Ctrl-C is: the run stops with the
+    chunks finished so far kept in its journal and one line saying how to go on; exit 128 + the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _stop_signals():
+    """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread while the command runs."""
+    wanted = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.signal(s, _terminate) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (the console script passes it to ``sys.exit``)."""
     logging.basicConfig(level=logging.WARNING, format="rnapipe: %(levelname)s: %(message)s")
+    with _stop_signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         try:
@@ -693,6 +728,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RnapipeError as err:
         _print_error(_one_line(err))
         return err.exit_code
+    except Terminated as stop:
+        name = signal.Signals(stop.signum).name
+        _print_error(f"stopped by {name}")
+        _exit_now_if_threads(128 + stop.signum)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         _print_error("interrupted")
         _exit_now_if_threads(errors.EXIT_INTERRUPTED)
