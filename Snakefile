@@ -2,7 +2,7 @@
 # Stages live in workflow/rules/*.smk, one file each; config keys in config/README.md.
 # Run the bundled example:  snakemake --cores all
 # Your own inputs:          snakemake --cores all --config 'inputs=[path/to/mine.fa.gz]'
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -10,9 +10,7 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
-
-
+include: "workflow/rules/config.smk"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/profile.smk"

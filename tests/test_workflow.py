@@ -482,3 +482,21 @@ def test_killed_workflow_resumes_byte_identical(tmp_path, clean_run, point):
         resumed = [log for log in logs if "resumed an interrupted run: " in log]
         assert resumed, "no fold job went on from its journal"
         assert all(int(log.split("resumed an interrupted run: ")[1].split()[0]) >= 1 for log in resumed)
+
+
+@needs_snakemake
+def test_config_numbers_given_on_the_command_line_and_unknown_keys(tmp_path):
+    """`--config 'jobs={gpu: 0, cpu: 2}'` (the README's form: nested values arrive as text) is taken as numbers;
+    a key the schema does not know (`input=` for `inputs=`) is refused, not ignored."""
+    fasta = tmp_path / "mine.fa"
+    fasta.write_text(">a\nGGGGAAAACCCC\n")
+    env = environment(tmp_path)
+    base = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+            "--configfile", str(REPO / "config" / "config.yaml"), "-n", "--cores", "2"]
+    ok = subprocess.run(base + ["--config", f"inputs=[{fasta}]", "jobs={gpu: 0, cpu: 2, cpu_threads: 1}",
+                                "fold={mem_mb: 1000}"], env=env, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr            # as text, '0' and '2' fail the schema's integers
+    typo = subprocess.run(base + ["--config", f"input=[{fasta}]"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert typo.returncode != 0
+    assert "'input' was unexpected" in typo.stdout + typo.stderr
