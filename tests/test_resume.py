@@ -191,6 +191,20 @@ def test_sigterm_and_sighup_stop_as_ctrl_c_does_and_the_rerun_goes_on(workdir, c
         assert (workdir / name).read_bytes() == data, name
 
 
+@pytest.mark.parametrize("algorithm, spelled", [("nussinov", ["--min-loop", "1"]),
+                                               ("zuker", ["--temperature", "37", "--dangles", "2"])])
+def test_a_rerun_that_spells_out_the_defaults_resumes(tmp_path, algorithm, spelled):
+    make_input(tmp_path / "in.fa")
+    args = ["fold", "in.fa", "--algorithm", algorithm, "--threads", "1", "--on-invalid", "skip", "-q", "-o", "out.db"]
+    killed_at("written:2", tmp_path, args)
+    done = chunks_in(tmp_path / "out.db.journal")
+    assert done == 3
+    proc = cli(args + spelled, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (done, total_chunks() - done)
+    assert (tmp_path / "out.db").read_bytes() == expected(tmp_path / "in.fa", "db", algorithm)
+
+
 def test_a_finished_run_whose_output_was_removed_folds_again(workdir, clean_run):
     """Killed after the first rename, then that output removed (as a workflow manager removes the outputs of
     a job it saw fail): the journal's run has nothing left to finish, so the rerun folds everything."""

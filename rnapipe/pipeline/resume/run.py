@@ -14,7 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
+from ... import config
 from ..._version import __version__
+from ...model import Model
 from ...io.formats import REJECTED_HEADER, header, rejected_rows
 from ...io.writers import rejected_path
 from ..folding import chunks as _chunks
@@ -52,9 +54,21 @@ def _file_digest(path) -> str | None:
         return hashlib.sha256(handle.read()).hexdigest()
 
 
+def _with_defaults(algorithm: str, options: dict) -> dict:
+    """The engine options with the model's defaults filled in, so that a rerun that spells out a default
+    (``temperature=37``) is the same run as one that left it out."""
+    full = dict(options)
+    if algorithm == "zuker":
+        model = Model.from_options(options)
+        full.update(temperature=model.temperature, dangles=model.dangles, params=model.params)
+    elif algorithm == "nussinov":
+        full.setdefault("min_loop", config.NUSSINOV_MIN_LOOP)
+    return full
+
+
 def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_invalid: str, options: dict) -> dict:
     opts = {"algorithm": algorithm, "variant": variant, "on_invalid": on_invalid}
-    for key, value in sorted(options.items()):
+    for key, value in sorted(_with_defaults(algorithm, options).items()):
         if key == "params" and value is not None:
             opts["params"] = [os.path.abspath(value), _file_digest(value)]
         else:
