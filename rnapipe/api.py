@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 from . import config
+from .errors import UsageError
 from .io import Rejected
+from .model import Model
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
 
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
+    _check_request(sequences_or_records, algorithm, threads, options)
     folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
@@ -88,4 +94,25 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 
 
+# The options of Zuker's model, as fold() takes them by name (the Nussinov engines refuse what they do not take).
+MODEL_OPTIONS = {"zuker": tuple(f.name for f in dataclasses.fields(Model))}
 
+
+def _check_request(sequences, algorithm: str, threads, options: dict) -> None:
+    """Refuse, before anything is read, what fold() would otherwise misread: no sequences, a thread count that
+    is not a whole number of at least 1, or an option the algorithm does not have (a misspelt one would
+    otherwise leave the default in force without a word)."""
+    if sequences is None:
+        raise UsageError("no sequences: give a sequence string, or an iterable of strings, (id, sequence) pairs, "
+                         "Record or SeqRecord objects")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral)
+                                or threads < 1):
+        raise UsageError(f"threads must be a whole number of at least 1, not {threads!r}")
+    known = MODEL_OPTIONS.get(algorithm)
+    if known is None:
+        return
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown option {name!r} for {algorithm}{hint}; its options: {', '.join(known)}")

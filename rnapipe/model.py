@@ -19,6 +19,12 @@ from .errors import UsageError
 DANGLE_MODELS = (0, 2)
 
 
+ABSOLUTE_ZERO = -273.15
+# Above this the rescaled loop energies leave the integer range the engines hold (RNAfold's own tables are
+# measured near 37 °C; far from it the model extrapolates).
+MAX_TEMPERATURE = 1000.0
+
+
 @dataclass(frozen=True)
 class Model:
     temperature: float = 37.0
@@ -30,8 +36,9 @@ class Model:
             t = float(self.temperature)
         except (TypeError, ValueError):
             raise UsageError(f"temperature must be a number of °C, not {self.temperature!r}") from None
-        if not math.isfinite(t) or t <= -273.15:
-            raise UsageError(f"temperature {self.temperature} °C is not a physical temperature")
+        if not math.isfinite(t) or not ABSOLUTE_ZERO < t < MAX_TEMPERATURE:
+            raise UsageError(f"temperature {self.temperature} °C is not a usable temperature (above "
+                             f"{ABSOLUTE_ZERO} and below {MAX_TEMPERATURE:g} °C)")
         object.__setattr__(self, "temperature", t)
         if self.dangles not in DANGLE_MODELS or isinstance(self.dangles, bool):
             raise UsageError(f"dangles must be 0 or 2 (RNAfold -d0 or -d2), not {self.dangles!r}")

@@ -19,6 +19,7 @@ from .. import config, errors
 from .._version import __version__
 from ..errors import InputError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
+from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE
 
 log = logging.getLogger("rnapipe")
 
@@ -132,7 +133,7 @@ def _positive_float(text: str) -> float:
 
 def _temperature(text: str) -> float:
     value = _float(text)
-    if not -273.15 < value < 1000:
+    if not ABSOLUTE_ZERO < value < MAX_TEMPERATURE:
         raise argparse.ArgumentTypeError(f"{value} °C is not a usable temperature")
     return value
 
