@@ -370,8 +370,9 @@ def test_progress_lines_in_a_log(tmp_path):
     make_input(tmp_path / "in.fa", count=20, bad=None)
     proc = cli(["fold", "in.fa", "--algorithm", "nussinov", "-o", "o.db"], tmp_path, RNAPIPE_PROGRESS_SECONDS=0)
     assert proc.returncode == 0
-    lines = proc.stderr.splitlines()
+    *lines, summary = proc.stderr.splitlines()
     assert lines and all(re.match(r"rnapipe: \d\d:\d\d:\d\d .*sequences folded, .* seq/s, .* nt/s", x) for x in lines)
+    assert re.fullmatch(r"rnapipe: folded 20 record\(s\) in \d+\.\d\d s \([\d,]+ per second\)", summary)
     quiet = cli(["fold", "in.fa", "--algorithm", "nussinov", "-o", "o.db", "-q"], tmp_path,
                 RNAPIPE_PROGRESS_SECONDS=0)
     assert quiet.returncode == 0 and quiet.stderr == ""

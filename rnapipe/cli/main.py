@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Callable, Sequence
 
 from .. import config, errors
@@ -482,6 +483,7 @@ def _profile(args) -> int:
 def _fold(args) -> int:
     from ..pipeline import warm
 
+    started = time.monotonic()
     warm.start()                                # while the engine below is set up
     from ..pipeline.resume import run as job
     from ..pipeline.output.sinks import check_paths
@@ -520,7 +522,7 @@ def _fold(args) -> int:
                         "same command to go on from there)", err.file, err.record, err.position) from None
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
         raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
-    _print_summary(folder, outcome, args.quiet)
+    _print_summary(folder, outcome, args.quiet, time.monotonic() - started)
     return errors.EXIT_OK
 
 
@@ -569,18 +571,29 @@ def _how_to_restart(err) -> str:
     return f"{err}: run again with --restart to discard it"
 
 
-def _print_summary(folder, outcome, quiet: bool) -> None:
+def _print_summary(folder, outcome, quiet: bool, seconds: float) -> None:
+    """The lines a run ends with. Without --quiet the last says what was done, terminal or not: records folded,
+    seconds (from the command's start), records per second, and what was skipped. With --quiet only what the
+    user must know stays: a resumed run, and skipped records."""
     if hasattr(folder, "summary") and not quiet:
         print(f"rnapipe: {folder.summary()}", file=sys.stderr)
     if outcome.resumed_chunks:                  # a summary line: shown with --quiet too
         print(f"rnapipe: resumed an interrupted run: {outcome.resumed_chunks} chunk(s) were done already, "
               f"{outcome.folded_chunks} folded now", file=sys.stderr)
+    skipped = listed = ""
     if outcome.rejected_records or outcome.rejected_files:
         what = [f"{outcome.rejected_records} record(s)"]
         if outcome.rejected_files:
             what.append(f"{outcome.rejected_files} file(s)")
+        skipped = " and ".join(what)
         listed = f"; listed in {outcome.rejected_path}" if outcome.rejected_path else ""
-        print(f"rnapipe: skipped {' and '.join(what)}, folded {outcome.folded}{listed}", file=sys.stderr)
+    if quiet:
+        if skipped:
+            print(f"rnapipe: skipped {skipped}, folded {outcome.folded}{listed}", file=sys.stderr)
+        return
+    rate = outcome.folded / seconds if seconds > 0 else 0.0
+    print(f"rnapipe: folded {outcome.folded:,} record(s) in {seconds:.2f} s ({rate:,.0f} per second)"
+          + (f"; skipped {skipped}{listed}" if skipped else ""), file=sys.stderr)
 
 
 def _fold_job(args) -> int:
