@@ -77,6 +77,9 @@ def test_a_second_run_on_a_shared_output_is_refused(tmp_path):
         second = cli(FOLD + ["in.fa", "-o", "b.db", "-o", "shared.tsv"], tmp_path)
         assert second.returncode == 2
         assert "another rnapipe run is writing the output shared.tsv" in one_error_line(second)
+        # the refused run leaves run 1's files alone, and takes its own away
+        assert (tmp_path / "shared.tsv.part").exists() and (tmp_path / "a.db.part").exists()
+        assert not (tmp_path / "b.db.part").exists() and not (tmp_path / "b.db.journal").exists()
     again = cli(first, tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "shared.tsv").read_bytes() == expected(tmp_path / "in.fa", "tsv", "nussinov")

@@ -99,6 +99,7 @@ class Sink:
         self.gz = path.lower().endswith(".gz") if compressed is None else compressed
         self.part = None if self.stdout else part_path(path)
         self._fd = None
+        self.held = False                 # this run opened and locked the part file (its to remove on failure)
         self._handed = 0                  # bytes before this offset were handed to the disk already
 
     def encode(self, text):
@@ -120,6 +121,7 @@ class Sink:
             os.close(fd)
             raise
         self._fd = fd
+        self.held = True
         if size is None:
             os.ftruncate(self._fd, 0)
             os.lseek(self._fd, 0, os.SEEK_SET)

@@ -199,8 +199,9 @@ def _keep_for_rerun(journal: Journal | None, sinks: list[Sink], files: list[Sink
         side.close()
     if journal is None or not journal.entries:
         for sink in files:
-            sink.discard()
-        if side is not None:
+            if sink.held:                       # not a part another run holds (a refused second run)
+                sink.discard()
+        if side is not None and side.held:
             side.discard()
         if journal is not None:
             journal.remove()

@@ -132,7 +132,8 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
             fsync_directory(sinks[0].path)
     except BaseException:
         for sink in sinks:
-            sink.discard()
+            if sink.held:
+                sink.discard()
         raise
     finally:
         for cursor in cursors.values():
