@@ -384,3 +384,13 @@ def test_internal_error_is_one_line(tmp_path, monkeypatch, capsys, debug):
     else:
         assert err.splitlines() == [last]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fa"]
+
+
+def test_a_missing_parameter_file_is_named_as_what_it_is(tmp_path):
+    """--params naming no file: one line about the parameter file, not about writing the output."""
+    (tmp_path / "in.fa").write_text(">a\nGGGGAAAACCCC\n")
+    proc = rnapipe("fold", "in.fa", "-o", "out.db", "--params", "missing.par", cwd=tmp_path)
+    assert proc.returncode == 2
+    line = one_error_line(proc)
+    assert line.startswith("rnapipe: error: ") and line.endswith("missing.par: parameter file not found"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fa"]

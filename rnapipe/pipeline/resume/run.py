@@ -60,6 +60,8 @@ def _with_defaults(algorithm: str, options: dict) -> dict:
     full = dict(options)
     if algorithm == "zuker":
         model = Model.from_options(options)
+        if model.params is not None:
+            model.tables()                  # the parameter file read and checked (one line if it cannot be)
         full.update(temperature=model.temperature, dangles=model.dangles, params=model.params)
     elif algorithm == "nussinov":
         full.setdefault("min_loop", config.NUSSINOV_MIN_LOOP)
