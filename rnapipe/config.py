@@ -18,6 +18,11 @@ NUSSINOV_MIN_LOOP = 1
 # --split is not given; the environment variable RNAPIPE_HYBRID_SPLIT overrides it.
 HYBRID_SPLITS = ("static", "dynamic")
 HYBRID_SPLIT = "dynamic"
+# The CPU gets a share of the work (static split, --device auto, the workflow's partition) only where that is
+# predicted to end it this much sooner (a fraction) than the GPUs alone: the profile's costs are throughputs of
+# large batches, and a CPU share of a few records takes 3-4 times its prediction (benchmarks/RESULTS.md, hybrid
+# sweep); a CPU job beside a GPU job also takes cores the GPU's host threads use.
+HYBRID_MIN_GAIN = 0.05
 
 # Show a progress bar only for runs with at least this many sequences or nucleotides.
 PROGRESS_MIN_SEQUENCES = 50

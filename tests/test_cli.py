@@ -394,3 +394,10 @@ def test_a_missing_parameter_file_is_named_as_what_it_is(tmp_path):
     line = one_error_line(proc)
     assert line.startswith("rnapipe: error: ") and line.endswith("missing.par: parameter file not found"), line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fa"]
+
+
+@pytest.mark.parametrize("value", ["2", "-0.1", "x"])
+def test_partition_min_gain_is_a_share_from_0_to_1(tmp_path, value):
+    proc = rnapipe("partition", "prep", "--profile", "p.json", "-o", "plan", "--min-gain", value, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "--min-gain" in one_error_line(proc)

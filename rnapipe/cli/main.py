@@ -125,6 +125,13 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+def _share(text: str) -> float:
+    value = _float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a share from 0 to 1, not {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = _float(text)
     if not value > 0:
@@ -318,9 +325,9 @@ def _add_partition_command(commands) -> None:
     partition.add_argument("--profile", required=True, metavar="FILE", help="JSON from rnapipe profile -o")
     partition.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
     partition.add_argument("--gpu-jobs", type=_nonnegative_int, default=0, metavar="N", help="default 0")
-    partition.add_argument("--min-gain", type=float, metavar="F",
+    partition.add_argument("--min-gain", type=_share, metavar="F",
                            help="the CPU jobs get shards only where that is predicted to end the input this "
-                           "share sooner than the GPU jobs alone (default 0.05)")
+                           f"share sooner than the GPU jobs alone, 0 to 1 (default {config.HYBRID_MIN_GAIN})")
     partition.add_argument("-o", "--output", required=True, metavar="DIR", help="plan directory")
     partition.set_defaults(run=_partition)
 

@@ -10,11 +10,11 @@ import heapq
 
 import numpy as np
 
-# The CPU gets a share only where that is predicted to end the work this much sooner (a fraction) than the
-# GPUs alone: the profile's costs are throughputs of large batches, and a CPU share of a few records takes
-# 3-4 times its prediction (benchmarks/RESULTS.md, hybrid sweep); a CPU job beside a GPU job also takes cores
-# the GPU's host threads use. The static split, ``--device auto`` and the workflow's partition use it.
-MIN_GAIN = 0.05
+from .. import config
+
+# The static split, ``--device auto`` and the workflow's partition give the CPU work only where it gains this much
+# (config.HYBRID_MIN_GAIN says why).
+MIN_GAIN = config.HYBRID_MIN_GAIN
 
 
 def cpu_first(cpu_seconds: np.ndarray, gpu_seconds: np.ndarray) -> np.ndarray:
