@@ -79,6 +79,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     """
     from .pipeline.folding.chunks import chunked
     from .pipeline.input.reader import record_pieces
+    from .pipeline.folding.pace import Pace
     from .pipeline.folding.stream import fold_chunks
     from .pipeline.choose import folder_for
 
@@ -89,7 +90,8 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     if rejected is None:
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected)
-    for chunk, results in fold_chunks(chunked(pieces), folder):
+    pace = Pace(folder.device, folder.threads)
+    for chunk, results in fold_chunks(chunked(pieces, pace=pace), folder, pace=pace):
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 

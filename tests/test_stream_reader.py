@@ -172,13 +172,19 @@ def test_colliding_hashes_are_checked_against_the_ids(tmp_path, monkeypatch):
 # chunks
 
 
-def slow_chunks(lens_by_index: dict[int, int], total: int, records: int, cost: float) -> list[int]:
-    """Chunk ends by the rule, one record at a time (a rejected record has no length and costs nothing)."""
-    ends, start, spent = [], 0, 0.0
-    for index in range(total):
+def slow_work(n: int) -> float:
+    from rnapipe.pipeline.folding.pace import SHAPE_B, SHAPE_C
+    return float(n) ** 3 + SHAPE_B * float(n) ** 2 + SHAPE_C
+
+
+def slow_chunks(lens_by_index: dict[int, int], total: int, records: int, cost: float, first: int = 0) -> list[int]:
+    """Chunk ends by the rule, one record at a time from input index ``first`` (a rejected record has no length
+    and costs nothing)."""
+    ends, start, spent = [], first, 0.0
+    for index in range(first, total):
         n = lens_by_index.get(index)
         if n is not None:
-            spent += float(n) ** 3
+            spent += slow_work(n)
         if index + 1 - start >= records or spent >= cost:
             ends.append(index + 1)
             start, spent = index + 1, 0.0
@@ -189,8 +195,8 @@ def slow_chunks(lens_by_index: dict[int, int], total: int, records: int, cost: f
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.integers(1, 60)), min_size=1, max_size=120), st.integers(1, 9),
-       st.sampled_from([1e3, 3e4, 1e5, 1e12]), st.integers(1, 30))
-def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
+       st.sampled_from([1e4, 3e5, 1e6, 1e12]), st.integers(1, 30), st.data())
+def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece, data):
     from rnapipe.io.records import Rejected
     from rnapipe.pipeline.input.reader import Piece
     from rnapipe.pipeline.records import Records
@@ -201,9 +207,11 @@ def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
         keep = [k for k in range(lo, hi) if lens[k] is not None]
         pieces.append(Piece(Records.from_lists([f"r{k}" for k in keep], ["A" * lens[k] for k in keep], keep),
                             [Rejected(k, f"r{k}", None, "bad") for k in range(lo, hi) if lens[k] is None], hi))
-    got = list(chunked(pieces, records, cost))
-    assert [c.end for c in got] == slow_chunks({k: n for k, n in enumerate(lens) if n is not None}, len(lens),
-                                               records, cost)
+    # a rerun's first chunks end where the journal says (any increasing ends), the rest by the rule
+    ends = sorted(data.draw(st.sets(st.integers(1, len(lens)), max_size=4)))
+    got = list(chunked(pieces, records, cost, ends=ends))
+    assert [c.end for c in got] == ends + slow_chunks({k: n for k, n in enumerate(lens) if n is not None},
+                                                      len(lens), records, cost, ends[-1] if ends else 0)
     assert [c.number for c in got] == list(range(len(got)))
     start = 0
     for c in got:
@@ -212,7 +220,7 @@ def test_chunks_follow_the_rule_whatever_the_pieces(lens, records, cost, piece):
         assert c.ids == [f"r{k}" for k in c.index.tolist()]
         assert c.seqs == ["A" * lens[k] for k in c.index.tolist()]
         assert [r.index for r in c.rejected] == [k for k in inside if lens[k] is None]
-        assert c.cost == pytest.approx(sum(float(lens[k]) ** 3 for k in c.index.tolist()))
+        assert c.cost == pytest.approx(sum(slow_work(lens[k]) for k in c.index.tolist()))
         start = c.end
 
 
@@ -233,7 +241,54 @@ def test_chunk_digest_changes_with_any_record(tmp_path):
 
 def test_chunk_limit_from_the_environment(monkeypatch):
     monkeypatch.setenv("RNAPIPE_CHUNK_RECORDS", "3")
-    assert chunks_mod.limits() == (3, chunks_mod.CHUNK_COST)
+    assert chunks_mod.limits() == (3, chunks_mod.CHUNK_WORK)
+
+
+def test_chunks_are_units_of_the_pace_and_follow_its_changes():
+    """Each chunk closes at the record that brings it to the pace's unit of work, read when the chunk opens
+    (as the previous one closes): a pace that measures a faster engine cuts the later chunks longer."""
+    from rnapipe.pipeline.folding import pace as pace_mod
+    from rnapipe.pipeline.input.reader import Piece
+    from rnapipe.pipeline.records import Records
+
+    lens = [50 + (k * 37) % 200 for k in range(3000)]
+    piece = Piece(Records.from_lists([f"r{k}" for k in range(3000)], ["A" * n for n in lens], range(3000)), [],
+                  3000)
+    pace = pace_mod.Pace("cpu", 1, rate=1e9)
+    unit = pace_mod.UNIT_SECONDS * 1e9
+    got = []
+    for chunk in chunked([piece], 1 << 16, 1e30, pace=pace):
+        got.append(chunk)
+        if len(got) == 3:
+            pace._rate = 4e9                       # what observe() would set
+    expect, start, spent, rate = [], 0, 0.0, 1e9
+    for k, n in enumerate(lens):
+        spent += slow_work(n)
+        if spent >= pace_mod.UNIT_SECONDS * rate:
+            expect.append(k + 1)
+            start, spent = k + 1, 0.0
+            if len(expect) == 4:               # the fourth opened before the change was seen
+                rate = 4e9
+    if start < len(lens):
+        expect.append(len(lens))
+    assert [c.end for c in got] == expect
+    assert all(c.cost >= unit for c in got[:3]) and all(c.cost < unit + slow_work(250) for c in got[:3])
+    assert len(got) > 4 and got[4].cost >= 4 * unit
+
+
+def test_pace_follows_the_measured_calls_but_not_the_first():
+    from rnapipe.pipeline.folding import pace as pace_mod
+
+    pace = pace_mod.Pace("cpu", 2)
+    assert pace.rate == 2 * pace_mod.GUESS["cpu"]
+    pace.observe(1e12, 1.0)                        # the first call loads the engine: not counted
+    assert pace.rate == 2 * pace_mod.GUESS["cpu"]
+    pace.observe(3e10, 1.0)
+    assert pace.rate == pytest.approx(3e10)
+    pace.observe(6e10, 1.0)                        # the older call weighs less
+    assert 3e10 < pace.rate < 6e10
+    assert pace.seconds(pace.rate * 3) == pytest.approx(3.0)
+    assert pace.unit_work() == pytest.approx(pace_mod.UNIT_SECONDS * pace.rate)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Chunks: the unit of work that is folded, written and recorded in the journal.
 
 A chunk is a run of consecutive input records, closed after ``CHUNK_RECORDS`` records (rejected ones
-count) or once its predicted work, the sum of L³ over its sequences, reaches ``CHUNK_COST``. Where a
-chunk ends depends on the records alone (not on the device, the threads or the timing), so an interrupted
-run and its rerun cut the same chunks, and a chunk's digest (of its ids, sequences and rejected records)
-tells whether the input is still the same up to it.
+count) or once its work (:func:`.pace.work` summed over its sequences) reaches a unit of the run's pace
+(:meth:`.pace.Pace.unit_work`: a few seconds on the device in use) or ``CHUNK_WORK``, whichever comes first.
+A rerun of an interrupted run cuts its first chunks where the journal says the interrupted run cut them
+(``ends``), so that each chunk's digest (of its ids, sequences and rejected records) tells whether the input
+is still the same up to it; the chunks after those follow the rerun's own pace. Given the same ends and the
+same pace, the cut depends on the records alone.
 """
 
 from __future__ import annotations
@@ -12,22 +14,23 @@ from __future__ import annotations
 import zlib
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ...io.records import Rejected
 from ..input.reader import Piece
 from ..records import Records
+from .pace import Pace, work
 
 CHUNK_RECORDS = 1 << 16
-CHUNK_COST = 1e11             # Σ L³: 65,536 × 68 nt is 2·10¹⁰; one sequence of 4,642 nt or more is alone
+CHUNK_WORK = 1e13             # work (pace.work): a few seconds of an H100 at its best rate
 
 
 def limits() -> tuple[int, float]:
-    """(records, cost) of a chunk; ``RNAPIPE_CHUNK_RECORDS`` sets a smaller record limit (tests)."""
+    """(records, work) of a chunk at most; ``RNAPIPE_CHUNK_RECORDS`` sets a smaller record limit (tests)."""
     records = int(os.environ.get("RNAPIPE_CHUNK_RECORDS") or CHUNK_RECORDS)
-    return max(1, records), CHUNK_COST
+    return max(1, records), CHUNK_WORK
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Chunk:
     records: Records
     rejected: list[Rejected] = field(default_factory=list)
     end: int = 0              # input index after the chunk's last record
-    cost: float = 0.0
+    cost: float = 0.0         # its work (pace.work)
 
     @property
     def ids(self) -> list[str]:
@@ -81,16 +84,24 @@ class Chunk:
         return int(self.lens.sum())
 
 
-def cubes(lens: np.ndarray) -> np.ndarray:
-    x = lens.astype(np.float64)
-    return x * x * x
+def end_of(digest: str) -> int:
+    """The input index after the last record of the chunk whose digest is ``digest``."""
+    return int(digest.split(":", 1)[0])
 
 
-def chunked(pieces: Iterable[Piece], records: int | None = None, cost: float | None = None) -> Iterator[Chunk]:
-    """Cut the records of ``pieces`` into chunks (see the module docstring; default sizes: limits())."""
+def chunked(pieces: Iterable[Piece], records: int | None = None, cost: float | None = None,
+            pace: Pace | None = None, ends: Sequence[int] = ()) -> Iterator[Chunk]:
+    """Cut the records of ``pieces`` into chunks (see the module docstring; default sizes: limits()); the
+    first ``len(ends)`` chunks end at ``ends``."""
     default_records, default_cost = limits()
     records = records or default_records
     cost = cost or default_cost
+    ends = list(ends)
+
+    def limit() -> float:
+        return min(cost, pace.unit_work()) if pace is not None else cost
+
+    unit = limit()
     number = 0
     start = 0                                   # input index where the open chunk starts
     parts: list[Records] = []
@@ -99,10 +110,11 @@ def chunked(pieces: Iterable[Piece], records: int | None = None, cost: float | N
     last_end = 0
 
     def close(end: int) -> Chunk:
-        nonlocal number, start, parts, rejected, spent
+        nonlocal number, start, parts, rejected, spent, unit
         chunk = Chunk(number, Records.concat(parts), rejected, end, spent)
         number += 1
         start, parts, rejected, spent = end, [], [], 0.0
+        unit = limit()
         return chunk
 
     for piece in pieces:
@@ -111,14 +123,17 @@ def chunked(pieces: Iterable[Piece], records: int | None = None, cost: float | N
         count = len(recs)
         pending = sorted(piece.rejected, key=lambda r: r.index)
         at = 0                                  # first record of the piece not yet in a chunk
-        cum = np.cumsum(cubes(recs.lens)) if count else np.zeros(0)
+        cum = np.cumsum(work(recs.lens)) if count else np.zeros(0)
         base = 0.0                              # cum value already given to closed chunks
         while True:
-            # the cost cut: the first record that brings the open chunk to `cost`
-            k = int(np.searchsorted(cum, base + (cost - spent), side="left"))
-            by_cost = int(index[k]) + 1 if k < count else None
-            by_count = start + records
-            end = min(by_count, by_cost) if by_cost is not None else by_count
+            if number < len(ends):
+                end = ends[number]
+            else:
+                # the work cut: the first record that brings the open chunk to its unit
+                k = int(np.searchsorted(cum, base + (unit - spent), side="left"))
+                by_cost = int(index[k]) + 1 if k < count else None
+                by_count = start + records
+                end = min(by_count, by_cost) if by_cost is not None else by_count
             if end > piece.end:
                 break
             hi = int(np.searchsorted(index, end, side="left"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import time
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -17,14 +18,14 @@ from .. import timeline
 from ..pause import pause_point
 from .chunks import Chunk
 from .folder import Folder
+from .pace import Pace
 
 DEPTH = 2
-# One engine call takes the chunks already parsed, up to this many (records, nucleotides): enough for the
-# engine's full rate (the GPU reaches it at some 20,000 short sequences; the CPU engines want enough to keep
-# their threads busy to the end), and no more, so that the first fold starts and the last write ends soon.
+# One engine call takes the chunks already parsed, up to this many (records, nucleotides) and up to the
+# pace's batch of work (a few seconds: what a killed run loses): enough for the engine's full rate (the GPU
+# reaches it at some 20,000 short sequences; the CPU engines want enough to keep their threads busy to the
+# end), and no more, so that the first fold starts and the last write ends soon.
 BATCH = {"cpu": (1 << 16, 1 << 22), "gpu": (1 << 17, 1 << 26), "hybrid": (1 << 17, 1 << 26)}
-
-
 
 
 class _End:
@@ -124,9 +125,11 @@ class ChunkResults:
 
 
 def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
-                check: Callable[[Chunk], None] | None = None) -> Iterator[tuple[Chunk, ChunkResults | None]]:
+                check: Callable[[Chunk], None] | None = None,
+                pace: Pace | None = None) -> Iterator[tuple[Chunk, ChunkResults | None]]:
     """``(chunk, ChunkResults)`` in input order; the first ``done`` chunks are not folded (``None``) but passed to
-    ``check`` (a resumed run's digest check, on the reading thread)."""
+    ``check`` (a resumed run's digest check, on the reading thread). Each engine call takes at most ``pace``'s
+    batch of work, and tells ``pace`` what it took (the pace that cuts the chunks, if they are cut by one)."""
     def checked():
         for chunk in chunks:
             if chunk.number < done and check is not None:
@@ -138,22 +141,25 @@ def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
     # parsed chunks wait, up to two batches' worth, so that a batch can be gathered from what is ready
     source = Background(checked(), depth=1 << 30, weight=lambda c: len(c) / records + c.nucleotides / nucleotides,
                         limit=4.0)
+    if pace is None:
+        pace = Pace(folder.device, folder.threads)
     try:
-        yield from _fold_batches(source, folder, done, records, nucleotides)
+        yield from _fold_batches(source, folder, done, records, nucleotides, pace)
     finally:
         source.close()
 
 
-def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int):
+def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int, pace: Pace):
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
     for chunk in source:
         if chunk.number < done:
             yield chunk, None
             continue
         batch = [chunk]
-        size, nt = len(chunk), chunk.nucleotides
+        size, nt, amount = len(chunk), chunk.nucleotides, chunk.cost
+        most = pace.batch_work()
         # take whatever more is parsed already, for one larger engine call
-        while size < records and nt < nucleotides and source.ready():
+        while size < records and nt < nucleotides and amount < most and source.ready():
             try:
                 more = next(source)
             except StopIteration:
@@ -166,11 +172,14 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
             batch.append(more)
             size += len(more)
             nt += more.nucleotides
+            amount += more.cost
         for c in batch:
             pause_point(f"fold:{c.number}")
         timeline.mark("first fold starts")
+        began = time.perf_counter()
         with timeline.timed("fold"):
             scores, structures = folder.fold_packed([c.records for c in batch])
+        pace.observe(amount, time.perf_counter() - began)
         timeline.mark("first fold ends")
         at, offset = 0, 0
         for c in batch:

@@ -194,8 +194,9 @@ def table_add(table, hashes, hits):
 
 
 @njit(nogil=True, cache=True)
-def lengths_block(buf, start, cls):
-    """Records and Σ L³ of the records in ``buf[start:]`` (L: nucleotide codes of the sequence lines)."""
+def lengths_block(buf, start, cls, b, c):
+    """Records and Σ (L³ + b·L² + c) of the records in ``buf[start:]`` (L: nucleotide codes of the sequence
+    lines)."""
     n = buf.shape[0]
     p = start
     records = 0
@@ -212,6 +213,6 @@ def lengths_block(buf, start, cls):
                 p += 1
             p += 1
         x = float(length)
-        work += x * x * x
+        work += (x + b) * x * x + c
         records += 1
     return records, work

@@ -2,10 +2,11 @@
 
 It lies beside the first output (``OUTPUT.journal``), next to a part file per output (``OUTPUT.part``,
 and ``OUTPUT.rejected.tsv.part``). Its first line says what the run is (inputs, options, outputs, chunk
-rule); after each finished chunk, whose bytes are already on disk in every part file, one line records
-the chunk's number, its digest (of its records: the input is unchanged up to there if the digests agree)
-and the size of every part file. A rerun of the same command truncates the parts to the last recorded
-sizes, reads the input again up to there (checking the digests, folding nothing) and goes on. When every
+limits); after each finished chunk, whose bytes are already on disk in every part file, one line records
+the chunk's number, its digest (of its records, beginning with where the chunk ends: the input is unchanged
+up to there if the digests agree) and the size of every part file. A rerun of the same command truncates the
+parts to the last recorded sizes, reads the input again up to there, cut where the journal's chunks end
+(checking the digests, folding nothing), and goes on. When every
 chunk is done a last line says so, the parts are renamed onto the outputs, and the journal is removed.
 JSON, one object per line; a line cut short by a kill is ignored.
 
@@ -55,7 +56,7 @@ class NotAJournal(ResumeRefused):
 
 
 class OtherRun(ResumeRefused):
-    """The journal belongs to a run whose ``key`` (inputs, options, outputs or chunking) differs from this
+    """The journal belongs to a run whose ``key`` (inputs, options or outputs) differs from this
     one's; ``differences`` says how."""
 
     def __init__(self, path: str, key: str, differences: str):
@@ -119,7 +120,7 @@ class Journal:
         if not lines or lines[0].get("journal") != self.header["journal"]:
             raise NotAJournal(self.path)
         old = lines[0]
-        for key in ("inputs", "options", "outputs", "chunking"):
+        for key in ("inputs", "options", "outputs"):
             if old.get(key) != self.header.get(key):
                 raise OtherRun(self.path, key, _differ(old.get(key), self.header.get(key)))
         for entry in lines[1:]:

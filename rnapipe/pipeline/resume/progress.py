@@ -1,5 +1,5 @@
-"""Progress of a long fold, by predicted work (the sum of L³ over the sequences, not their count), drawn on
-the stream the caller gives (the command line's standard error).
+"""Progress of a long fold, by predicted work (:func:`..folding.pace.work` summed over the sequences, not
+their count), drawn on the stream the caller gives (the command line's standard error).
 
 On a terminal: one status line, redrawn. Otherwise (a cluster job's log): a plain line every
 ``LOG_SECONDS``. The total comes from a quick survey of the input files on a thread of their own (lengths
@@ -112,8 +112,9 @@ class Progress:
 
 
 def survey(paths) -> tuple[int, float]:
-    """Records and Σ L³ of FASTA files (lengths only; nothing validated)."""
+    """Records and work (:func:`..folding.pace.work`) of FASTA files (lengths only; nothing validated)."""
     from ...io.fasta import open_binary
+    from ..folding.pace import SHAPE_B, SHAPE_C
     from ..input import scan
 
     records, work = 0, 0.0
@@ -134,7 +135,8 @@ def survey(paths) -> tuple[int, float]:
                     block, carry = buf, b""
                 at = block.find(b">")
                 if at >= 0:
-                    n, w = scan.lengths_block(np.frombuffer(block, dtype=np.uint8), at, scan._CLASS)
+                    n, w = scan.lengths_block(np.frombuffer(block, dtype=np.uint8), at, scan._CLASS,
+                                                SHAPE_B, SHAPE_C)
                     records += n
                     work += w
                 if not data:

@@ -27,6 +27,7 @@ from .progress import Progress
 from ..input.reader import PARSE_THREADS, FastaReader
 from ..folding.stream import DEPTH, fold_chunks
 from ..folding.folder import Folder
+from ..folding.pace import Pace
 from ..pause import pause_point
 
 JOURNAL_VERSION = 1
@@ -107,7 +108,10 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         _fill_counts(outcome, last, done)
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None)
-        stream = fold_chunks(_chunks.chunked(reader), folder, done, _digest_check(journal))
+        pace = Pace(folder.device, folder.threads)
+        ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
+        stream = fold_chunks(_chunks.chunked(reader, pace=pace, ends=ends), folder, done, _digest_check(journal),
+                             pace)
         _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
         if progress is not None:
             progress.close()
