@@ -165,6 +165,39 @@ def test_killed_while_folding_resumes_byte_identical(workdir, clean_run, point, 
     assert not journal.exists() and not list(workdir.glob("*.part"))
 
 
+def test_a_run_is_journaled_in_units_of_seconds_not_records(tmp_path):
+    """Without the tests' small record limit, 1,200 records of 100-200 nt (Zuker, one thread) are far below the
+    65,536 records of a chunk, yet the run journals them in units of a few seconds of predicted work: killed
+    after the first unit was written, the rerun keeps it and folds only the rest."""
+    rng = random.Random(11)
+    count = 1200
+    (tmp_path / "in.fa").write_text("".join(f">r{k}\n" + "".join(rng.choice("ACGU") for _ in range(rng.randint(100, 200)))
+                                            + "\n" for k in range(count)))
+    args = ["fold", "in.fa", "--threads", "1", "-q", "-o", "out.db"]
+    plain = dict(RNAPIPE_CHUNK_RECORDS="", RNAPIPE_BATCH_RECORDS="")
+    flag = tmp_path / "paused"
+    proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *args], cwd=tmp_path,
+                            env=env(RNAPIPE_PAUSE_AT="written:0", RNAPIPE_PAUSE_FILE=flag, **plain),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    lines = [json.loads(x) for x in (tmp_path / "out.db.journal").read_text().splitlines()]
+    first = [x for x in lines if "chunk" in x]
+    assert len(first) == 1 and 0 < first[0]["folded"] < count
+    again = cli(args, tmp_path, **plain)
+    assert again.returncode == 0, again.stderr
+    kept, folded = resumed(again)
+    assert kept == 1 and folded >= 1
+    assert (tmp_path / "out.db").read_bytes() == expected(tmp_path / "in.fa", "db", "zuker")
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_and_sighup_stop_as_ctrl_c_does_and_the_rerun_goes_on(workdir, clean_run, signum, code):
     """A cluster's time limit sends SIGTERM (a closed terminal SIGHUP): the run stops within seconds, says how to
