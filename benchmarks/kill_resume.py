@@ -171,6 +171,7 @@ def main() -> int:
     ap.add_argument("--kill", default="0.3,0.6,0.9")
     ap.add_argument("--term", type=float, default=None)
     ap.add_argument("--clean-runs", type=int, default=2, help="clean runs timed (their median is the base)")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where the table is appended")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     if args.workflow and not args.input:
@@ -220,7 +221,7 @@ def main() -> int:
     print(title)
     print(table)
     if not args.no_record:
-        with open(RESULTS, "a") as out:
+        with open(args.results, "a") as out:
             out.write(f"\n### {title}\n\n{table}\n")
     shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0

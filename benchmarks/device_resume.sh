@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs that survive, on a GPU machine: this checkout against an older tree carried as .base/ (git-ignored; e.g.
+# `git archive REV | tar -x -C .base`), the wheels of .whl/ carried too. Writes into $OUT.
+#   bash benchmarks/device_resume.sh tests      # the GPU tests of the front doors (resume, CLI)
+#   bash benchmarks/device_resume.sh cli16      # engine vs rnapipe fold, Zuker on all cores, chr19 transcripts <= 1,000 nt, old and new
+#   bash benchmarks/device_resume.sh kill       # a ~30-s GPU run killed at 30/60/90 % and SIGTERM at 50 %, rerun
+#   bash benchmarks/device_resume.sh gpu        # the whole chr19 through rnapipe fold --device gpu, old and new
+set -euo pipefail
+source benchmarks/device_env.sh
+out="${OUT:-/tmp}"
+gzip -dc benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz > /tmp/chr19.fa
+for mode in "$@"; do
+  case "$mode" in
+    tests) python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_resume.py tests/test_cli.py 2>&1 | tee "$out/gpu_tests.log" ;;
+    cli16)
+      python3 - <<'PY'
+name, seq, out = None, [], open("/tmp/chr19_1000.fa", "w")
+def flush():
+    s = "".join(seq)
+    if name and 0 < len(s) <= 1000:
+        out.write(f">{name}\n{s}\n")
+for line in open("/tmp/chr19.fa"):
+    if line.startswith(">"):
+        flush(); name, seq = line[1:].split()[0], []
+    else:
+        seq.append(line.strip())
+flush(); out.close()
+PY
+      for tree in .base .; do
+        python3 "$tree/benchmarks/end_to_end.py" --device cpu --algorithm zuker --sets file:/tmp/chr19_1000.fa \
+          --repeat 1 --cli-repeat 2 --results "$out/RESULTS_cli16_$( [ "$tree" = . ] && echo new || echo old ).md" 2>&1 | tail -4
+      done ;;
+    kill)
+      python3 benchmarks/kill_resume.py --device gpu --threads 0 --records 40000 --min 150 --max 1000 \
+        --term 0.5 --results "$out/RESULTS_kill.md" 2>&1 | tee "$out/kill.log" ;;
+    gpu)
+      python3 benchmarks/compare_trees.py --old .base --new . --threads "$(nproc)" --work /tmp/compare --engine "" \
+        --cli "chr19gpu=zuker:gpu:/tmp/chr19.fa@1" --results "$out/RESULTS_gpu.md" 2>&1 | tee "$out/gpu.log" ;;
+  esac
+done
