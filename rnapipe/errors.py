@@ -14,6 +14,8 @@ Exit codes (documented in the README and in ``rnapipe --help``):
 
 from __future__ import annotations
 
+import re
+
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_INPUT = 2
@@ -46,7 +48,7 @@ class InputError(RnapipeError):
         if self.file is not None:
             where.append(str(self.file))
         if self.record is not None:
-            where.append(f"record '{self.record}'")
+            where.append(f"record '{shown_id(self.record)}'")
         if self.position is not None:
             where.append(f"position {self.position}")
         prefix = ", ".join(where)
@@ -69,3 +71,22 @@ class SequenceTooLongError(InputError):
     """Folding this sequence would need more memory than is available."""
 
     exit_code = EXIT_MEMORY
+
+
+class OutOfMemoryError(SequenceTooLongError, MemoryError):
+    """An engine ran out of memory on a batch that the memory estimate let through; names the longest record of
+    the batch (``index``: its input index). A MemoryError too, for callers that catch those."""
+
+    def __init__(self, message: str, file: str | None = None, record: str | None = None,
+                 position: int | None = None, index: int | None = None):
+        self.index = index
+        super().__init__(message, file, record, position)
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def shown_id(record_id: str) -> str:
+    """A record id as messages show it: a byte of the input that is not UTF-8 text (kept in the id as a
+    surrogate escape, see :mod:`rnapipe.io.packed`) as ``\\xNN``."""
+    return _ESCAPED.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", record_id)

@@ -8,6 +8,7 @@ anything unusual in it is read again by that reader's own per-record rules.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import io
 import itertools
@@ -108,6 +109,7 @@ class FastaReader:
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
         self.index = 0
+        self._starts: list[int] = []                # input index of each file's first record, files begun so far
         self._total = _plain_bytes(self.paths)     # input bytes, where known before reading
         self._consumed = 0                          # bytes of the blocks taken so far
 
@@ -118,12 +120,18 @@ class FastaReader:
         if self._total and records:
             ids.expected = records * self._total / max(self._consumed, 1)
 
+    def file_of(self, index: int) -> str | None:
+        """The name of the file that holds the record of input index ``index`` (of the files read so far)."""
+        at = bisect.bisect_right(self._starts, index) - 1
+        return self.names[at] if at >= 0 else None
+
     def __iter__(self) -> Iterator[Piece]:
         ids = IdSet(self.scratch)
         pool = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="rnapipe-parse")
         try:
             for file_index, path in enumerate(self.paths):
                 state = _File(path, file_index)
+                self._starts.append(self.index)
                 try:
                     for block, first, parsed in self._parsed(state, pool):
                         try:

@@ -107,7 +107,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         _fill_counts(outcome, last, done)
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None)
-        stream = fold_chunks(_chunks.chunked(reader), folder, done, _digest_check(journal))
+        stream = fold_chunks(_chunks.chunked(reader), folder, done, _digest_check(journal), reader.file_of)
         _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
         if progress is not None:
             progress.close()
