@@ -14,6 +14,7 @@ Exit codes (documented in the README and in ``rnapipe --help``):
 
 from __future__ import annotations
 
+import errno
 import re
 
 EXIT_OK = 0
@@ -65,6 +66,23 @@ class UnavailableError(RnapipeError):
     """The requested algorithm, variant or device does not exist (yet) or is missing here."""
 
     exit_code = EXIT_UNAVAILABLE
+
+
+class NoSpaceError(RnapipeError):
+    """A disk rnapipe writes to is full or over its quota: the message names the directory and how to go on.
+    Exit 2, as for an output that cannot be written."""
+
+    exit_code = EXIT_INPUT
+
+
+def is_no_space(err: BaseException) -> bool:
+    """Whether ``err`` says a disk is full or over its quota (ENOSPC, EDQUOT)."""
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def no_space_reason(err: OSError) -> str:
+    """``no space left on the device`` or ``disk quota exceeded``: what an :func:`is_no_space` error means."""
+    return "no space left on the device" if err.errno == errno.ENOSPC else "disk quota exceeded"
 
 
 class SequenceTooLongError(InputError):

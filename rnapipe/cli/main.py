@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .. import config, errors
 from .._version import __version__
-from ..errors import InputError, RnapipeError, UnavailableError, UsageError
+from ..errors import InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
 from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE
 
@@ -527,10 +527,31 @@ def _fold(args) -> int:
             raise
         raise type(err)(f"{err.reason} (the chunks before it are kept in {kept}: correct the input and run the "
                         "same command to go on from there)", err.file, err.record, err.position) from None
+    except NoSpaceError as err:             # the temporary directory's disk
+        raise NoSpaceError(f"{err}{_kept_note(sinks)}") from None
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
-        raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
+        files = [s.path for s in sinks if not s.stdout]
+        raise _cannot_write(err, err.filename or (files[0] if files else "-"), _kept_note(sinks)) from None
     _print_summary(folder, outcome, args.quiet, time.monotonic() - started)
     return errors.EXIT_OK
+
+
+def _cannot_write(err: OSError, path, kept: str = "") -> RnapipeError:
+    """The one line for an output (or the journal beside it) that could not be written: a full disk (or quota)
+    names the output's directory, where the part files and the journal grow too."""
+    path = os.fsdecode(path)
+    if not errors.is_no_space(err):
+        return UsageError(f"cannot write '{path}': {err.strerror or err}")
+    if path == "-":
+        return NoSpaceError(f"{errors.no_space_reason(err)} writing standard output")
+    directory = os.path.dirname(os.path.abspath(path))
+    return NoSpaceError(f"{errors.no_space_reason(err)} in the output's directory '{directory}' (writing "
+                        f"'{path}'): make room there, or write the output to a disk with room{kept}")
+
+
+def _kept_note(sinks) -> str:
+    kept = _journal_of(sinks)
+    return f" (the chunks finished so far are kept in {kept}: run the same command to go on)" if kept else ""
 
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):

@@ -134,27 +134,38 @@ class Sink:
             os.lseek(self._fd, size, os.SEEK_SET)
 
     def write(self, data) -> None:
-        if self.stdout:
-            self._stream.write(data)
-            return
-        view = memoryview(data).cast("B")
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        if _ADVISE is not None:
-            end = self.size()
-            if end - self._handed >= WRITEBACK_BYTES:
-                os.posix_fadvise(self._fd, self._handed, end - self._handed, _ADVISE)    # starts the writeback
-                self._handed = end
+        """Append ``data``; an OSError names the output (``-``: standard output) as its ``filename``."""
+        try:
+            if self.stdout:
+                self._stream.write(data)
+                return
+            view = memoryview(data).cast("B")
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+            if _ADVISE is not None:
+                end = self.size()
+                if end - self._handed >= WRITEBACK_BYTES:
+                    os.posix_fadvise(self._fd, self._handed, end - self._handed, _ADVISE)    # starts the writeback
+                    self._handed = end
+        except OSError as err:
+            if err.filename is None:
+                err.filename = self.path
+            raise
 
     def size(self) -> int:
         return 0 if self.stdout else os.lseek(self._fd, 0, os.SEEK_CUR)
 
     def sync(self) -> None:
-        if self.stdout:
-            self._stream.flush()
-        else:
-            os.fsync(self._fd)
+        try:
+            if self.stdout:
+                self._stream.flush()
+            else:
+                os.fsync(self._fd)
+        except OSError as err:
+            if err.filename is None:
+                err.filename = self.path
+            raise
 
     def close(self) -> None:
         if self._fd is not None:
