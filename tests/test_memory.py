@@ -33,8 +33,8 @@ def _run_limited(args, cwd: Path, address_space: int) -> subprocess.CompletedPro
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (address_space, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
-                                                                        if os.environ.get("PYTHONPATH") else [])))
+    paths = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     env.pop("RNAPIPE_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "rnapipe", *args], cwd=cwd, env=env, preexec_fn=limit,
                           capture_output=True, text=True, timeout=300)

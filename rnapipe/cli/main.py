@@ -434,7 +434,7 @@ def _engine_options(args) -> dict:
 def _describe(rejected) -> str:
     where = [rejected.file] if rejected.file else []
     if rejected.id:
-        where.append(f"record '{rejected.id}'")
+        where.append(f"record '{errors.shown_id(rejected.id)}'")
     return f"{', '.join(where)}: {rejected.reason}" if where else rejected.reason
 
 

@@ -8,8 +8,8 @@ each was first seen, and their full hashes go to files on disk (the hashes refil
 grows), in the directory the reader names, by default the temporary directory (``TMPDIR``); a full disk there
 is reported as such (:class:`~rnapipe.errors.NoSpaceError`). A fingerprint already in the table makes the id
 a suspect; a suspect whose full hash is among those logged (or among the block's earlier ids) is compared
-with the logged id, so the answer is exact and names where the id was first seen. A suspect is rare (a few in ten million ids), a full-hash match without
-the same id rarer still.
+with the logged id, so the answer is exact and names where the id was first seen. A suspect is rare (a few
+in ten million ids), a full-hash match without the same id rarer still.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import tempfile
 import numpy as np
 
 from ...errors import NoSpaceError, is_no_space, no_space_reason
+from ...io.idtext import ID_ERRORS
 from . import scan
 
 _READ = 1 << 23             # bytes of a log file read at once
@@ -112,11 +113,11 @@ class IdSet:
     def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines,
             hashes: np.ndarray | None = None) -> dict[int, tuple[int, int]]:
         """Add the ids of one block of records (all from file ``file_index``; ``id_bytes``: the same ids
-        UTF-8 encoded, each followed by a newline, if the caller has them; ``ids`` a list of them, or a
-        callable that makes it, needed only when an id may be a duplicate). Returns ``{k: (file index,
-        line)}`` for each id k that was seen before (earlier in the stream or earlier in ``ids``): where it
-        was first seen. Duplicates are not added again. ``hashes``: :func:`scan.hash_lines` of ``id_bytes``,
-        if the caller has them."""
+        encoded (UTF-8 with :data:`~rnapipe.io.idtext.ID_ERRORS`), each followed by a newline, if the caller
+        has them; ``ids`` a list of them, or a callable that makes it, needed only when an id may be a
+        duplicate). Returns ``{k: (file index, line)}`` for each id k that was seen before (earlier in the
+        stream or earlier in ``ids``): where it was first seen. Duplicates are not added again. ``hashes``:
+        :func:`scan.hash_lines` of ``id_bytes``, if the caller has them."""
         try:
             return self._add(ids, id_bytes, file_index, header_lines, hashes)
         except OSError as err:
@@ -125,7 +126,7 @@ class IdSet:
     def _add(self, ids, id_bytes: bytes | None, file_index: int, header_lines,
              hashes: np.ndarray | None = None) -> dict[int, tuple[int, int]]:
         if id_bytes is None:
-            id_bytes = ("\n".join(ids) + "\n").encode("utf-8", "surrogatepass") if ids else b""
+            id_bytes = ("\n".join(ids) + "\n").encode("utf-8", ID_ERRORS) if ids else b""
         count = len(header_lines)
         if count == 0:
             return {}
@@ -148,7 +149,7 @@ class IdSet:
             keep[list(duplicates)] = False
             hashes = hashes[keep]
             new_ids = [ids[k] for k in range(count) if keep[k]]
-            id_bytes = ("\n".join(new_ids) + "\n").encode("utf-8", "surrogatepass") if new_ids else b""
+            id_bytes = ("\n".join(new_ids) + "\n").encode("utf-8", ID_ERRORS) if new_ids else b""
             lines = lines[keep]
             count = len(new_ids)
         if count:
@@ -172,7 +173,7 @@ class IdSet:
         first: dict[str, tuple[int, int]] = {}
         ordinals = self._logged_with(np.unique(hashes[suspects])) if self._logged else []
         if ordinals:
-            keys = {i.encode("utf-8", "surrogatepass"): i for i in wanted}
+            keys = {i.encode("utf-8", ID_ERRORS): i for i in wanted}
             for ordinal, word in self._log_lines(ordinals):
                 i = keys.get(word)
                 if i is not None and i not in first:

@@ -25,6 +25,7 @@ from ... import config
 from ...alphabet import normalise
 from ...errors import InputError, SequenceTooLongError
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
+from ...io.idtext import ID_ERRORS
 from ...io.records import Rejected
 from . import scan
 from .ids import IdSet
@@ -295,7 +296,7 @@ class FastaReader:
         """The block through the per-record rules of rnapipe.io.read_records (exact messages)."""
         name = state.name
         self._expect(ids, len(block), self.index + block.count(b"\n>") + 1)
-        text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors="replace",
+        text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors=ID_ERRORS,
                                 newline=None)
         if first:
             number, head = _file_start(text, name)

@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from ...errors import UsageError
 from ...io import render, writers
+from ...io.idtext import ID_ERRORS
 from ..resume.journal import part_path
 
 try:
@@ -104,7 +105,7 @@ class Sink:
 
     def encode(self, text):
         """The bytes to write for ``text`` (str, or a bytes-like object): gzipped for a .gz output."""
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        data = text.encode("utf-8", ID_ERRORS) if isinstance(text, str) else text
         if self.gz and len(data):
             return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
         return data
