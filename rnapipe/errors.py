@@ -5,9 +5,9 @@ Exit codes (documented in the README and in ``rnapipe --help``):
 ====  ==========================================================================
 0     success (with ``--on-invalid skip``: every valid record was folded)
 1     internal error (a bug: please report it)
-2     bad input or bad usage: invalid FASTA, sequence, option or missing file
+2     bad input or usage (invalid FASTA or option, missing file); a full disk
 3     the requested algorithm, variant or device is not available here
-4     not enough memory for a sequence (with ``--on-invalid error``)
+4     not enough memory for a sequence (``--on-invalid error``; or run out of)
 130   interrupted (Ctrl-C); nothing partial is left under the output name
 ====  ==========================================================================
 """

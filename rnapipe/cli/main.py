@@ -30,9 +30,9 @@ EXIT_CODES_HELP = f"""\
 exit codes:
   {errors.EXIT_OK:<4} success (with --on-invalid skip: every valid record was folded)
   {errors.EXIT_INTERNAL:<4} internal error (a bug: please report it; RNAPIPE_DEBUG=1 shows the traceback)
-  {errors.EXIT_INPUT:<4} bad input or usage: invalid FASTA, sequence, structure, option, or a missing file
+  {errors.EXIT_INPUT:<4} bad input or usage: invalid FASTA, sequence, structure, option, a missing file; a full disk
   {errors.EXIT_UNAVAILABLE:<4} the requested algorithm, variant or device is not available here
-  {errors.EXIT_MEMORY:<4} not enough memory for a sequence (with --on-invalid error)
+  {errors.EXIT_MEMORY:<4} not enough memory for a sequence (refused with --on-invalid error, or run out of)
   {errors.EXIT_INTERRUPTED:<4} interrupted (Ctrl-C); nothing partial is left under the output name
   143  stopped by SIGTERM (129: SIGHUP), e.g. a cluster job's time limit; as Ctrl-C: run again to go on
   {EXIT_BROKEN_PIPE:<4} the reader of stdout went away (e.g. `| head`)
