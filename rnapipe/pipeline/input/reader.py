@@ -94,8 +94,8 @@ class _File:
         self.file_index = file_index
         self.ordinal = 0
         self.line = 1
-        self.disk = 0                   # bytes of the file on disk (compressed, for a gzip) the block being
-                                        # taken stands for
+        self.disk = 0.0                 # bytes of the file on disk (compressed, for a gzip) that the block
+                                        # being taken stands for
 
 
 class FastaReader:
@@ -157,11 +157,11 @@ class FastaReader:
             pool.shutdown(wait=True, cancel_futures=True)
             ids.close()
 
-    def _parsed(self, state: _File, pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, bool, float, Future | None]]:
+    def _parsed(self, state: _File,
+                pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, bool, float, Future | None]]:
         """The blocks of one file in order (as :meth:`_blocks` gives them), each with its parse (:func:`_parse`)
-        under way on ``pool``
-        (None for the file's first block, which is parsed where it is used), up to a few blocks ahead; a
-        read error is raised after the blocks read before it."""
+        under way on ``pool`` (None for the file's first block, which is parsed where it is used), up to a few
+        blocks ahead; a read error is raised after the blocks read before it."""
         blocks = self._blocks(state)
         ahead: collections.deque = collections.deque()
         error = None
