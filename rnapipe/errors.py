@@ -5,14 +5,17 @@ Exit codes (documented in the README and in ``rnapipe --help``):
 ====  ==========================================================================
 0     success (with ``--on-invalid skip``: every valid record was folded)
 1     internal error (a bug: please report it)
-2     bad input or bad usage: invalid FASTA, sequence, option or missing file
+2     bad input or usage (invalid FASTA or option, missing file); a full disk
 3     the requested algorithm, variant or device is not available here
-4     not enough memory for a sequence (with ``--on-invalid error``)
+4     not enough memory for a sequence (``--on-invalid error``; or run out of)
 130   interrupted (Ctrl-C); nothing partial is left under the output name
 ====  ==========================================================================
 """
 
 from __future__ import annotations
+
+import errno
+import re
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -46,7 +49,7 @@ class InputError(RnapipeError):
         if self.file is not None:
             where.append(str(self.file))
         if self.record is not None:
-            where.append(f"record '{self.record}'")
+            where.append(f"record '{shown_id(self.record)}'")
         if self.position is not None:
             where.append(f"position {self.position}")
         prefix = ", ".join(where)
@@ -65,7 +68,43 @@ class UnavailableError(RnapipeError):
     exit_code = EXIT_UNAVAILABLE
 
 
+class NoSpaceError(RnapipeError):
+    """A disk rnapipe writes to is full or over its quota: the message names the directory and how to go on.
+    Exit 2, as for an output that cannot be written."""
+
+    exit_code = EXIT_INPUT
+
+
+def is_no_space(err: BaseException) -> bool:
+    """Whether ``err`` says a disk is full or over its quota (ENOSPC, EDQUOT)."""
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def no_space_reason(err: OSError) -> str:
+    """``no space left on the device`` or ``disk quota exceeded``: what an :func:`is_no_space` error means."""
+    return "no space left on the device" if err.errno == errno.ENOSPC else "disk quota exceeded"
+
+
 class SequenceTooLongError(InputError):
     """Folding this sequence would need more memory than is available."""
 
     exit_code = EXIT_MEMORY
+
+
+class OutOfMemoryError(SequenceTooLongError, MemoryError):
+    """An engine ran out of memory on a batch that the memory estimate let through; names the longest record of
+    the batch (``index``: its input index). A MemoryError too, for callers that catch those."""
+
+    def __init__(self, message: str, file: str | None = None, record: str | None = None,
+                 position: int | None = None, index: int | None = None):
+        self.index = index
+        super().__init__(message, file, record, position)
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def shown_id(record_id: str) -> str:
+    """A record id as messages show it: a byte of the input that is not UTF-8 text (kept in the id as a
+    surrogate escape, see :mod:`rnapipe.io.packed`) as ``\\xNN``."""
+    return _ESCAPED.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", record_id)

@@ -135,3 +135,35 @@ def test_table_add_hits_exactly_the_hashes_met_before():
     stored = table.reshape(-1, 3).astype(np.uint64)
     stored = stored[:, 0] | (stored[:, 1] << np.uint64(8)) | (stored[:, 2] << np.uint64(16))
     assert sorted(stored[stored != 0].tolist()) == sorted(fps.tolist())
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_gzipped_input_sizes_the_table_as_a_plain_one_does(tmp_path, monkeypatch, compressed):
+    """The reader's estimate of the ids to come holds for a gzipped file too (its share of the compressed
+    bytes read), so that the table is sized from it rather than doubled at every fill."""
+    import gzip
+
+    from rnapipe.pipeline.input import reader
+
+    monkeypatch.setattr(IdSet, "INITIAL_SLOTS", 1 << 6)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 1 << 16)
+    monkeypatch.setattr(reader, "READ_BYTES", 1 << 14)
+    sized = []
+    real_close = IdSet.close
+
+    def close(self):
+        sized.append((self.table_bytes, self._count))
+        real_close(self)
+
+    monkeypatch.setattr(IdSet, "close", close)
+    rng = random.Random(4)
+    count = 60_000
+    text = "".join(f">r{k}\n{''.join(rng.choice('ACGU') for _ in range(30))}\n" for k in range(count)).encode()
+    path = tmp_path / ("in.fa.gz" if compressed else "in.fa")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    assert sum(len(p.records) for p in reader.FastaReader([path])) == count
+    table_bytes, ids = sized[0]
+    assert ids == count
+    # at most 90 % full, three bytes per slot; room for the estimate, within the steps of a quarter that an
+    # estimate a little short takes (a table that doubled would hold 2.2 slots an id here)
+    assert count / 0.9 * 3 <= table_bytes <= count * 1.3 / 0.9 * 3

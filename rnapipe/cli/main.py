@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .. import config, errors
 from .._version import __version__
-from ..errors import InputError, RnapipeError, UnavailableError, UsageError
+from ..errors import InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
 from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE
 
@@ -30,9 +30,9 @@ EXIT_CODES_HELP = f"""\
 exit codes:
   {errors.EXIT_OK:<4} success (with --on-invalid skip: every valid record was folded)
   {errors.EXIT_INTERNAL:<4} internal error (a bug: please report it; RNAPIPE_DEBUG=1 shows the traceback)
-  {errors.EXIT_INPUT:<4} bad input or usage: invalid FASTA, sequence, structure, option, or a missing file
+  {errors.EXIT_INPUT:<4} bad input or usage: invalid FASTA, sequence, structure, option, a missing file; a full disk
   {errors.EXIT_UNAVAILABLE:<4} the requested algorithm, variant or device is not available here
-  {errors.EXIT_MEMORY:<4} not enough memory for a sequence (with --on-invalid error)
+  {errors.EXIT_MEMORY:<4} not enough memory for a sequence (refused with --on-invalid error, or run out of)
   {errors.EXIT_INTERRUPTED:<4} interrupted (Ctrl-C); nothing partial is left under the output name
   143  stopped by SIGTERM (129: SIGHUP), e.g. a cluster job's time limit; as Ctrl-C: run again to go on
   {EXIT_BROKEN_PIPE:<4} the reader of stdout went away (e.g. `| head`)
@@ -434,7 +434,7 @@ def _engine_options(args) -> dict:
 def _describe(rejected) -> str:
     where = [rejected.file] if rejected.file else []
     if rejected.id:
-        where.append(f"record '{rejected.id}'")
+        where.append(f"record '{errors.shown_id(rejected.id)}'")
     return f"{', '.join(where)}: {rejected.reason}" if where else rejected.reason
 
 
@@ -527,10 +527,31 @@ def _fold(args) -> int:
             raise
         raise type(err)(f"{err.reason} (the chunks before it are kept in {kept}: correct the input and run the "
                         "same command to go on from there)", err.file, err.record, err.position) from None
+    except NoSpaceError as err:             # the temporary directory's disk
+        raise NoSpaceError(f"{err}{_kept_note(sinks)}") from None
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
-        raise UsageError(f"cannot write '{err.filename or sinks[0].path}': {err.strerror or err}") from None
+        files = [s.path for s in sinks if not s.stdout]
+        raise _cannot_write(err, err.filename or (files[0] if files else "-"), _kept_note(sinks)) from None
     _print_summary(folder, outcome, args.quiet, time.monotonic() - started)
     return errors.EXIT_OK
+
+
+def _cannot_write(err: OSError, path, kept: str = "") -> RnapipeError:
+    """The one line for an output (or the journal beside it) that could not be written: a full disk (or quota)
+    names the output's directory, where the part files and the journal grow too."""
+    path = os.fsdecode(path)
+    if not errors.is_no_space(err):
+        return UsageError(f"cannot write '{path}': {err.strerror or err}")
+    if path == "-":
+        return NoSpaceError(f"{errors.no_space_reason(err)} writing standard output")
+    directory = os.path.dirname(os.path.abspath(path))
+    return NoSpaceError(f"{errors.no_space_reason(err)} in the output's directory '{directory}' (writing "
+                        f"'{path}'): make room there, or write the output to a disk with room{kept}")
+
+
+def _kept_note(sinks) -> str:
+    kept = _journal_of(sinks)
+    return f" (the chunks finished so far are kept in {kept}: run the same command to go on)" if kept else ""
 
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):

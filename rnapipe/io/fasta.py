@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, TextIO
 
 from ..alphabet import normalise
 from ..errors import InputError
+from .idtext import ID_ERRORS
 from .records import Record, Rejected
 
 STDIN = "-"
@@ -48,7 +49,7 @@ def check_on_invalid(on_invalid: str) -> None:
 
 
 def _show(char: str) -> str:
-    if char == "\ufffd":
+    if char == "\ufffd" or "\ud800" <= char <= "\udfff":     # a surrogate: what a byte that is not UTF-8 reads as
         return "a byte that is not UTF-8 text"
     if " " < char < "\x7f":
         return f"invalid character '{char}'"
@@ -108,9 +109,10 @@ def open_text(path, name: str | None = None) -> TextIO:
     """Open a plain or gzipped text file (gzip recognised by its magic bytes, whatever the suffix).
 
     Raises :class:`InputError` for a missing or unreadable file, another compression, or binary content.
-    Undecodable bytes become U+FFFD so that they are reported where they are, not as a crash.
+    Bytes that are not UTF-8 text are read as :mod:`.idtext` reads them (surrogate escapes): an id keeps them,
+    and in a sequence they are reported where they are, not as a crash.
     """
-    return io.TextIOWrapper(open_binary(path, name), encoding="utf-8-sig", errors="replace", newline=None)
+    return io.TextIOWrapper(open_binary(path, name), encoding="utf-8-sig", errors=ID_ERRORS, newline=None)
 
 
 def open_binary(path, name: str | None = None):

@@ -17,6 +17,7 @@ from numba import njit
 from .. import structure as _structure
 from . import packed
 from .formats import check_format, score_text
+from .idtext import ID_ERRORS
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -152,11 +153,11 @@ def render(fmt: str, algorithm: str, ids_text: bytes, id_lens: np.ndarray, seqs_
     structure_lens = lens if structure_lens is None else structure_lens
     if fmt in _RECORD:
         record = _RECORD[fmt]
-        ids = [i.decode("utf-8", "surrogatepass") for i in packed.split(ids_text, id_lens)]
+        ids = [i.decode("utf-8", ID_ERRORS) for i in packed.split(ids_text, id_lens)]
         seqs = [s.decode("ascii") for s in packed.split(seqs_text, lens)]
         structures = [t.decode("ascii") for t in packed.split(structures_text, structure_lens)]
         text = "".join([record(i, s, t, e, algorithm) for i, s, t, e in zip(ids, seqs, structures, scores.tolist())])
-        return text.encode("utf-8", "surrogatepass")
+        return text.encode("utf-8", ID_ERRORS)
     count = scores.shape[0]
     if count == 0:
         return np.zeros(0, dtype=np.uint8)
@@ -180,9 +181,9 @@ def results_text(fmt: str, results: Sequence) -> str:
     if fmt in _RECORD:
         record = _RECORD[fmt]
         return "".join([record(r.id, r.sequence, r.structure, r.score_int, algorithm) for r in results])
-    ids_text, id_lens = packed.pack([r.id for r in results])
+    ids_text, id_lens = packed.pack([r.id for r in results], "utf-8", ID_ERRORS)
     seqs_text, lens = packed.pack([r.sequence for r in results])
     structures_text, structure_lens = packed.pack([r.structure for r in results])
     scores = np.array([int(r.score_int) for r in results], dtype=np.int64)
     return render(fmt, algorithm, ids_text, id_lens, seqs_text, lens, structures_text, scores,
-                  structure_lens).tobytes().decode("utf-8")
+                  structure_lens).tobytes().decode("utf-8", ID_ERRORS)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator, TextIO
 
 from .formats import REJECTED_HEADER, check_format, header, rejected_rows
+from .idtext import ID_ERRORS
 from .records import Rejected
 from .render import results_text
 
@@ -67,8 +68,8 @@ def write_results(results: Iterable, handle: TextIO, fmt: str) -> int:
 
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
-    """Open a file to write (UTF-8 text, or bytes if ``binary``) under a temporary name beside ``path``;
-    rename it onto ``path`` on success.
+    """Open a file to write (UTF-8 text, the ids' bytes as :mod:`.idtext` keeps them; or bytes if ``binary``)
+    under a temporary name beside ``path``; rename it onto ``path`` on success.
 
     On any exception (Ctrl-C included) the temporary file is removed and ``path`` is left as it was.
     The file is created with the usual permissions (0666 less the umask), not a private temp mode.
@@ -77,7 +78,8 @@ def atomic_output(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with (open(fd, "wb") if binary else open(fd, "w", encoding="utf-8", newline="\n")) as handle:
+        text = {"encoding": "utf-8", "errors": ID_ERRORS, "newline": "\n"}
+        with (open(fd, "wb") if binary else open(fd, "w", **text)) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 
+from ..io.idtext import ID_ERRORS
 from ..io.packed import offsets, pack
 
 
@@ -16,14 +17,14 @@ class Records:
                  index: np.ndarray, tags: list | None = None):
         self.ids_text = ids_text
         self.seqs_text = seqs_text
-        self.id_lens = id_lens            # bytes of each id (UTF-8)
+        self.id_lens = id_lens            # bytes of each id (UTF-8, the input's bytes: rnapipe.io.idtext)
         self.lens = lens                  # nucleotides of each sequence
         self.index = index                # input index of each record
         self.tags = tags                  # what the caller wants back per record (the API: its indices)
 
     @classmethod
     def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None) -> "Records":
-        ids_text, id_lens = pack(ids, "utf-8", "surrogatepass")
+        ids_text, id_lens = pack(ids, "utf-8", ID_ERRORS)
         seqs_text, lens = pack(seqs, "ascii")
         records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags)
         records.__dict__["ids"] = ids
@@ -39,7 +40,7 @@ class Records:
 
     @functools.cached_property
     def ids(self) -> list[str]:
-        return self.ids_text[:-1].decode("utf-8", "surrogatepass").split("\n") if len(self) else []
+        return self.ids_text[:-1].decode("utf-8", ID_ERRORS).split("\n") if len(self) else []
 
     @functools.cached_property
     def seqs(self) -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 from ... import config
 from ...engines import get_engine, resolve_device
 from ...gpu.devices import check_gpus, fold_on_gpus
-from ...memory import longest_fitting, memory_budget
+from ...memory import AVAILABLE, budget_and_limit, longest_fitting
 from .. import timeline
 from ..input.reader import LengthCheck
 
@@ -27,18 +27,21 @@ class Folder:
         self.threads = threads or config.default_threads()
         self.options = dict(options or {})
         self.progress = progress
-        self.budget = getattr(self.engine, "memory_budget", memory_budget)()
+        own = getattr(self.engine, "memory_budget", None)     # an engine with its own memory (a GPU's)
+        # bytes one sequence may take, and the limit that sets it (None: the engine's own memory)
+        self.budget, self.budget_limit = (own(), None) if own is not None else budget_and_limit()
 
     def length_check(self) -> LengthCheck:
         budget = self.budget
         engine, variant = self.engine, self.variant
+        under = f" under {self.budget_limit}" if self.budget_limit not in (None, AVAILABLE) else ""
 
         def need(n: int) -> int:
             return engine.bytes_needed(n, variant)
 
         def describe(n: int) -> str:
             return (f"sequence of {n} nt needs about {need(n) / 2**30:.1f} GiB to fold, "
-                    f"more than the {budget / 2**30:.1f} GiB available")
+                    f"more than the {budget / 2**30:.1f} GiB available{under}")
         return LengthCheck(longest_fitting(need, budget), describe)
 
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:

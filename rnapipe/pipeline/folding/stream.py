@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from ...errors import OutOfMemoryError
 from .. import timeline
 from ..pause import pause_point
 from .chunks import Chunk
@@ -126,10 +127,13 @@ class ChunkResults:
 
 def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
                 check: Callable[[Chunk], None] | None = None,
+                file_of: Callable[[int], str | None] | None = None,
                 pace: Pace | None = None) -> Iterator[tuple[Chunk, ChunkResults | None]]:
     """``(chunk, ChunkResults)`` in input order; the first ``done`` chunks are not folded (``None``) but passed to
     ``check`` (a resumed run's digest check, on the reading thread). Each engine call takes at most ``pace``'s
-    batch of work, and tells ``pace`` what it took (the pace that cuts the chunks, if they are cut by one)."""
+    batch of work, and tells ``pace`` what it took (the pace that cuts the chunks, if they are cut by one). An
+    engine that runs out of memory raises :class:`~rnapipe.errors.OutOfMemoryError` naming the longest record of
+    its batch and, with ``file_of`` (a record's input index to its file's name), the file."""
     def checked():
         for chunk in chunks:
             if chunk.number < done and check is not None:
@@ -144,12 +148,13 @@ def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
     if pace is None:
         pace = Pace(folder.device, folder.threads)
     try:
-        yield from _fold_batches(source, folder, done, records, nucleotides, pace)
+        yield from _fold_batches(source, folder, done, records, nucleotides, pace, file_of)
     finally:
         source.close()
 
 
-def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int, pace: Pace):
+def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int, pace: Pace,
+                  file_of=None):
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
     for chunk in source:
         if chunk.number < done:
@@ -178,7 +183,12 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
         timeline.mark("first fold starts")
         began = time.perf_counter()
         with timeline.timed("fold"):
-            scores, structures = folder.fold_packed([c.records for c in batch])
+            try:
+                scores, structures = folder.fold_packed([c.records for c in batch])
+            except MemoryError as err:
+                if isinstance(err, OutOfMemoryError):
+                    raise
+                raise out_of_memory(err, batch, folder, file_of) from err
         pace.observe(amount, time.perf_counter() - began)
         timeline.mark("first fold ends")
         at, offset = 0, 0
@@ -191,3 +201,27 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
         del batch, c, scores, structures        # not held while the next batch is gathered and folded
         if pending is not None:
             raise pending
+
+
+def out_of_memory(err: MemoryError, batch: list[Chunk], folder, file_of=None) -> OutOfMemoryError:
+    """The error for an engine's MemoryError on ``batch``: it names the batch's longest record (the one whose
+    matrices are the largest), its length, what the engine said and the memory the estimate allowed."""
+    lens = np.concatenate([c.lens for c in batch])
+    k = int(np.argmax(lens))
+    for chunk in batch:
+        if k < len(chunk):
+            break
+        k -= len(chunk)
+    index = int(chunk.index[k])
+    count = len(lens)
+    others = f", the longest of the {count} records folded together" if count > 1 else ""
+    said = " ".join(str(err).split())
+    reason = f"ran out of memory folding its {int(chunk.lens[k])} nt{others}" + (f" ({said})" if said else "")
+    limit = getattr(folder, "budget_limit", None)
+    if limit is not None:
+        from ...memory import AVAILABLE
+
+        under = "" if limit == AVAILABLE else f" under {limit}"
+        reason += f"; rnapipe expected {folder.budget / 2**30:.1f} GiB available{under}"
+    return OutOfMemoryError(reason, file=file_of(index) if file_of is not None else None, record=chunk.ids[k],
+                            index=index)

@@ -5,19 +5,23 @@ the slot, the high 24 bits are stored, three bytes per slot at up to 90 % load (
 35 MB). The table is sized from the reader's estimate of the ids in the stream where it has one, so that
 it is filled once rather than rebuilt at every doubling. The ids themselves, with the file and line where
 each was first seen, and their full hashes go to files on disk (the hashes refill a larger table when it
-grows). A fingerprint already in the table makes the id a suspect; a suspect whose full hash is among
-those logged (or among the block's earlier ids) is compared with the logged id, so the answer is exact and
-names where the id was first seen. A suspect is rare (a few in ten million ids), a full-hash match without
-the same id rarer still.
+grows), in the directory the reader names, by default the temporary directory (``TMPDIR``); a full disk there
+is reported as such (:class:`~rnapipe.errors.NoSpaceError`). A fingerprint already in the table makes the id
+a suspect; a suspect whose full hash is among those logged (or among the block's earlier ids) is compared
+with the logged id, so the answer is exact and names where the id was first seen. A suspect is rare (a few
+in ten million ids), a full-hash match without the same id rarer still.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
 import numpy as np
 
+from ...errors import NoSpaceError, is_no_space, no_space_reason
+from ...io.idtext import ID_ERRORS
 from . import scan
 
 _READ = 1 << 23             # bytes of a log file read at once
@@ -35,28 +39,51 @@ class IdSet:
         self._table = np.zeros(3 * self._slots, dtype=np.uint8)
         self._count = 0
         self.expected: float | None = None
-        fd, self._hash_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".hash", dir=directory)
-        self._hashes = os.fdopen(fd, "w+b")
-        fd, self._log_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".txt", dir=directory)
-        self._log = os.fdopen(fd, "w+b")
-        fd, self._where_path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=".where", dir=directory)
-        self._where = os.fdopen(fd, "w+b")
+        self._directory = directory
+        self._files: list[tuple] = []
+        try:
+            self._hashes = self._file(".hash")
+            self._log = self._file(".txt")
+            self._where = self._file(".where")
+        except BaseException as err:
+            self.close()
+            if isinstance(err, OSError):
+                raise self._disk_error(err) from None
+            raise
         self._logged = 0
+
+    def _file(self, suffix: str):
+        fd, path = tempfile.mkstemp(prefix="rnapipe-ids-", suffix=suffix, dir=self._directory)
+        handle = os.fdopen(fd, "w+b")
+        self._files.append((handle, path))
+        return handle
+
+    def _disk_error(self, err: OSError) -> OSError | NoSpaceError:
+        """What to raise for ``err`` met on the files: a full disk (or quota) is :class:`NoSpaceError` naming
+        their directory, anything else ``err`` itself."""
+        if not is_no_space(err):
+            return err
+        where = os.path.abspath(self._directory or tempfile.gettempdir())
+        if self._directory is None:
+            what = (f"the temporary directory '{where}' (TMPDIR)",
+                    "or set TMPDIR to a directory on a disk with room (TMPDIR=DIR rnapipe ...)")
+        else:
+            what = f"the scratch directory '{where}'", "or give another one"
+        return NoSpaceError(f"{no_space_reason(err)} in {what[0]}, where the ids read so far are kept to find "
+                            f"duplicates: make room there, {what[1]}")
 
     @property
     def table_bytes(self) -> int:
         return self._table.nbytes if self._table is not None else 0
 
     def close(self) -> None:
-        for handle, path in ((self._log, self._log_path), (self._where, self._where_path),
-                             (self._hashes, self._hash_path)):
-            try:
+        """Close and remove the files; what they could not take (a full disk) is not needed any more."""
+        for handle, path in self._files:
+            with contextlib.suppress(OSError):
                 handle.close()
-            finally:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        self._files = []
 
     def _grow(self, extra: int) -> None:
         need = self._count + extra
@@ -86,13 +113,20 @@ class IdSet:
     def add(self, ids, id_bytes: bytes | None, file_index: int, header_lines,
             hashes: np.ndarray | None = None) -> dict[int, tuple[int, int]]:
         """Add the ids of one block of records (all from file ``file_index``; ``id_bytes``: the same ids
-        UTF-8 encoded, each followed by a newline, if the caller has them; ``ids`` a list of them, or a
-        callable that makes it, needed only when an id may be a duplicate). Returns ``{k: (file index,
-        line)}`` for each id k that was seen before (earlier in the stream or earlier in ``ids``): where it
-        was first seen. Duplicates are not added again. ``hashes``: :func:`scan.hash_lines` of ``id_bytes``,
-        if the caller has them."""
+        encoded (UTF-8 with :data:`~rnapipe.io.idtext.ID_ERRORS`), each followed by a newline, if the caller
+        has them; ``ids`` a list of them, or a callable that makes it, needed only when an id may be a
+        duplicate). Returns ``{k: (file index, line)}`` for each id k that was seen before (earlier in the
+        stream or earlier in ``ids``): where it was first seen. Duplicates are not added again. ``hashes``:
+        :func:`scan.hash_lines` of ``id_bytes``, if the caller has them."""
+        try:
+            return self._add(ids, id_bytes, file_index, header_lines, hashes)
+        except OSError as err:
+            raise self._disk_error(err) from None
+
+    def _add(self, ids, id_bytes: bytes | None, file_index: int, header_lines,
+             hashes: np.ndarray | None = None) -> dict[int, tuple[int, int]]:
         if id_bytes is None:
-            id_bytes = ("\n".join(ids) + "\n").encode("utf-8", "surrogatepass") if ids else b""
+            id_bytes = ("\n".join(ids) + "\n").encode("utf-8", ID_ERRORS) if ids else b""
         count = len(header_lines)
         if count == 0:
             return {}
@@ -115,7 +149,7 @@ class IdSet:
             keep[list(duplicates)] = False
             hashes = hashes[keep]
             new_ids = [ids[k] for k in range(count) if keep[k]]
-            id_bytes = ("\n".join(new_ids) + "\n").encode("utf-8", "surrogatepass") if new_ids else b""
+            id_bytes = ("\n".join(new_ids) + "\n").encode("utf-8", ID_ERRORS) if new_ids else b""
             lines = lines[keep]
             count = len(new_ids)
         if count:
@@ -139,7 +173,7 @@ class IdSet:
         first: dict[str, tuple[int, int]] = {}
         ordinals = self._logged_with(np.unique(hashes[suspects])) if self._logged else []
         if ordinals:
-            keys = {i.encode("utf-8", "surrogatepass"): i for i in wanted}
+            keys = {i.encode("utf-8", ID_ERRORS): i for i in wanted}
             for ordinal, word in self._log_lines(ordinals):
                 i = keys.get(word)
                 if i is not None and i not in first:

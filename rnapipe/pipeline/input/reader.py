@@ -8,6 +8,7 @@ anything unusual in it is read again by that reader's own per-record rules.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import io
 import itertools
@@ -24,6 +25,7 @@ from ... import config
 from ...alphabet import normalise
 from ...errors import InputError, SequenceTooLongError
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
+from ...io.idtext import ID_ERRORS
 from ...io.records import Rejected
 from . import scan
 from .ids import IdSet
@@ -92,6 +94,8 @@ class _File:
         self.file_index = file_index
         self.ordinal = 0
         self.line = 1
+        self.disk = 0.0                 # bytes of the file on disk (compressed, for a gzip) that the block
+                                        # being taken stands for
 
 
 class FastaReader:
@@ -108,15 +112,22 @@ class FastaReader:
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
         self.index = 0
-        self._total = _plain_bytes(self.paths)     # input bytes, where known before reading
-        self._consumed = 0                          # bytes of the blocks taken so far
+        self._starts: list[int] = []                # input index of each file's first record, files begun so far
+        self._total = _disk_bytes(self.paths)      # the inputs' bytes on disk, where known before reading
+        self._consumed = 0                          # bytes on disk of the blocks taken so far
 
     def _expect(self, ids: IdSet, size: int, records: int) -> None:
-        """Tell ``ids`` how many ids the stream may hold: the records so far (``records``, with the block of
-        ``size`` bytes being taken) in proportion to the bytes read (its table is then sized once)."""
+        """Tell ``ids`` how many ids the stream may hold: the records so far (``records``, with the block that
+        stands for ``size`` bytes on disk being taken) in proportion to the bytes on disk read (its table is
+        then sized once, gzipped inputs too)."""
         self._consumed += size
         if self._total and records:
             ids.expected = records * self._total / max(self._consumed, 1)
+
+    def file_of(self, index: int) -> str | None:
+        """The name of the file that holds the record of input index ``index`` (of the files read so far)."""
+        at = bisect.bisect_right(self._starts, index) - 1
+        return self.names[at] if at >= 0 else None
 
     def __iter__(self) -> Iterator[Piece]:
         ids = IdSet(self.scratch)
@@ -124,8 +135,10 @@ class FastaReader:
         try:
             for file_index, path in enumerate(self.paths):
                 state = _File(path, file_index)
+                self._starts.append(self.index)
                 try:
-                    for block, first, parsed in self._parsed(state, pool):
+                    for block, first, disk, parsed in self._parsed(state, pool):
+                        state.disk = disk
                         try:
                             piece = self._piece(block, first, state, ids, parsed)
                         except _Stop as stop:     # error mode: the valid records before the bad one first
@@ -144,10 +157,11 @@ class FastaReader:
             pool.shutdown(wait=True, cancel_futures=True)
             ids.close()
 
-    def _parsed(self, state: _File, pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, bool, Future | None]]:
-        """The blocks of one file in order, each with its parse (:func:`_parse`) under way on ``pool``
-        (None for the file's first block, which is parsed where it is used), up to a few blocks ahead; a
-        read error is raised after the blocks read before it."""
+    def _parsed(self, state: _File,
+                pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, bool, float, Future | None]]:
+        """The blocks of one file in order (as :meth:`_blocks` gives them), each with its parse (:func:`_parse`)
+        under way on ``pool`` (None for the file's first block, which is parsed where it is used), up to a few
+        blocks ahead; a read error is raised after the blocks read before it."""
         blocks = self._blocks(state)
         ahead: collections.deque = collections.deque()
         error = None
@@ -156,14 +170,14 @@ class FastaReader:
             while True:
                 while more and error is None and len(ahead) <= PARSE_THREADS:
                     try:
-                        block, first = next(blocks)
+                        block, first, disk = next(blocks)
                     except StopIteration:
                         more = False
                         break
                     except (_FileError, _Damaged) as err:
                         error = err
                         break
-                    ahead.append((block, first, None if first else pool.submit(_parse, block)))
+                    ahead.append((block, first, disk, None if first else pool.submit(_parse, block)))
                 if not ahead:
                     break
                 yield ahead.popleft()
@@ -175,7 +189,7 @@ class FastaReader:
             if error is not None:
                 raise error
         finally:
-            for _, _, future in ahead:
+            for *_, future in ahead:
                 if future is not None:
                     future.cancel()
             blocks.close()
@@ -183,12 +197,31 @@ class FastaReader:
     # -----------------------------------------------------------------------------------------------------
     # blocks
 
-    def _blocks(self, state: _File) -> Iterator[tuple[bytes, bool]]:
-        """Blocks of whole records (cut before a '>' that starts a line); the first one of the file flagged."""
+    def _blocks(self, state: _File) -> Iterator[tuple[bytes, bool, float]]:
+        """Blocks of whole records (cut before a '>' that starts a line); the first one of the file flagged;
+        each with the bytes of the file on disk it stands for (for a gzip, its share of the compressed bytes
+        read so far)."""
         try:
             raw = open_binary(state.path, state.name)
         except InputError as err:
             raise _FileError(err, partial=False) from None
+        packed = getattr(raw, "fileobj", None)       # a gzip's compressed stream
+        taken = read_so_far = 0                      # bytes of the blocks given, bytes read (decompressed)
+        disk_before = 0.0
+
+        def disk(block: bytes) -> float:
+            """The bytes on disk of ``block``, the next one given."""
+            nonlocal taken, disk_before
+            taken += len(block)
+            end = float(taken)
+            if packed is not None:
+                try:
+                    end = packed.tell() * taken / max(read_so_far, 1)
+                except (OSError, ValueError):
+                    pass
+            share, disk_before = max(0.0, end - disk_before), max(disk_before, end)
+            return share
+
         try:
             pending: list[bytes] = []
             size = 0
@@ -202,10 +235,11 @@ class FastaReader:
                     tail = b"".join(pending)
                     cut = _cut(tail)
                     if cut > 0:
-                        yield tail[:cut], first
+                        yield tail[:cut], first, disk(tail[:cut])
                         first = False
                     raise _Damaged(err) from None
                 if data:
+                    read_so_far += len(data)
                     pending.append(data)
                     size += len(data)
                     if size < BLOCK_BYTES:
@@ -216,12 +250,13 @@ class FastaReader:
                         pending, size = [buf], len(buf)
                         continue
                     pending, size = [buf[cut:]], len(buf) - cut
-                    yield buf[:cut], first
+                    block = buf[:cut]
+                    yield block, first, disk(block)
                     first = False
                     continue
                 buf = b"".join(pending)
                 if first or buf:
-                    yield buf, first
+                    yield buf, first, disk(buf)
                 return
         finally:
             if state.path != "-":
@@ -256,7 +291,7 @@ class FastaReader:
         state.ordinal += count
         index = np.arange(first_index, first_index + count, dtype=np.int64)
         records = Records(ids_text, seqs_text, id_lens, lens, index)
-        self._expect(ids, len(block), self.index)
+        self._expect(ids, state.disk, self.index)
         problems: dict[int, tuple[str, type | None]] = {}
         for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
             problems[k] = self._duplicate(f, line, state.name, int(lines[k])), None
@@ -286,8 +321,8 @@ class FastaReader:
     def _slow(self, block: bytes, first: bool, state: _File, ids: IdSet) -> Piece:
         """The block through the per-record rules of rnapipe.io.read_records (exact messages)."""
         name = state.name
-        self._expect(ids, len(block), self.index + block.count(b"\n>") + 1)
-        text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors="replace",
+        self._expect(ids, state.disk, self.index + block.count(b"\n>") + 1)
+        text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig" if first else "utf-8", errors=ID_ERRORS,
                                 newline=None)
         if first:
             number, head = _file_start(text, name)
@@ -363,16 +398,14 @@ def _parse(block: bytes):
     return parsed + (hashes,)
 
 
-def _plain_bytes(paths) -> int | None:
-    """Bytes of the inputs if every one is a regular, uncompressed file (else None: not known ahead)."""
+def _disk_bytes(paths) -> int | None:
+    """Bytes of the inputs on disk if every one is a regular file, plain or gzipped (else None: not known
+    ahead, standard input among them)."""
     total = 0
     for path in paths:
         try:
             if path == "-" or not os.path.isfile(path):
                 return None
-            with open(path, "rb") as handle:
-                if handle.read(2) == b"\x1f\x8b":
-                    return None
             total += os.path.getsize(path)
         except (OSError, TypeError, ValueError):
             return None

@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from ...errors import UsageError
 from ...io import render, writers
+from ...io.idtext import ID_ERRORS
 from ..resume.journal import part_path
 
 try:
@@ -104,7 +105,7 @@ class Sink:
 
     def encode(self, text):
         """The bytes to write for ``text`` (str, or a bytes-like object): gzipped for a .gz output."""
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        data = text.encode("utf-8", ID_ERRORS) if isinstance(text, str) else text
         if self.gz and len(data):
             return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
         return data
@@ -134,27 +135,38 @@ class Sink:
             os.lseek(self._fd, size, os.SEEK_SET)
 
     def write(self, data) -> None:
-        if self.stdout:
-            self._stream.write(data)
-            return
-        view = memoryview(data).cast("B")
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        if _ADVISE is not None:
-            end = self.size()
-            if end - self._handed >= WRITEBACK_BYTES:
-                os.posix_fadvise(self._fd, self._handed, end - self._handed, _ADVISE)    # starts the writeback
-                self._handed = end
+        """Append ``data``; an OSError names the output (``-``: standard output) as its ``filename``."""
+        try:
+            if self.stdout:
+                self._stream.write(data)
+                return
+            view = memoryview(data).cast("B")
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+            if _ADVISE is not None:
+                end = self.size()
+                if end - self._handed >= WRITEBACK_BYTES:
+                    os.posix_fadvise(self._fd, self._handed, end - self._handed, _ADVISE)    # starts the writeback
+                    self._handed = end
+        except OSError as err:
+            if err.filename is None:
+                err.filename = self.path
+            raise
 
     def size(self) -> int:
         return 0 if self.stdout else os.lseek(self._fd, 0, os.SEEK_CUR)
 
     def sync(self) -> None:
-        if self.stdout:
-            self._stream.flush()
-        else:
-            os.fsync(self._fd)
+        try:
+            if self.stdout:
+                self._stream.flush()
+            else:
+                os.fsync(self._fd)
+        except OSError as err:
+            if err.filename is None:
+                err.filename = self.path
+            raise
 
     def close(self) -> None:
         if self._fd is not None:

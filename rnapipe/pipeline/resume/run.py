@@ -18,6 +18,7 @@ from ... import config
 from ..._version import __version__
 from ...model import Model
 from ...io.formats import REJECTED_HEADER, header, rejected_rows
+from ...io.idtext import ID_ERRORS
 from ...io.writers import rejected_path
 from ..folding import chunks as _chunks
 from .. import timeline
@@ -111,7 +112,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         pace = Pace(folder.device, folder.threads)
         ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
         stream = fold_chunks(_chunks.chunked(reader, pace=pace, ends=ends), folder, done, _digest_check(journal),
-                             pace)
+                             reader.file_of, pace)
         _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
         if progress is not None:
             progress.close()
@@ -318,7 +319,7 @@ def _write_chunk(chunk, texts: list, digest: str, sinks, side, journal, outcome:
             sink.write(data)
     if chunk.rejected:
         if side is not None:
-            side.write(rejected_rows(chunk.rejected).encode("utf-8", "surrogatepass"))
+            side.write(rejected_rows(chunk.rejected).encode("utf-8", ID_ERRORS))
         if report_skipped is not None:
             report_skipped(chunk.rejected)
         files = sum(1 for r in chunk.rejected if r.id is None)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...io.formats import REJECTED_HEADER, rejected_rows
+from ...io.idtext import ID_ERRORS
 from ..folding.folder import Folder
 from ..input.reader import FastaReader, LengthCheck
 from ..pause import pause_point
@@ -131,7 +132,7 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
         item.handle.close()
 
     manifest = open(os.path.join(directory, "manifest.bin"), "wb", buffering=1 << 20)
-    side = open(os.path.join(directory, "rejected.tsv"), "w", encoding="utf-8", errors="surrogatepass")
+    side = open(os.path.join(directory, "rejected.tsv"), "w", encoding="utf-8", errors=ID_ERRORS)
     try:
         side.write(REJECTED_HEADER)
         for piece in FastaReader([path], on_invalid, length_check):
