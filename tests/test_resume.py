@@ -418,6 +418,7 @@ def test_progress_share_and_eta_by_predicted_work():
 
     out = io.StringIO()
     p = Progress(stream=out, interval=0.0)
+    p.stop()                                 # no line from the clock: the lines below are add()'s
     p.total_work, p.total_records = 1000.0 + 8.0, 2
     p.start -= 10.0                          # 10 s in
     p.add(1, 2, 8.0)                         # the short record: 8 of 1,008 units of work
@@ -426,6 +427,24 @@ def test_progress_share_and_eta_by_predicted_work():
     assert "0.8% of the predicted work" in line
     # 8 units took 10 s: the other 1,000 need about 1,250 s
     assert re.search(r"ETA 0:20:(4[89]|5[0-2])", line), line
+
+
+def test_progress_lines_keep_their_cadence_while_a_chunk_is_long():
+    """A log gets its line every interval even when no chunk was written since (one long record in flight)."""
+    import io
+
+    from rnapipe.pipeline.resume.progress import Progress
+
+    out = io.StringIO()
+    p = Progress(stream=out, interval=0.2)
+    p.add(1, 100, 1.0)                       # the first chunk; then nothing for a while
+    time.sleep(1.1)
+    p.stop()
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 4, lines
+    assert all("1 sequences folded" in line for line in lines)
+    time.sleep(0.3)
+    assert out.getvalue().splitlines() == lines      # stopped: no more lines
 
 
 @pytest.mark.gpu

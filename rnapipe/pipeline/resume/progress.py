@@ -2,8 +2,10 @@
 their count), drawn on the stream the caller gives (the command line's standard error).
 
 On a terminal: one status line, redrawn. Otherwise (a cluster job's log): a plain line every
-``LOG_SECONDS``. The total comes from a quick survey of the input files on a thread of their own (lengths
-only); until it is known, or for standard input, the line says what is done without a share or an ETA.
+``LOG_SECONDS``, on time whether or not a chunk was written since (a clock thread draws it; the work done
+moves on as chunks are written). The total comes from a quick survey of the input files on a thread of their
+own (lengths only); until it is known, or for standard input, the line says what is done without a share or an
+ETA.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ class Progress:
         self.total_work: float | None = None
         self.total_records: int | None = None
         self._shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._clock = threading.Thread(target=self._tick, daemon=True, name="rnapipe-progress")
+        self._clock.start()
         self._survey_thread = None
         if paths and all(p != "-" for p in paths):
             self._survey_thread = threading.Thread(target=self._survey, args=(list(paths),), daemon=True,
@@ -68,13 +74,23 @@ class Progress:
         self.skipped_work += work
 
     def add(self, records: int, nucleotides: int, work: float) -> None:
-        self.records += records
-        self.nucleotides += nucleotides
-        self.work += work
-        now = time.monotonic()
-        if now - self.last >= self.interval:
-            self.last = now
-            self._show(now)
+        with self._lock:
+            self.records += records
+            self.nucleotides += nucleotides
+            self.work += work
+            now = time.monotonic()
+            if now - self.last >= self.interval:
+                self.last = now
+                self._show(now)
+
+    def _tick(self) -> None:
+        """Draw the line every interval while nothing else does (a long chunk in flight)."""
+        while not self._stop.wait(max(0.1, min(self.interval, 1.0))):
+            with self._lock:
+                now = time.monotonic()
+                if self.records and now - self.last >= self.interval:
+                    self.last = now
+                    self._show(now)
 
     def line(self, now: float | None = None) -> str:
         now = now or time.monotonic()
@@ -101,7 +117,14 @@ class Progress:
         self.stream.flush()
         self._shown = True
 
+    def stop(self) -> None:
+        """No more lines (a run that failed or was stopped: its own message follows)."""
+        self._stop.set()
+        if self._clock is not threading.current_thread():
+            self._clock.join()
+
     def close(self) -> None:
+        self.stop()
         if self.tty and self.records:
             if self._survey_thread is not None:
                 self._survey_thread.join(timeout=2.0)

@@ -113,7 +113,11 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
         stream = fold_chunks(_chunks.chunked(reader, pace=pace, ends=ends), folder, done, _digest_check(journal),
                              reader.file_of, pace)
-        _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
+        try:
+            _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
+        finally:
+            if progress is not None:
+                progress.stop()
         if progress is not None:
             progress.close()
         with timeline.timed("finish"):
