@@ -20,7 +20,7 @@ from .. import config, errors
 from .._version import __version__
 from ..errors import InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
-from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE
+from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE, Model
 
 log = logging.getLogger("rnapipe")
 
@@ -149,8 +149,9 @@ def _temperature(text: str) -> float:
 def _add_energy_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("energy model (Zuker)")
     group.add_argument("--temperature", type=_temperature, metavar="C",
-                       help="temperature in °C (default 37)")
-    group.add_argument("--dangles", type=int, choices=(0, 2), help="dangling-end model, as RNAfold -d (default 2)")
+                       help=f"temperature in °C (default {Model.temperature:g})")
+    group.add_argument("--dangles", type=int, choices=(0, 2),
+                       help=f"dangling-end model, as RNAfold -d (default {Model.dangles})")
     group.add_argument("--params", metavar="FILE", help="energy parameter file (ViennaRNA .par; default Turner 2004)")
 
 
