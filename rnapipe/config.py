@@ -24,6 +24,11 @@ HYBRID_SPLIT = "dynamic"
 # sweep); a CPU job beside a GPU job also takes cores the GPU's host threads use.
 HYBRID_MIN_GAIN = 0.05
 
+# The workflow's prepare: a shard (one job's unit of input) closes at this many records or this much predicted
+# work (Σ L³ over its records); one sequence of 10,000 nt or more is a shard alone.
+SHARD_RECORDS = 1 << 16
+SHARD_COST = 1e12
+
 # Show a progress bar only for runs with at least this many sequences or nucleotides.
 PROGRESS_MIN_SEQUENCES = 50
 PROGRESS_MIN_NUCLEOTIDES = 200_000

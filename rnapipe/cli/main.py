@@ -311,9 +311,9 @@ def _add_prepare_command(commands, algorithms) -> None:
     prepare.add_argument("--on-invalid", choices=("error", "skip"), default="error",
                          help="a bad record stops the run (error, default) or is skipped and listed (skip)")
     prepare.add_argument("--shard-records", type=_positive_int, default=None, metavar="N",
-                         help="records per shard at most (default 65536)")
+                         help=f"records per shard at most (default {config.SHARD_RECORDS})")
     prepare.add_argument("--shard-cost", type=_positive_float, default=None, metavar="C",
-                         help="predicted work (sum of L^3) per shard at most (default 1e12)")
+                         help=f"predicted work (sum of L^3) per shard at most (default {config.SHARD_COST:g})")
     prepare.set_defaults(run=_prepare)
 
 

@@ -24,14 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import config
 from ...io.formats import REJECTED_HEADER, rejected_rows
 from ...io.idtext import ID_ERRORS
 from ..folding.folder import Folder
 from ..input.reader import FastaReader, LengthCheck
 from ..pause import pause_point
 
-SHARD_RECORDS = 1 << 16
-SHARD_COST = 1e12            # Σ L³ of a shard: 10× a fold chunk's; one sequence of 10,000 nt or more is alone
+SHARD_RECORDS = config.SHARD_RECORDS
+SHARD_COST = config.SHARD_COST
 SHARDS_TSV_COLUMNS = ("shard", "bin", "records", "sum_len", "sum_len2", "sum_len3", "shortest", "longest")
 
 
