@@ -3,6 +3,7 @@
 # `git archive REV | tar -x -C .base`), the wheels of .whl/ carried too. Writes into $OUT.
 #   bash benchmarks/device_resume.sh tests      # the GPU tests of the front doors (resume, CLI)
 #   bash benchmarks/device_resume.sh cli16      # engine vs rnapipe fold, Zuker on all cores, chr19 transcripts <= 1,000 nt, old and new
+#   bash benchmarks/device_resume.sh cli16r     # the same on 3,000 random sequences of 100-1,000 nt
 #   bash benchmarks/device_resume.sh kill       # a ~30-s GPU run killed at 30/60/90 % and SIGTERM at 50 %, rerun
 #   bash benchmarks/device_resume.sh gpu        # the whole chr19 through rnapipe fold --device gpu, old and new
 set -euo pipefail
@@ -29,6 +30,18 @@ PY
       for tree in .base .; do
         python3 "$tree/benchmarks/end_to_end.py" --device cpu --algorithm zuker --sets file:/tmp/chr19_1000.fa \
           --repeat 1 --cli-repeat 2 --results "$out/RESULTS_cli16_$( [ "$tree" = . ] && echo new || echo old ).md" 2>&1 | tail -4
+      done ;;
+    cli16r)
+      python3 - <<'PY'
+import random
+rng = random.Random(2026)
+with open("/tmp/r3000.fa", "w") as out:
+    for k in range(3000):
+        out.write(f">r{k}\n" + "".join(rng.choice("ACGU") for _ in range(rng.randint(100, 1000))) + "\n")
+PY
+      for tree in .base . .base .; do
+        python3 "$tree/benchmarks/end_to_end.py" --device cpu --algorithm zuker --sets file:/tmp/r3000.fa \
+          --repeat 1 --cli-repeat 1 --results "$out/RESULTS_cli16r_$( [ "$tree" = . ] && echo new || echo old ).md" 2>&1 | tail -1
       done ;;
     kill)
       python3 benchmarks/kill_resume.py --device gpu --threads 0 --records 40000 --min 150 --max 1000 \
