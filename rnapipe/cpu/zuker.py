@@ -47,7 +47,7 @@ from .. import energy as E
 from ..alphabet import encode
 from ..memory import longest_fitting
 from ..model import Model
-from . import batch
+from . import ahead, batch
 from .batch import host_budget, map_longest_first
 
 VARIANTS = ("default",)
@@ -626,7 +626,9 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
         if n > 0:
             mfe, db = fold_codes_in(T, S, work32, work8)
             energies[k] = mfe
-            out[starts[k] + 1:starts[k + 1] - 1] = db
+            a = starts[k] + 1
+            for p in range(n):              # a loop, not a slice assignment: no shape check to compile
+                out[a + p] = db[p]
 
 
 class _Group:
@@ -712,6 +714,49 @@ class _Memory:
             self.gate.give_back(taken)
 
 
+def signatures(tables) -> dict:
+    """The argument types the fold (:func:`fold_range` on each thread's copy of ``tables``) compiles
+    ``fold_range``, ``_fill`` and ``traceback`` for."""
+    import numba
+
+    def array(dtype, ndim=1):
+        return numba.typeof(np.zeros((1,) * ndim, dtype=dtype))
+
+    T = numba.typeof(tables_copy(tables))
+    i8, i32, i64, u8, n = array(np.int8), array(np.int32), array(np.int64), array(np.uint8), numba.int64
+    return {"fold_range": (T, i8, i64, n, n, i32, i8, i64, u8),
+            "_fill": (T, i8, n, i32, i8),
+            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int32, 2),
+                          array(np.int8, 2))}
+
+
+def compile_alone(name: str) -> None:
+    """Compile ``name`` (``_fill`` or ``traceback``) for the fold into Numba's cache (a child process's work,
+    see :func:`compile_ahead`)."""
+    globals()[name].compile(signatures(Model.from_options({}).tables())[name])
+
+
+_AHEAD = ahead.Once()
+
+
+def compile_ahead(tables, threads: int) -> None:
+    """Once per process, before the first fold: where Numba's cache holds none of the fold's compiled code and
+    ``threads`` ≥ 2, compile the fill in a child process while this one compiles the traceback
+    (:func:`.ahead.compile_in_two`); the first fold then compiles only what joins them
+    (``benchmarks/cold_compile.py`` times a cold first fold with and without it). The child takes the fill, the
+    larger piece, because ``rnapipe fold`` compiles its reading and writing passes in this process meanwhile
+    (:mod:`rnapipe.pipeline.warm`)."""
+    def run() -> None:
+        sigs = signatures(tables)
+        if any(ahead.cached(f, sigs[f.__name__]) for f in (fold_range, _fill, traceback)):
+            return                                     # loaded from the cache, or one piece left to compile
+        ahead.compile_in_two(lambda: traceback.compile(sigs["traceback"]),
+                             "from rnapipe.cpu.zuker import compile_alone\ncompile_alone('_fill')")
+
+    if threads >= 2:
+        _AHEAD.run(run)
+
+
 def fold_one(sequence: str, tables) -> tuple[int, str]:
     """One sequence: (MFE in dcal/mol, dot-bracket)."""
     if not sequence:
@@ -736,6 +781,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     tables = Model.from_options(options).tables()
+    compile_ahead(tables, threads)
     order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     ordered = [sequences[k] for k in order]
     # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end
