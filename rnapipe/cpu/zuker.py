@@ -619,15 +619,20 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
     """Fold sequences lo .. hi-1 of an encoded batch: sequence k's padded codes are
     ``codes[starts[k]:starts[k+1]]``; its MFE goes to ``energies[k]`` and its dot-bracket to the same
     positions of ``out`` as its nucleotides in ``codes``. The workspaces hold ``workspace_sizes`` of the
-    longest. Groups of one batch write disjoint parts of ``energies`` and ``out``, from any thread."""
+    longest. Groups of one batch write disjoint parts of ``energies`` and ``out``, from any thread.
+
+    Each sequence is :func:`fold_codes_in`'s steps, called here directly and its structure copied with a loop:
+    on a cold cache Numba compiles (and optimizes again) every caller of the fill and the traceback, so one
+    caller less and no slice assignment's shape check are seconds less of a first run's compile."""
     for k in range(lo, hi):
         S = codes[starts[k]:starts[k + 1]]
         n = S.shape[0] - 2
         if n > 0:
-            mfe, db = fold_codes_in(T, S, work32, work8)
-            energies[k] = mfe
+            W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
+            db = dot_bracket(traceback(T, S, n, W, V, WM, WM1T, ptype), n)
+            energies[k] = W[n]
             a = starts[k] + 1
-            for p in range(n):              # a loop, not a slice assignment: no shape check to compile
+            for p in range(n):
                 out[a + p] = db[p]
 
 
