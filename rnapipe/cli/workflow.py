@@ -32,8 +32,12 @@ def run_profile(device: str | None, algorithm: str, variant: str | None, threads
     """``--device cpu``: the CPU alone; ``auto``: the CPU, and the GPU when there is one (one line says when
     there is none); ``hybrid``: both (a GPU is required); None (no ``--device``): hybrid where there is a GPU,
     else the CPU alone, and one line says so."""
+    from ..pipeline import warm
     from ..pipeline.hybrid import profile as profiling
 
+    # the reading and writing passes loaded (on a fresh machine: compiled) beside the engines' compile, so that
+    # the workflow's fold jobs, which run after the profile, find them in Numba's cache
+    loading = warm.start()
     gpus_here = gpu_count() if device in ("hybrid", "auto", None) else 0
     if device is None:
         device = "hybrid" if gpus_here > 0 else "cpu"
@@ -50,6 +54,7 @@ def run_profile(device: str | None, algorithm: str, variant: str | None, threads
     cpu_threads = config.cpu_threads(cores, len(gpus or [0])) if device == "hybrid" else cores
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
                                   reprofile=not cached, say=say)
+    loading.join()
     if output:
         profiling.write(data, output)
     print_profile(data)
