@@ -1,7 +1,7 @@
 """The Zuker CPU engine's compile on a cold Numba cache, split over two processes (rnapipe.cpu.ahead,
 rnapipe.cpu.zuker.compile_ahead): the child compiles the fill for the very argument types the fold uses (the
-fold loads it from the cache instead of compiling it), the results are the engine's, and a filled cache
-spawns no child."""
+fold loads it from the cache instead of compiling it), the results are the engine's, and a filled cache or a
+process with one usable core spawns no child."""
 
 from __future__ import annotations
 
@@ -50,24 +50,30 @@ def test_a_cold_fold_loads_the_fill_the_child_compiled(tmp_path):
     assert [tuple(r) for r in got["results"]] == zuker.fold_batch(SEQUENCES, "default", 1, {})
 
 
-def test_a_filled_cache_or_one_thread_spawns_no_child(monkeypatch):
+def test_a_filled_cache_or_one_usable_core_spawns_no_child(monkeypatch):
+    from rnapipe import config
     from rnapipe.cpu import ahead, zuker
     from rnapipe.model import Model
 
     tables = Model.from_options({}).tables()
     zuker.fold_batch(SEQUENCES[:1], "default", 1, {})          # this process's cache: fold_range compiled or loaded
     assert ahead.cached(zuker.fold_range, zuker.signatures(tables)["fold_range"])
-
-    def no_child(*args):
-        raise AssertionError("a child was spawned")
-
-    monkeypatch.setattr(ahead, "compile_in_two", no_child)
-    for threads in (2, 1):
-        monkeypatch.setattr(zuker, "_AHEAD", ahead.Once())
-        zuker.compile_ahead(tables, threads)
+    spawned = []
+    monkeypatch.setattr(ahead, "compile_in_two", lambda here, code: spawned.append(code))
+    monkeypatch.setattr(config, "default_threads", lambda: 2)
     monkeypatch.setattr(zuker, "_AHEAD", ahead.Once())
-    monkeypatch.setattr(ahead, "cached", lambda dispatcher, sig: False)       # as if cold: one thread, no child
-    zuker.compile_ahead(tables, 1)
+    zuker.compile_ahead(tables)
+    assert spawned == []                                        # filled cache
+    monkeypatch.setattr(ahead, "cached", lambda dispatcher, sig: False)       # as if cold
+    monkeypatch.setattr(config, "default_threads", lambda: 1)
+    monkeypatch.setattr(zuker, "_AHEAD", ahead.Once())
+    zuker.compile_ahead(tables)
+    assert spawned == []                                        # one usable core
+    monkeypatch.setattr(config, "default_threads", lambda: 2)
+    monkeypatch.setattr(zuker, "_AHEAD", ahead.Once())
+    zuker.compile_ahead(tables)
+    zuker.compile_ahead(tables)
+    assert len(spawned) == 1 and "compile_alone('_fill')" in spawned[0]          # cold, two cores: once
 
 
 def test_a_child_that_fails_leaves_the_compile_to_this_process():

@@ -43,6 +43,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
+from .. import config
 from .. import energy as E
 from ..alphabet import encode
 from ..memory import longest_fitting
@@ -744,9 +745,10 @@ def compile_alone(name: str) -> None:
 _AHEAD = ahead.Once()
 
 
-def compile_ahead(tables, threads: int) -> None:
+def compile_ahead(tables) -> None:
     """Once per process, before the first fold: where Numba's cache holds none of the fold's compiled code and
-    ``threads`` ≥ 2, compile the fill in a child process while this one compiles the traceback
+    this process may use 2 cores or more (whatever its fold's threads: a one-time compile on a fresh machine),
+    compile the fill in a child process while this one compiles the traceback
     (:func:`.ahead.compile_in_two`); the first fold then compiles only what joins them
     (``benchmarks/cold_compile.py`` times a cold first fold with and without it). The child takes the fill, the
     larger piece, because ``rnapipe fold`` compiles its reading and writing passes in this process meanwhile
@@ -758,7 +760,7 @@ def compile_ahead(tables, threads: int) -> None:
         ahead.compile_in_two(lambda: traceback.compile(sigs["traceback"]),
                              "from rnapipe.cpu.zuker import compile_alone\ncompile_alone('_fill')")
 
-    if threads >= 2:
+    if config.default_threads() >= 2:
         _AHEAD.run(run)
 
 
@@ -786,7 +788,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     tables = Model.from_options(options).tables()
-    compile_ahead(tables, threads)
+    compile_ahead(tables)
     order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     ordered = [sequences[k] for k in order]
     # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end
