@@ -82,3 +82,15 @@ def test_a_child_that_fails_leaves_the_compile_to_this_process():
     ran = []
     assert ahead.compile_in_two(lambda: ran.append(1), "raise SystemExit(3)") is False and ran == [1]
     assert ahead.compile_in_two(lambda: ran.append(2), "import rnapipe.cpu.ahead") is True and ran == [1, 2]
+
+
+def test_the_child_imports_this_rnapipe_not_one_in_its_working_directory(tmp_path):
+    import rnapipe
+    from rnapipe.cpu import ahead
+
+    (tmp_path / "rnapipe").mkdir()
+    (tmp_path / "rnapipe" / "__init__.py").write_text("raise SystemExit(7)\n")
+    run = subprocess.run(ahead.child_command("import rnapipe\nprint(rnapipe.__file__)"), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == rnapipe.__file__

@@ -33,9 +33,11 @@ def cached(dispatcher, sig) -> bool:
 
 
 def child_command(code: str) -> list[str]:
-    """This Python running ``code`` with this rnapipe importable (its directory first on the path unless the
-    path has it already)."""
-    prefix = f"import sys\nif {_ROOT!r} not in sys.path: sys.path.insert(0, {_ROOT!r})\n"
+    """This Python running ``code`` with this rnapipe imported: the directory that holds it first on the path
+    unless the path has it already (an installed rnapipe), and never the working directory (``-c`` puts it
+    first, where another rnapipe may be)."""
+    prefix = (f"import sys\nsys.path[:] = [p for p in sys.path if p]\n"
+              f"if {_ROOT!r} not in sys.path: sys.path.insert(0, {_ROOT!r})\n")
     return [sys.executable, "-c", prefix + code]
 
 
