@@ -1,7 +1,8 @@
 """The Zuker CPU engine's compile on a cold Numba cache, split over two processes (rnapipe.cpu.ahead,
 rnapipe.cpu.zuker.compile_ahead): the child compiles the fill for the very argument types the fold uses (the
 fold loads it from the cache instead of compiling it), the results are the engine's, and a filled cache or a
-process with one usable core spawns no child."""
+process with one usable core spawns no child; `rnapipe resources --algorithm` tells whether the cache holds
+the engine."""
 
 from __future__ import annotations
 
@@ -37,9 +38,18 @@ def test_a_cold_fold_loads_the_fill_the_child_compiled(tmp_path):
     from rnapipe.cpu import zuker
 
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), PYTHONPATH=str(REPO))
+
+    def compiled(algorithm):          # what `rnapipe resources` tells the workflow's start
+        said = subprocess.run([sys.executable, "-m", "rnapipe", "resources", "--json", "--gpu-jobs", "0",
+                               "--algorithm", algorithm], env=env, capture_output=True, text=True, timeout=120)
+        assert said.returncode == 0, said.stderr
+        return json.loads(said.stdout)["cpu_compiled"]
+
+    assert compiled("zuker") is False and compiled("nussinov") is None
     run = subprocess.run([sys.executable, "-c", COLD_RUN, json.dumps(SEQUENCES)], env=env, capture_output=True,
                          text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    assert compiled("zuker") is True
     got = json.loads(run.stdout)
     assert got["before"] == {"fold_range": False, "_fill": False, "traceback": False}
     want = got["want"]

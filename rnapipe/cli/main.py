@@ -292,7 +292,7 @@ def _add_workflow_commands(commands, algorithms, devices, formats) -> None:
     _add_partition_command(commands)
     _add_merge_command(commands, algorithms)
     _add_fold_job_command(commands, algorithms, devices, formats)
-    _add_resources_command(commands)
+    _add_resources_command(commands, algorithms)
 
 
 def _workflow_command(commands, name: str, help_: str, description: str) -> argparse.ArgumentParser:
@@ -363,7 +363,7 @@ def _add_fold_job_command(commands, algorithms, devices, formats) -> None:
     job.set_defaults(run=_fold_job)
 
 
-def _add_resources_command(commands) -> None:
+def _add_resources_command(commands, algorithms) -> None:
     resources = _workflow_command(commands, "resources",
                                   "GPU jobs and CPU threads of the workflow's fold jobs on this host (workflow)",
                                   "Print what the workflow's fold jobs take on this host: the GPUs CUDA shows "
@@ -378,6 +378,9 @@ def _add_resources_command(commands) -> None:
     resources.add_argument("--count-gpus", action="store_true",
                            help="count the GPUs also when --gpu-jobs is a number (the workflow numbers its GPUs "
                            "from the count)")
+    resources.add_argument("--algorithm", choices=algorithms,
+                           help="also tell whether this host's Numba cache holds the algorithm's CPU engine "
+                           "compiled (JSON key cpu_compiled; null for an engine that does not tell)")
     resources.add_argument("--json", action="store_true", help="print one JSON object")
     resources.set_defaults(run=_resources)
 
@@ -410,7 +413,7 @@ def _resources(args) -> int:
     from . import workflow
 
     workflow.run_resources(args.cores or config.default_threads(), args.cpu_jobs, args.gpu_jobs, args.count_gpus,
-                           args.json)
+                           args.json, args.algorithm)
     return errors.EXIT_OK
 
 

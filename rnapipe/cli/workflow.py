@@ -145,15 +145,19 @@ def run_merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], f
     say(f"merged {count:,} record(s) into {', '.join(p for p, _ in pairs)}")
 
 
-def run_resources(cores: int, cpu_jobs: int, gpu_jobs: int | str, count_gpus: bool, as_json: bool) -> None:
+def run_resources(cores: int, cpu_jobs: int, gpu_jobs: int | str, count_gpus: bool, as_json: bool,
+                  algorithm: str | None = None) -> None:
     """What the workflow's fold jobs take on this host: one JSON object with ``as_json`` (the workflow reads
     it), else one line per item."""
     from ..pipeline.workflow.resources import job_resources
 
-    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus)
+    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus, algorithm)
     if as_json:
         print(json.dumps(found))
         return
     gpus = "not counted" if found["gpus"] is None else found["gpus"]
     print(f"GPUs here: {gpus}\nGPU jobs: {found['gpu_jobs']}\nCPU jobs: {found['cpu_jobs']}\n"
           f"CPU threads per CPU job: {found['cpu_threads']}")
+    if algorithm is not None:
+        said = {True: "yes", False: "no (the first fold on this machine compiles it)", None: "not told"}
+        print(f"CPU engine compiled in Numba's cache: {said[found['cpu_compiled']]}")

@@ -742,6 +742,12 @@ def compile_alone(name: str) -> None:
     globals()[name].compile(signatures(Model.from_options({}).tables())[name])
 
 
+def compiled() -> bool:
+    """Whether Numba's cache holds the fold's compiled code on this machine (:func:`fold_range` for the
+    argument types of the default model's tables; True where that cannot be told)."""
+    return ahead.cached(fold_range, signatures(Model.from_options({}).tables())["fold_range"])
+
+
 _AHEAD = ahead.Once()
 
 

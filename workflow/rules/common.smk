@@ -89,6 +89,8 @@ def _resources():
                "--cpu-jobs", str(config["jobs"]["cpu"]), "--gpu-jobs", str(gpu_jobs)]
     if gpu_jobs != "auto" and gpu_jobs > 0 and not config["jobs"]["gpus"]:
         command.append("--count-gpus")
+    if _main_process() and config["jobs"]["cpu"] > 0:
+        command += ["--algorithm", ALGORITHM]            # is the CPU engine compiled here? (said at the start)
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=workflow.basedir + (os.pathsep + path if path else ""))
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -140,6 +142,9 @@ def print_devices():
     else:
         say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
             f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
+    if RESOURCES.get("cpu_compiled") is False:
+        say("the CPU engine is not compiled on this machine yet: the first job that folds on the CPU compiles it "
+            "first (Numba, once: seconds, split over two processes; later runs load it from Numba's cache)")
     if not PROFILE_NEEDED:
         say("one fold job an input: no profile is made (it could not change the plan: the one job takes every "
             "shard; more jobs, e.g. --config 'jobs={cpu: 2}', are planned by a profile)")
