@@ -24,6 +24,10 @@ onstart:
     print_devices()
 
 
+onerror:
+    print_failures()
+
+
 rule all:
     input:
         all_outputs(),

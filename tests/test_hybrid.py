@@ -145,6 +145,59 @@ def test_measure_times_every_length_that_fits():
     assert sorted(got) == [20, 40] and all(v > 0 for v in got.values())
 
 
+class CountingFolder:
+    """Stands for an engine: records each call's (records, lengths) and sleeps 1 µs a nucleotide of the longest
+    record for each round of its threads (a long length needs few records)."""
+
+    def __init__(self, threads):
+        self.threads = threads
+        self.calls = []
+
+    def fold_packed(self, parts):
+        import time
+
+        lens = [int(n) for p in parts for n in p.lens]
+        self.calls.append((len(lens), sorted(set(lens))))
+        rounds = -(-len(lens) // self.threads)
+        time.sleep(rounds * max(lens) * 1e-6)
+        return np.zeros(len(lens), dtype=np.int64), b"\n" * len(lens)
+
+
+def test_the_cpu_is_warmed_up_once_and_timed_from_two_rounds_of_its_threads():
+    """warm_each=False (the CPU): one warm-up of short records before the first length, none before the others,
+    and each length's first timed batch two rounds of the threads; warm_each=True (a GPU): 16 records of the
+    length before each."""
+    cpu = CountingFolder(threads=3)
+    got = costmodel.measure(cpu, lengths=(100, 2000), seconds=0.004, warm_each=False)
+    assert sorted(got) == [100, 2000]
+    assert cpu.calls[0] == (3, [20])                                    # the one warm-up
+    assert all(n % 3 == 0 for n, _ in cpu.calls[1:])                    # whole rounds
+    firsts = [next(call for call in cpu.calls[1:] if call[1] == [length]) for length in (100, 2000)]
+    assert firsts == [(6, [100]), (6, [2000])]
+    assert cpu.calls[-1] == (6, [2000])                   # two rounds of 2,000 nt were enough: 4 ms
+    gpu = CountingFolder(threads=1)
+    costmodel.measure(gpu, lengths=(100, 2000), seconds=0.004, warm_each=True)
+    for length in (100, 2000):
+        mine = [call for call in gpu.calls if call[1] == [length]]
+        assert mine[:2] == [(16, [length]), (16, [length])]           # the warm-up, then the first timed batch
+    assert all(lens != [20] for _, lens in gpu.calls)
+
+
+def test_the_cpu_is_timed_at_its_own_few_lengths_unless_lengths_are_given():
+    from rnapipe.pipeline.hybrid import profile as profiling
+
+    assert profiling.device_lengths("cpu", costmodel.LENGTHS) == costmodel.CPU_LENGTHS
+    assert profiling.device_lengths("gpu", costmodel.LENGTHS) == costmodel.LENGTHS
+    assert profiling.device_lengths("cpu", (20, 40)) == profiling.device_lengths("gpu", (20, 40)) == (20, 40)
+    cpu, gpu = CountingFolder(threads=2), CountingFolder(threads=1)
+    for folder in (cpu, gpu):
+        folder.length_check = lambda: type("Check", (), {"longest": None})()
+    profile = profiling.measure({"cpu": cpu, "gpu": gpu}, {}, costmodel.LENGTHS)
+    assert sorted(profile.samples["cpu"]) == sorted(costmodel.CPU_LENGTHS)
+    assert sorted(profile.samples["gpu"]) == sorted(costmodel.LENGTHS)
+    assert not profile.costs["cpu"].lengths and profile.costs["gpu"].lengths == costmodel.LENGTHS
+
+
 # ---------------------------------------------------------------------------------------------------------
 # split
 
@@ -262,9 +315,28 @@ def test_hybrid_without_a_gpu_is_one_clear_line(tmp_path):
     proc = rnapipe("fold", "in.fa", "-o", "o.db", "--device", "hybrid", cwd=tmp_path)
     assert proc.returncode == 3
     assert "needs an NVIDIA GPU" in one_error_line(proc)
-    proc = rnapipe("profile", cwd=tmp_path)
+    proc = rnapipe("profile", "--device", "hybrid", cwd=tmp_path)
     assert proc.returncode == 3
     assert "needs an NVIDIA GPU" in one_error_line(proc)
+
+
+def test_profile_without_a_gpu_times_the_cpu_alone_and_says_so(tmp_path):
+    """`rnapipe profile` as the README shows it (no --device): without a GPU it profiles the CPU, says so in one
+    line, prints the CPU's row per length and writes a profile the partition reads."""
+    import json
+
+    from rnapipe.gpu.devices import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is here")
+    proc = cli(["profile", "--threads", "1", "--lengths", "20,40", "-o", "p.json"], tmp_path,
+               RNAPIPE_CACHE=str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("no GPU here: profiling the CPU alone") == 1
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert rows[0] == ["length", "CPU", "seq/s"] and [r[0] for r in rows[1:3]] == ["20", "40"]
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert data["devices"] == ["cpu"] and sorted(data["samples"]["cpu"]) == ["20", "40"]
 
 
 @pytest.mark.gpu
@@ -686,6 +758,19 @@ def test_auto_picks_hybrid_where_the_profile_predicts_a_gain(k, gpus, want):
     gain = 1.0 / (k * len(gpus or [0]) + 1.0)           # the GPUs together are that much faster
     assert (gain >= balance.MIN_GAIN) == (want == "hybrid")
     assert "400 nt" in why or want == "gpu"
+
+
+def test_auto_reads_the_cpus_fit_where_the_cpu_was_not_timed():
+    """The CPU timed at fewer lengths than the GPU: K at a length only the GPU was timed at comes from the CPU's
+    fitted cost there (here the GPU's weak length, 500 nt, which the CPU was not timed at)."""
+    from rnapipe.pipeline.hybrid import auto
+
+    cpu = {100: 1e-3, 1000: 1.0}                          # t = 1e-9 L³
+    gpu = {100: 1e-5, 500: 1.25e-1 / 3, 1000: 1e-2}        # K = 100, 3, 100
+    profile = Profile.fitted({}, {"cpu": cpu, "gpu": gpu})
+    gain, length, k = auto.best_gain(profile)
+    assert length == 500 and k == pytest.approx(3.0, rel=1e-6) and gain == pytest.approx(0.25, rel=1e-6)
+    assert auto.auto_device("zuker", profile=profile, gpu_present=True)[0] == "hybrid"
 
 
 def test_auto_says_what_it_chose_unless_quiet(tmp_path):

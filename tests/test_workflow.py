@@ -183,6 +183,46 @@ def test_merge_refuses_a_job_output_with_missing_records(tmp_path):
     assert not (tmp_path / "m.db").exists() and not (tmp_path / "m.db.part").exists()
 
 
+def test_partition_without_a_profile_gives_the_one_job_every_shard(tmp_path):
+    """One job needs no profile: every shard to it, its time not predicted (NaN in jobs.tsv, '-' printed); two
+    jobs without a profile are refused in one line."""
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 40, seed=3, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep", "--shard-records", "5"], tmp_path, env).returncode == 0
+    shards = len((tmp_path / "prep" / "shards.tsv").read_text().splitlines()) - 1
+    for cpu_jobs, gpu_jobs, job in ((1, 0, "cpu0"), (0, 1, "gpu0")):
+        run = rnapipe(["partition", "prep", "--cpu-jobs", str(cpu_jobs), "--gpu-jobs", str(gpu_jobs), "-o", job],
+                      tmp_path, env)
+        assert run.returncode == 0, run.stderr
+        assert "one job and no profile: every shard goes to it" in run.stderr
+        assert len((tmp_path / job / f"{job}.list").read_text().split()) == shards
+        rows = [line.split("\t") for line in (tmp_path / job / "jobs.tsv").read_text().splitlines()[1:]]
+        assert [(r[0], r[2], r[3], r[5]) for r in rows] == [(job, str(shards), "40", "nan")]
+        assert run.stdout.splitlines()[1].split()[-2:] == ["-", "-"]
+    run = rnapipe(["partition", "prep", "--cpu-jobs", "2", "-o", "two"], tmp_path, env)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1
+    assert "2 jobs share the shards by their predicted time: give --profile" in run.stderr
+    assert not (tmp_path / "two").exists()
+
+
+def test_merge_without_the_folds_names_the_missing_one_and_what_makes_it(tmp_path):
+    """`rnapipe merge` before the fold jobs ran: one line naming the missing job output and the command (and
+    the workflow's rule) that makes it; without a plan, one line naming the command that makes that."""
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 30, seed=6, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep", "--shard-records", "4"], tmp_path, env).returncode == 0
+    run = rnapipe(["merge", "prep", "--plan", "plan", "--folds", "folds", "-o", "m.db"], tmp_path, env)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1
+    assert "'plan' holds no plan (plan.tsv): rnapipe partition makes one" in run.stderr
+    assert rnapipe(["partition", "prep", "-o", "plan"], tmp_path, env).returncode == 0
+    (tmp_path / "folds").mkdir()
+    run = rnapipe(["merge", "prep", "--plan", "plan", "--folds", "folds", "-o", "m.db"], tmp_path, env)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert ("the fold of job cpu0 is missing: folds/cpu0.db; 'rnapipe fold-job plan/cpu0.list -o folds/cpu0.db' "
+            "makes it (the workflow's rule fold)") in run.stderr
+    assert "Errno" not in run.stderr and not (tmp_path / "m.db").exists()
+
+
 def test_fold_job_folds_links_and_resumes_as_the_workflow_needs(tmp_path):
     """`rnapipe fold-job`: a job's shards folded into OUTPUT.fold and linked to OUTPUT, byte for byte one
     `rnapipe fold` of them; a complete fold only linked again; a journal older than the list discarded, a newer
@@ -340,7 +380,8 @@ def test_shard_bins_are_length_ranges():
 @needs_snakemake
 def test_workflow_folds_example_subset(tmp_path):
     """The default configuration (Zuker, CPU) on 12 records of the bundled example: RNAfold's energies, input
-    order, every stage run once, nothing partial left, the pictures made."""
+    order, every stage run once, nothing partial left, the pictures made. Without a GPU that is one fold job an
+    input: no profile is made (it could not change the plan), and the console says so."""
     example = read_fasta(REPO / "workflow" / "resources" / "example.fa")
     subset = example[:12]
     with open(tmp_path / "few.fa", "w") as handle:
@@ -352,12 +393,19 @@ def test_workflow_folds_example_subset(tmp_path):
     run = subprocess.run(cmd, env=environment(tmp_path), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     bench = tmp_path / "out" / "benchmarks"
-    assert sorted(p.name for p in bench.iterdir()) == ["fold", "merge", "partition", "prepare", "profile", "report"]
-    if not gpu_available():          # jobs.gpu: auto, and no GPU: CPU only, said once in the run and the profile
+    if not gpu_available():          # jobs.gpu: auto, and no GPU: CPU only, one job, no profile; said once each
         assert run.stderr.count("the workflow runs on the CPU only") == 1
+        assert run.stderr.count("one fold job an input: no profile is made") == 1
+        assert sorted(p.name for p in bench.iterdir()) == ["fold", "merge", "partition", "prepare", "report"]
         assert sorted(p.name for p in (bench / "fold").iterdir()) == ["few.cpu0.tsv"]
-        profile_log = next((tmp_path / "out" / "logs" / "profile").iterdir()).read_text()
-        assert profile_log.count("no GPU here: profiling the CPU only") == 1
+        assert not (tmp_path / "out" / "profile").exists() and not (tmp_path / "cache").exists()
+        jobs = [line.split("\t") for line in
+                (tmp_path / "out" / "work" / "few" / "plan" / "jobs.tsv").read_text().splitlines()[1:]]
+        assert [(j[0], j[3], j[4], j[5]) for j in jobs] == [("cpu0", "12", str(sum(len(s) for _, s in subset)),
+                                                             "nan")]          # every record, time not predicted
+    else:
+        assert sorted(p.name for p in bench.iterdir()) == ["fold", "merge", "partition", "prepare", "profile",
+                                                           "report"]
     assert not list((tmp_path / "out").rglob("*.journal")) and not list((tmp_path / "out").rglob("*.part"))
     assert sorted(p.name for p in (tmp_path / "out" / "report").iterdir()) == [
         "energy.svg", "partition.svg", "throughput.svg", "time_vs_length.svg"]
@@ -378,6 +426,42 @@ def test_workflow_folds_example_subset(tmp_path):
     assert db[1::3] == [seq for _, seq in subset]
     assert [line.split(" ")[0] for line in db[2::3]] == [r[3] for r in rows]
     assert (tmp_path / "out" / "few.zuker.db.rejected.tsv").read_text() == "index\tid\tfile\treason\n"
+
+
+@needs_snakemake
+def test_a_failed_jobs_reason_reaches_the_console(tmp_path):
+    """A bad record stops the prepare job: Snakemake's console shows rnapipe's one-line reason from the job's
+    log (and the log's name), not only 'check log file(s)'."""
+    (tmp_path / "bad.fa").write_text(">a\nGGGGAAAACCCC\n>b\nACGXU\n")
+    cmd = snakemake_cmd(tmp_path, {"inputs": "[bad.fa]", "outdir": "out"})
+    run = subprocess.run(cmd, env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0
+    console = run.stdout + run.stderr
+    reason = "rnapipe: error: bad.fa, record 'b', position 4: invalid character 'X'"
+    assert (tmp_path / "out" / "logs" / "prepare" / "bad.log").read_text().count(reason) == 1
+    lines = [line for line in console.splitlines() if reason in line]
+    assert len(lines) == 1 and lines[0].startswith("rnapipe: prepare (sample=bad) failed (log ")
+    assert "out/logs/prepare/bad.log" in lines[0]
+
+
+@needs_snakemake
+def test_jobs_take_the_gpu_count_of_the_process_the_user_started(tmp_path):
+    """jobs.gpu auto is counted once, by the Snakemake process the user started (which passes it on in
+    RNAPIPE_WORKFLOW_GPU_JOBS, and ignores a value found there); a job's process, which evaluates the
+    Snakefile again on its own host, plans with the passed count instead of counting its host's GPUs."""
+    from rnapipe.gpu.devices import gpu_count
+
+    def lists(*mode):
+        cmd = snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out"}, "--summary", *mode)
+        run = subprocess.run(cmd, env=environment(tmp_path, RNAPIPE_WORKFLOW_GPU_JOBS="2"), capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        return sorted({word.rsplit("/", 1)[1] for word in run.stdout.split() if word.endswith(".list")})
+
+    (tmp_path / "few.fa").write_text(">a\nGGGGAAAACCCC\n")
+    here = gpu_count()
+    assert lists() == ["cpu0.list"] + [f"gpu{j}.list" for j in range(here)]
+    assert lists("--mode", "subprocess") == ["cpu0.list", "gpu0.list", "gpu1.list"]
 
 
 KILL_CONFIG = {"inputs": "[in.fa, other.fa]", "outdir": "out", "formats": "[db, tsv, ct, bpseq]",
@@ -425,6 +509,10 @@ def test_workflow_equals_one_fold_of_each_input(clean_run):
     assert got["other.rejected"] == b"index\tid\tfile\treason\n"
     jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").glob("*.db"))
     assert jobs == ["cpu0.db", "cpu1.db", "cpu2.db"]
+    assert (tmp / "out" / "profile" / "cpu.nussinov.json").exists()        # three jobs share: a profile
+    for sample in ("in", "other"):
+        rows = (tmp / "out" / "work" / sample / "plan" / "jobs.tsv").read_text().splitlines()[1:]
+        assert all(float(row.split("\t")[5]) >= 0 for row in rows)         # predicted, not NaN
 
 
 def start_paused(tmp, point):

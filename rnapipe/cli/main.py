@@ -248,7 +248,8 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
 
 
 def _add_profile_command(commands, algorithms) -> None:
-    profile = commands.add_parser("profile", help="time the CPU and GPU engines (for --device hybrid)",
+    profile = commands.add_parser("profile", help="time the CPU and GPU engines (for --device hybrid; the CPU "
+                                  "alone without a GPU)",
                                   epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                                   description="Time the CPU engine and the GPU engine on random sequences of a few "
                                   "lengths, print their costs (the CPU's fitted to t(L) = a·L³ + b·L² + c, the "
@@ -260,9 +261,10 @@ def _add_profile_command(commands, algorithms) -> None:
     profile.add_argument("--threads", type=_positive_int, metavar="N",
                          help="CPU threads of the hybrid run (default: the usable physical cores)")
     profile.add_argument("--gpus", type=_gpu_list, metavar="LIST", help="the GPU to time (default: GPU 0)")
-    profile.add_argument("--device", choices=("hybrid", "auto", "cpu"), default="hybrid",
-                         help="hybrid (default): the CPU and the GPU, for --device hybrid; auto: the CPU, and the "
-                         "GPU when there is one; cpu: the CPU alone, on all --threads")
+    profile.add_argument("--device", choices=("hybrid", "auto", "cpu"),
+                         help="hybrid: the CPU and the GPU, for --device hybrid (needs a GPU); auto: the CPU, and "
+                         "the GPU when there is one; cpu: the CPU alone, on all --threads (default: hybrid where "
+                         "there is a GPU, else cpu, and one line says so)")
     profile.add_argument("--cached", action="store_true",
                          help="use this host's saved profile when there is one (else measure and save)")
     profile.add_argument("--lengths", type=_length_list, metavar="L,L,...", help=argparse.SUPPRESS)
@@ -291,7 +293,7 @@ def _add_workflow_commands(commands, algorithms, devices, formats) -> None:
     _add_partition_command(commands)
     _add_merge_command(commands, algorithms)
     _add_fold_job_command(commands, algorithms, devices, formats)
-    _add_resources_command(commands)
+    _add_resources_command(commands, algorithms)
 
 
 def _workflow_command(commands, name: str, help_: str, description: str) -> argparse.ArgumentParser:
@@ -323,7 +325,9 @@ def _add_partition_command(commands) -> None:
                                   "profile, so that both sides are predicted to end together; print each "
                                   "device's share.")
     partition.add_argument("prepared", metavar="DIR", help="a directory made by rnapipe prepare")
-    partition.add_argument("--profile", required=True, metavar="FILE", help="JSON from rnapipe profile -o")
+    partition.add_argument("--profile", metavar="FILE",
+                           help="JSON from rnapipe profile -o; needed for more than one job (one job takes every "
+                           "shard whatever they cost, and its time is then not predicted)")
     partition.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
     partition.add_argument("--gpu-jobs", type=_nonnegative_int, default=0, metavar="N", help="default 0")
     partition.add_argument("--min-gain", type=_share, metavar="F",
@@ -360,7 +364,7 @@ def _add_fold_job_command(commands, algorithms, devices, formats) -> None:
     job.set_defaults(run=_fold_job)
 
 
-def _add_resources_command(commands) -> None:
+def _add_resources_command(commands, algorithms) -> None:
     resources = _workflow_command(commands, "resources",
                                   "GPU jobs and CPU threads of the workflow's fold jobs on this host (workflow)",
                                   "Print what the workflow's fold jobs take on this host: the GPUs CUDA shows "
@@ -375,6 +379,9 @@ def _add_resources_command(commands) -> None:
     resources.add_argument("--count-gpus", action="store_true",
                            help="count the GPUs also when --gpu-jobs is a number (the workflow numbers its GPUs "
                            "from the count)")
+    resources.add_argument("--algorithm", choices=algorithms,
+                           help="also tell whether this host's Numba cache holds the algorithm's CPU engine "
+                           "compiled (JSON key cpu_compiled; null for an engine that does not tell)")
     resources.add_argument("--json", action="store_true", help="print one JSON object")
     resources.set_defaults(run=_resources)
 
@@ -407,7 +414,7 @@ def _resources(args) -> int:
     from . import workflow
 
     workflow.run_resources(args.cores or config.default_threads(), args.cpu_jobs, args.gpu_jobs, args.count_gpus,
-                           args.json)
+                           args.json, args.algorithm)
     return errors.EXIT_OK
 
 

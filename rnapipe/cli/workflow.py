@@ -27,13 +27,23 @@ def run_prepare(path: str, directory: str, algorithm: str, on_invalid: str, shar
     say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")
 
 
-def run_profile(device: str, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
+def run_profile(device: str | None, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
                 lengths, cached: bool, output: str | None) -> None:
     """``--device cpu``: the CPU alone; ``auto``: the CPU, and the GPU when there is one (one line says when
-    there is none); ``hybrid``: both (a GPU is required)."""
+    there is none); ``hybrid``: both (a GPU is required); None (no ``--device``): hybrid where there is a GPU,
+    else the CPU alone, and one line says so."""
+    from ..pipeline import warm
     from ..pipeline.hybrid import profile as profiling
 
-    gpus_here = gpu_count() if device in ("hybrid", "auto") else 0
+    # the reading and writing passes loaded (on a fresh machine: compiled) beside the engines' compile, so that
+    # the workflow's fold jobs, which run after the profile, find them in Numba's cache
+    loading = warm.start()
+    gpus_here = gpu_count() if device in ("hybrid", "auto", None) else 0
+    if device is None:
+        device = "hybrid" if gpus_here > 0 else "cpu"
+        if device == "cpu":
+            say("no GPU here: profiling the CPU alone (what the workflow's CPU jobs are planned by; "
+                "--device hybrid needs a GPU)")
     use_gpu = device == "hybrid" or (device == "auto" and gpus_here > 0)
     if device == "hybrid" and gpus_here == 0:
         raise NoGpu("profiling the GPU", "--device cpu")
@@ -44,22 +54,39 @@ def run_profile(device: str, algorithm: str, variant: str | None, threads: int |
     cpu_threads = config.cpu_threads(cores, len(gpus or [0])) if device == "hybrid" else cores
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
                                   reprofile=not cached, say=say)
+    loading.join()
     if output:
         profiling.write(data, output)
     print_profile(data)
 
 
 def print_profile(data: dict) -> None:
+    """One row per timed length: each device's sequences a second and K = t_CPU / t_GPU; a device not timed at a
+    length shows its fitted cost there, marked ``~`` (the CPU is timed at fewer lengths than the GPU)."""
+    import numpy as np
+
+    from ..pipeline.hybrid.costmodel import Cost
+
     devices = data["devices"]
     lengths = sorted({int(k) for d in devices for k in data["samples"][d]})
-    head = f"{'length':>7}" + "".join(f"{d.upper() + ' seq/s':>12}" for d in devices)
+    costs = {d: Cost(**data["costs"][d]) for d in devices}
+    fitted = False
+
+    def seconds(d: str, length: int) -> tuple[float, bool]:
+        t = data["samples"][d].get(str(length))
+        return (t, False) if t else (float(costs[d].seconds(np.array([length]))[0]), True)
+
+    head = f"{'length':>7}" + "".join(f"{d.upper() + ' seq/s':>13}" for d in devices)
     print(head + (f"{'K':>8}" if "gpu" in devices else ""))
     for length in lengths:
-        t = {d: data["samples"][d].get(str(length)) for d in devices}
-        line = f"{length:>7}" + "".join(f"{(1 / t[d] if t[d] else float('nan')):>12,.0f}" for d in devices)
+        t = {d: seconds(d, length) for d in devices}
+        fitted = fitted or any(f for _, f in t.values())
+        line = f"{length:>7}" + "".join(f"{1 / t[d][0]:>12,.0f}{'~' if t[d][1] else ' '}" for d in devices)
         if "gpu" in devices:
-            line += f"{(t['cpu'] / t['gpu'] if t['cpu'] and t['gpu'] else float('nan')):>8.1f}"
+            line += f"{t['cpu'][0] / t['gpu'][0]:>8.1f}"
         print(line)
+    if fitted:
+        print("~: not timed at this length; its fitted cost")
     for d in devices:
         c = data["costs"][d]
         call = data.get("calls", {}).get(d)
@@ -69,26 +96,34 @@ def print_profile(data: dict) -> None:
               + (f"; {1000 * call:.2f} ms a call" if call is not None else ""))
 
 
-def run_partition(prepared: str, profile_path: str, cpu_jobs: int, gpu_jobs: int, output: str,
+def run_partition(prepared: str, profile_path: str | None, cpu_jobs: int, gpu_jobs: int, output: str,
                   min_gain: float | None = None) -> None:
+    """The plan of ``prepared``; without ``profile_path`` only for one job, which takes every shard."""
     from ..pipeline.workflow import partition
     from ..pipeline.hybrid import profile as profiling
 
     if cpu_jobs + gpu_jobs == 0:
         raise UsageError("no jobs: give --cpu-jobs or --gpu-jobs at least 1")
+    if profile_path is None and cpu_jobs + gpu_jobs > 1:
+        raise UsageError(f"{cpu_jobs + gpu_jobs} jobs share the shards by their predicted time: give --profile "
+                         "(rnapipe profile -o makes one)")
     if not os.path.exists(os.path.join(prepared, "done")):
         raise UsageError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
-    try:
-        costs, longest, threads = profiling.load(profile_path)
-    except OSError as err:
-        raise UsageError(f"cannot read the profile '{profile_path}': {err.strerror or err}") from None
-    except (ValueError, KeyError, TypeError) as err:
-        raise UsageError(f"'{profile_path}' is not a profile written by rnapipe profile -o ({err})") from None
-    if gpu_jobs and "gpu" not in costs:
-        raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
+    costs, longest, threads = None, {}, 1
+    if profile_path is not None:
+        try:
+            costs, longest, threads = profiling.load(profile_path)
+        except OSError as err:
+            raise UsageError(f"cannot read the profile '{profile_path}': {err.strerror or err}") from None
+        except (ValueError, KeyError, TypeError) as err:
+            raise UsageError(f"'{profile_path}' is not a profile written by rnapipe profile -o ({err})") from None
+        if gpu_jobs and "gpu" not in costs:
+            raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
     rows = partition.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs, threads,
                           partition.MIN_GAIN if min_gain is None else min_gain)
-    if gpu_jobs == 0:
+    if costs is None:
+        say("one job and no profile: every shard goes to it (its time is not predicted)")
+    elif gpu_jobs == 0:
         say("no GPU jobs: every shard goes to the CPU")
     sys.stdout.write(partition.share_table(rows))
 
@@ -110,15 +145,19 @@ def run_merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], f
     say(f"merged {count:,} record(s) into {', '.join(p for p, _ in pairs)}")
 
 
-def run_resources(cores: int, cpu_jobs: int, gpu_jobs: int | str, count_gpus: bool, as_json: bool) -> None:
+def run_resources(cores: int, cpu_jobs: int, gpu_jobs: int | str, count_gpus: bool, as_json: bool,
+                  algorithm: str | None = None) -> None:
     """What the workflow's fold jobs take on this host: one JSON object with ``as_json`` (the workflow reads
     it), else one line per item."""
     from ..pipeline.workflow.resources import job_resources
 
-    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus)
+    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus, algorithm)
     if as_json:
         print(json.dumps(found))
         return
     gpus = "not counted" if found["gpus"] is None else found["gpus"]
     print(f"GPUs here: {gpus}\nGPU jobs: {found['gpu_jobs']}\nCPU jobs: {found['cpu_jobs']}\n"
           f"CPU threads per CPU job: {found['cpu_threads']}")
+    if algorithm is not None:
+        said = {True: "yes", False: "no (the first fold on this machine compiles it)", None: "not told"}
+        print(f"CPU engine compiled in Numba's cache: {said[found['cpu_compiled']]}")

@@ -43,11 +43,12 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
+from .. import config
 from .. import energy as E
 from ..alphabet import encode
 from ..memory import longest_fitting
 from ..model import Model
-from . import batch
+from . import ahead, batch
 from .batch import host_budget, map_longest_first
 
 VARIANTS = ("default",)
@@ -619,14 +620,21 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
     """Fold sequences lo .. hi-1 of an encoded batch: sequence k's padded codes are
     ``codes[starts[k]:starts[k+1]]``; its MFE goes to ``energies[k]`` and its dot-bracket to the same
     positions of ``out`` as its nucleotides in ``codes``. The workspaces hold ``workspace_sizes`` of the
-    longest. Groups of one batch write disjoint parts of ``energies`` and ``out``, from any thread."""
+    longest. Groups of one batch write disjoint parts of ``energies`` and ``out``, from any thread.
+
+    Each sequence is :func:`fold_codes_in`'s steps, called here directly and its structure copied with a loop:
+    on a cold cache Numba compiles (and optimizes again) every caller of the fill and the traceback, so one
+    caller less and no slice assignment's shape check are seconds less of a first run's compile."""
     for k in range(lo, hi):
         S = codes[starts[k]:starts[k + 1]]
         n = S.shape[0] - 2
         if n > 0:
-            mfe, db = fold_codes_in(T, S, work32, work8)
-            energies[k] = mfe
-            out[starts[k] + 1:starts[k + 1] - 1] = db
+            W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
+            db = dot_bracket(traceback(T, S, n, W, V, WM, WM1T, ptype), n)
+            energies[k] = W[n]
+            a = starts[k] + 1
+            for p in range(n):
+                out[a + p] = db[p]
 
 
 class _Group:
@@ -712,6 +720,56 @@ class _Memory:
             self.gate.give_back(taken)
 
 
+def signatures(tables) -> dict:
+    """The argument types the fold (:func:`fold_range` on each thread's copy of ``tables``) compiles
+    ``fold_range``, ``_fill`` and ``traceback`` for."""
+    import numba
+
+    def array(dtype, ndim=1):
+        return numba.typeof(np.zeros((1,) * ndim, dtype=dtype))
+
+    T = numba.typeof(tables_copy(tables))
+    i8, i32, i64, u8, n = array(np.int8), array(np.int32), array(np.int64), array(np.uint8), numba.int64
+    return {"fold_range": (T, i8, i64, n, n, i32, i8, i64, u8),
+            "_fill": (T, i8, n, i32, i8),
+            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int32, 2),
+                          array(np.int8, 2))}
+
+
+def compile_alone(name: str) -> None:
+    """Compile ``name`` (``_fill`` or ``traceback``) for the fold into Numba's cache (a child process's work,
+    see :func:`compile_ahead`)."""
+    globals()[name].compile(signatures(Model.from_options({}).tables())[name])
+
+
+def compiled() -> bool:
+    """Whether Numba's cache holds the fold's compiled code on this machine (:func:`fold_range` for the
+    argument types of the default model's tables; True where that cannot be told)."""
+    return ahead.cached(fold_range, signatures(Model.from_options({}).tables())["fold_range"])
+
+
+_AHEAD = ahead.Once()
+
+
+def compile_ahead(tables) -> None:
+    """Once per process, before the first fold: where Numba's cache holds none of the fold's compiled code and
+    this process may use 2 cores or more (whatever its fold's threads: a one-time compile on a fresh machine),
+    compile the fill in a child process while this one compiles the traceback
+    (:func:`.ahead.compile_in_two`); the first fold then compiles only what joins them
+    (``benchmarks/cold_compile.py`` times a cold first fold with and without it). The child takes the fill, the
+    larger piece, because ``rnapipe fold`` compiles its reading and writing passes in this process meanwhile
+    (:mod:`rnapipe.pipeline.warm`)."""
+    def run() -> None:
+        sigs = signatures(tables)
+        if any(ahead.cached(f, sigs[f.__name__]) for f in (fold_range, _fill, traceback)):
+            return                                     # loaded from the cache, or one piece left to compile
+        ahead.compile_in_two(lambda: traceback.compile(sigs["traceback"]),
+                             "from rnapipe.cpu.zuker import compile_alone\ncompile_alone('_fill')")
+
+    if config.default_threads() >= 2:
+        _AHEAD.run(run)
+
+
 def fold_one(sequence: str, tables) -> tuple[int, str]:
     """One sequence: (MFE in dcal/mol, dot-bracket)."""
     if not sequence:
@@ -736,6 +794,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     tables = Model.from_options(options).tables()
+    compile_ahead(tables)
     order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     ordered = [sequences[k] for k in order]
     # "N" codes 0, the padding value: "N" + "NN".join(...) + "N" is every padded sequence end to end

@@ -6,6 +6,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -62,16 +63,34 @@ def _gpu_jobs_asked():
     return jobs["gpu"]
 
 
+# jobs.gpu auto is counted once, by the Snakemake process the user started, on its host. The jobs evaluate this
+# file again where they run (on a cluster, other hosts, which may have other GPUs or none): they take that count
+# from this environment variable (the envvars directive below passes it to them) instead of counting their own
+# GPUs, so that every process plans the same jobs and files.
+GPU_JOBS_VAR = "RNAPIPE_WORKFLOW_GPU_JOBS"
+
+
+def _main_process():
+    try:
+        return workflow.is_main_process
+    except AttributeError:
+        return True
+
+
 def _resources():
     """rnapipe's reckoning of the fold jobs on this host (`rnapipe resources`, one process when the Snakefile is
-    read): the GPUs CUDA shows (counted, which imports CuPy, only for jobs.gpu auto, or for GPU jobs whose GPU
-    numbers are not configured), the GPU jobs (auto: one per GPU) and each CPU job's threads (the cores less
-    one per GPU job, which feeds its GPU, shared by the CPU jobs)."""
+    read): the GPUs CUDA shows (counted, which imports CuPy, only for jobs.gpu auto in the main process, or for
+    GPU jobs whose GPU numbers are not configured), the GPU jobs (auto: one per GPU) and each CPU job's threads
+    (the cores less one per GPU job, which feeds its GPU, shared by the CPU jobs)."""
     gpu_jobs = _gpu_jobs_asked()
+    if gpu_jobs == "auto" and not _main_process() and os.environ.get(GPU_JOBS_VAR, "").isdigit():
+        gpu_jobs = int(os.environ[GPU_JOBS_VAR])
     command = [sys.executable, "-m", "rnapipe", "resources", "--json", "--cores", str(_cores()),
                "--cpu-jobs", str(config["jobs"]["cpu"]), "--gpu-jobs", str(gpu_jobs)]
     if gpu_jobs != "auto" and gpu_jobs > 0 and not config["jobs"]["gpus"]:
         command.append("--count-gpus")
+    if _main_process() and config["jobs"]["cpu"] > 0:
+        command += ["--algorithm", ALGORITHM]            # is the CPU engine compiled here? (said at the start)
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=workflow.basedir + (os.pathsep + path if path else ""))
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -92,18 +111,48 @@ if ALGORITHM != "zuker" and CPU_JOBS and GPU_JOBS:
                      "same score; set jobs.cpu: 0 or jobs.gpu: 0")
 CPU_THREADS = config["jobs"]["cpu_threads"] or RESOURCES["cpu_threads"]
 GPU_IDS = config["jobs"]["gpus"] or list(range(max(1, RESOURCES["gpus"] or 0)))
+if _main_process():
+    os.environ[GPU_JOBS_VAR] = str(GPU_JOBS)
+
+
+envvars:
+    GPU_JOBS_VAR,
+
+
+# The profile decides the plan only where jobs share an input's shards: with one fold job an input (one CPU job
+# and no GPU job, or one GPU job alone) that job takes every shard whatever they cost, so no profile is made.
+PROFILE_NEEDED = CPU_JOBS + GPU_JOBS > 1
 # Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
 # that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
 PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
 
 
+def profile_input():
+    """The profile the partition and the report read: none with one fold job an input."""
+    return PROFILE if PROFILE_NEEDED else []
+
+
+def say(text):
+    print(f"rnapipe: {text}", file=sys.stderr, flush=True)
+
+
 def print_devices():
     if GPU_JOBS:
-        print(f"rnapipe: {CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input",
-              file=sys.stderr)
+        say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input")
     else:
-        print(f"rnapipe: no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
-              f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input", file=sys.stderr)
+        say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
+            f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
+    if RESOURCES.get("cpu_compiled") is False:
+        say("the CPU engine is not compiled on this machine yet: the first job that folds on the CPU compiles it "
+            "first (Numba, once: seconds, split over two processes; later runs load it from Numba's cache)")
+    if not PROFILE_NEEDED:
+        say("one fold job an input: no profile is made (it could not change the plan: the one job takes every "
+            "shard; more jobs, e.g. --config 'jobs={cpu: 2}', are planned by a profile)")
+    if config["jobs"]["gpu"] == "auto" and not getattr(workflow, "local_exec", True):
+        executor = getattr(workflow.executor_plugin, "name", None) or "not local"
+        say(f"jobs.gpu: auto counted {RESOURCES['gpus']} GPU(s) on this host, where Snakemake runs, and plans "
+            f"{GPU_JOBS} GPU job(s) an input; the jobs run elsewhere (executor: {executor}): if their hosts have "
+            "other GPUs, set jobs.gpu to the number of GPU jobs an input (--config 'jobs={gpu: 2}')")
 
 
 def job_names():
@@ -160,3 +209,41 @@ def fold_threads(wildcards):
 
 def gpu_of(wildcards):
     return GPU_IDS[int(wildcards.j) % len(GPU_IDS)]
+
+
+# When a job fails Snakemake names its log file; the reason is that log's last line (rnapipe ends a failed
+# command with one line, `rnapipe: error: ...`). The Snakefile's onerror handler prints it for each job that
+# failed: a job of this run's DAG whose log was written during this run and whose outputs are missing
+# (Snakemake removes a failed job's outputs; a job that ran to its end has them, one not started wrote no log).
+RUN_STARTED = time.time()
+
+
+def last_line(path, tail=8192):
+    """The last non-empty line of a text file (its last ``tail`` bytes read); '' when there is none."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - tail))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in re.split(r"[\r\n]", text) if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def failed_jobs():
+    """(rule, wildcards, log, its last line) of each job of this run that failed."""
+    found = []
+    for job in workflow.dag.jobs:
+        logs = [str(path) for path in job.log if os.path.exists(path) and os.path.getmtime(path) >= RUN_STARTED - 1]
+        if not logs or all(os.path.exists(path) for path in job.output):
+            continue
+        wildcards = ", ".join(f"{key}={value}" for key, value in job.wildcards_dict.items())
+        found += [(job.rule.name, wildcards, path, last_line(path)) for path in logs]
+    return found
+
+
+def print_failures():
+    for rule, wildcards, path, line in failed_jobs():
+        where = f"{rule} ({wildcards})" if wildcards else rule
+        say(f"{where} failed (log {path}): {line or 'its log is empty'}")

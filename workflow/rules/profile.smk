@@ -1,8 +1,9 @@
 # profile: this host's CPU engine (at a CPU fold job's threads) and, when there are GPU jobs, its GPU engine,
-# each timed at 14 lengths where the job runs (on a cluster, a compute node): the CPU's cost fitted to
-# t(L) = a*L^3 + b*L^2 + c, the GPU's joining its timed lengths. The file is named after the device kind; rnapipe keeps the host's profile in its cache
-# (~/.cache/rnapipe), so later runs on the same host take it from there.
-# Without a GPU it times the CPU only and its log says so in one line.
+# timed where the job runs (on a cluster, a compute node): the CPU at 6 lengths, its cost fitted to
+# t(L) = a*L^3 + b*L^2 + c; the GPU at 14, its cost joining them. The file is named after the device kind; rnapipe
+# keeps the host's profile in its cache (~/.cache/rnapipe), so later runs on the same host take it from there.
+# Without a GPU it times the CPU only and its log says so in one line. Made only where an input has more than
+# one fold job (PROFILE_NEEDED): one job takes every shard whatever they cost.
 
 
 rule profile:

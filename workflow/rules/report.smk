@@ -7,7 +7,7 @@ rule report:
     input:
         outputs=[score_output(sample) for sample in SAMPLES],
         jobs=expand(f"{WORK}/{{sample}}/plan/jobs.tsv", sample=SAMPLES),
-        profile=PROFILE,
+        profile=profile_input(),
     output:
         throughput=report(
             f"{OUTDIR}/report/throughput.svg", caption="../report/throughput.rst", category="Devices"

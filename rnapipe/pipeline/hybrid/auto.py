@@ -16,12 +16,15 @@ from .profile import load_or_measure, profile_key
 
 
 def best_gain(profile: costmodel.Profile, gpus: int = 1) -> tuple[float, int, float]:
-    """The largest share of the GPUs' time the CPU could save at one of the profile's lengths, by Lei et al.'s
-    rule (1 / (K + 1), K = t_CPU / t_GPU of the GPUs together): (gain, length, K)."""
+    """The largest share of the GPUs' time the CPU could save at one of the GPU's timed lengths, by Lei et al.'s
+    rule (1 / (K + 1), K = t_CPU / t_GPU of the GPUs together): (gain, length, K). t_CPU is the CPU's timed
+    seconds where it was timed at that length, else its fitted cost there (the CPU is timed at fewer lengths)."""
     best = (0.0, 0, np.inf)
     cpu, gpu = profile.samples.get("cpu", {}), profile.samples.get("gpu", {})
-    for length in sorted(set(cpu) & set(gpu)):
-        k = cpu[length] / (gpu[length] / max(1, gpus))
+    fit = profile.costs.get("cpu")
+    for length in sorted(gpu if fit is not None else set(cpu) & set(gpu)):
+        t_cpu = cpu[length] if length in cpu else float(fit.seconds(np.array([length]))[0])
+        k = t_cpu / (gpu[length] / max(1, gpus))
         if 1.0 / (k + 1.0) > best[0]:
             best = (1.0 / (k + 1.0), length, k)
     return best

@@ -40,6 +40,10 @@ from ...io.writers import atomic_output
 # against the engine's own limits); its time per sequence is 4 x higher at 233 nt than at 232, 9 x lower at 601
 # than at 600 (benchmarks/RESULTS.md)
 LENGTHS = (30, 68, 120, 200, 232, 233, 300, 400, 500, 600, 601, 800, 1200, 1600)
+# lengths the CPU is timed at where the profile's lengths are the default ones: its cost is a smooth fit of three
+# terms, which a few lengths from short to long determine; 500 and 600, where the GPU is weakest against the CPU,
+# keep a timed K for --device auto (:func:`.auto.best_gain`)
+CPU_LENGTHS = (30, 68, 200, 500, 600, 1200)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
 COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
 TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather per batch)
@@ -146,22 +150,28 @@ def _random_sequences(length: int, count: int, seed: int) -> list[str]:
     return [row.tobytes().decode("ascii") for row in codes]
 
 
-def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: int | None = None) -> dict:
+def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: int | None = None,
+            warm_each: bool = True) -> dict:
     """Seconds per sequence of ``folder`` (a :class:`~rnapipe.pipeline.folding.folder.Folder`) at each length, on
-    random sequences in batches of at least ``seconds`` of work; lengths above ``longest`` are left out."""
+    random sequences in batches of at least ``seconds`` of work; lengths above ``longest`` are left out.
+
+    ``warm_each``: a warm-up call of 16 sequences before each length (a GPU engine compiles and allocates per
+    length class), else one warm-up of a few short sequences before the first (a CPU engine folds every length
+    with the same compiled code); the first timed batch is then two rounds of the engine's threads."""
     from ..records import Records
 
     threads = max(1, int(getattr(folder, "threads", 1) or 1))
     out = {}
+    if not warm_each:
+        _fold_random(folder, 20, threads, 1)                          # compiles (or loads) the engine
     for length in lengths:
         if longest is not None and length > longest:
             continue
-        count = 16
-        folder.fold_packed([Records.from_lists([str(k) for k in range(count)], _random_sequences(length, count, 1),
-                                               range(count))])             # warm-up (compiles, allocates)
+        if warm_each:
+            _fold_random(folder, length, 16, 1)                        # warm-up (compiles, allocates)
         # whole rounds of the engine's threads (a CPU engine folds one sequence per thread: 16 long sequences on
         # 15 threads take two rounds, which would count each as twice its share)
-        count = max(2 * threads, count) // threads * threads
+        count = (max(2 * threads, 16) if warm_each else 2 * threads) // threads * threads
         while True:
             seqs = _random_sequences(length, count, 2)
             records = Records.from_lists([str(k) for k in range(count)], seqs, range(count))
@@ -174,6 +184,13 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
             count = -(-count // threads) * threads
         out[length] = spent / count
     return out
+
+
+def _fold_random(folder, length: int, count: int, seed: int) -> None:
+    from ..records import Records
+
+    folder.fold_packed([Records.from_lists([str(k) for k in range(count)], _random_sequences(length, count, seed),
+                                           range(count))])
 
 
 def call_seconds(folder, repeat: int = 7) -> float:

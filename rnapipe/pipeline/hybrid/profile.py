@@ -1,9 +1,10 @@
 """A host's profile for the workflow's partition: the CPU engine alone, or the CPU and the GPU engines.
 
 With a GPU this is the profile ``--device hybrid`` uses (the same cache file when the lengths are the
-default ones: :func:`profile_key`); without one, the CPU is timed alone. Either way the profile is taken
-from the host's cache (:mod:`.costmodel`) when there is one, measured and saved otherwise
-(:func:`load_or_measure`), and written as JSON with each device's longest foldable sequence.
+default ones: :func:`profile_key`); without one, the CPU is timed alone. With the default lengths the GPU is
+timed at the 14 of :data:`.costmodel.LENGTHS` and the CPU at the 6 of :data:`.costmodel.CPU_LENGTHS`. Either
+way the profile is taken from the host's cache (:mod:`.costmodel`) when there is one, measured and saved
+otherwise (:func:`load_or_measure`), and written as JSON with each device's longest foldable sequence.
 """
 
 from __future__ import annotations
@@ -28,12 +29,25 @@ def _key(cpu, gpu, lengths) -> dict:
     return key
 
 
+def device_lengths(device: str, lengths) -> tuple:
+    """The lengths ``device`` is timed at: the CPU's own few (:data:`.costmodel.CPU_LENGTHS`) where ``lengths``
+    are the default ones, else ``lengths``."""
+    if device == "cpu" and tuple(lengths) == tuple(costmodel.LENGTHS):
+        return tuple(costmodel.CPU_LENGTHS)
+    return tuple(lengths)
+
+
 def measure(folders: dict, key: dict, lengths, say: Callable[[str], None] | None = None) -> costmodel.Profile:
+    """Each folder timed at its lengths (:func:`device_lengths`); the CPU engine warmed up once (it folds every
+    length with the same compiled code), a GPU engine before each length."""
     samples, calls = {}, {}
     for name, folder in folders.items():
+        mine = device_lengths(name, lengths)
         if say:
-            say(f"profiling the {name.upper()} engine" + (f" ({folder.threads} thread(s))" if name == "cpu" else ""))
-        samples[name] = costmodel.measure(folder, lengths, longest=folder.length_check().longest)
+            say(f"profiling the {name.upper()} engine at {len(mine)} lengths"
+                + (f" ({folder.threads} thread(s))" if name == "cpu" else ""))
+        samples[name] = costmodel.measure(folder, mine, longest=folder.length_check().longest,
+                                          warm_each=name != "cpu")
         calls[name] = costmodel.call_seconds(folder)
     return costmodel.Profile.fitted(key, samples, calls)
 

@@ -143,12 +143,31 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
 
 def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str) -> dict[int, _Cursor]:
     """A cursor per bin over its shards' records, in input order, in the job outputs."""
+    if not os.path.exists(os.path.join(prepared, "done")):
+        raise MergeError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
+    if not os.path.exists(os.path.join(plan_dir, "plan.tsv")):
+        raise MergeError(f"'{plan_dir}' holds no plan (plan.tsv): rnapipe partition makes one")
     shards = read_shards(prepared)
-    located = _locate(shards, read_plan(plan_dir), fold_dir)
+    where = read_plan(plan_dir)
+    missing_folds(where, plan_dir, fold_dir)
+    located = _locate(shards, where, fold_dir)
     bins: dict[int, list] = {}
     for s in shards:                                      # a bin's shards in input order
         bins.setdefault(s.bin, []).append((*located[s.number], s.records))
     return {b: _Cursor(pieces) for b, pieces in bins.items()}
+
+
+def missing_folds(where: dict[int, tuple[str, int]], plan_dir: str, fold_dir: str) -> None:
+    """Raise a MergeError naming the first job of the plan whose output is not in ``fold_dir`` (and how
+    many more are missing), with the command that makes it."""
+    jobs = sorted({job for job, _ in where.values()})
+    missing = [job for job in jobs if not os.path.exists(os.path.join(fold_dir, f"{job}.db"))]
+    if missing:
+        job = missing[0]
+        path = os.path.join(fold_dir, f"{job}.db")
+        more = f" (and {len(missing) - 1} more of the {len(jobs)} jobs' outputs)" if len(missing) > 1 else ""
+        raise MergeError(f"the fold of job {job} is missing: {path}{more}; 'rnapipe fold-job "
+                         f"{os.path.join(plan_dir, job + '.list')} -o {path}' makes it (the workflow's rule fold)")
 
 
 def _locate(shards: list, where: dict[int, tuple[str, int]], fold_dir: str) -> dict[int, tuple[str, int]]:

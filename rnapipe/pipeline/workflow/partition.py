@@ -68,22 +68,30 @@ def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int, min_g
     return mask
 
 
-def make(prepared: str, directory: str, costs: dict, longest: dict, cpu_jobs: int, gpu_jobs: int,
+def make(prepared: str, directory: str, costs: dict | None, longest: dict, cpu_jobs: int, gpu_jobs: int,
          cpu_threads: int = 1, min_gain: float = MIN_GAIN) -> list[dict]:
     """Write the plan of ``prepared`` into ``directory``; returns the rows of ``jobs.tsv``. ``cpu_threads``:
-    a CPU job's threads (those the profile timed the CPU with)."""
+    a CPU job's threads (those the profile timed the CPU with). ``costs`` None (no profile) is for one job
+    only: it takes every shard, whatever they cost, and its predicted seconds are NaN."""
     shards = read_shards(prepared)
-    if gpu_jobs and "gpu" not in costs:
-        raise ValueError("GPU jobs asked for, but the profile has no GPU (profile on a host with one)")
-    tc = np.maximum(predicted(shards, costs["cpu"], longest.get("cpu")),
-                    on_one_thread(shards, costs["cpu"], cpu_threads, longest.get("cpu")))
-    tg = predicted(shards, costs["gpu"], longest.get("gpu")) if "gpu" in costs else np.full(len(shards), np.inf)
-    on_cpu = boundary(tc, tg, cpu_jobs, gpu_jobs, min_gain)
+    if costs is None:
+        if cpu_jobs + gpu_jobs != 1:
+            raise ValueError("more than one job: the shards are shared by a profile's costs")
+        tc = tg = np.full(len(shards), np.nan)
+        on_cpu = np.full(len(shards), cpu_jobs == 1)
+    else:
+        if gpu_jobs and "gpu" not in costs:
+            raise ValueError("GPU jobs asked for, but the profile has no GPU (profile on a host with one)")
+        tc = np.maximum(predicted(shards, costs["cpu"], longest.get("cpu")),
+                        on_one_thread(shards, costs["cpu"], cpu_threads, longest.get("cpu")))
+        tg = (predicted(shards, costs["gpu"], longest.get("gpu")) if "gpu" in costs
+              else np.full(len(shards), np.inf))
+        on_cpu = boundary(tc, tg, cpu_jobs, gpu_jobs, min_gain)
     jobs = []
     for device, times, side, count in (("cpu", tc, np.flatnonzero(on_cpu), cpu_jobs),
                                        ("gpu", tg, np.flatnonzero(~on_cpu), gpu_jobs)):
         # longest first, each shard to the job with the least work so far (an infinite time counted as 0 s)
-        t = np.where(np.isfinite(times[side]), times[side], 0.0)
+        t = np.where(np.isfinite(times[side]), times[side], 0.0)      # NaN (no profile) as 0 s too
         jobs += [(device, j, side[share].tolist()) for j, share in enumerate(lpt(t, count))]
     os.makedirs(directory, exist_ok=True)
     rows = []
@@ -140,10 +148,13 @@ def shares(rows: list[dict]) -> list[dict]:
 def share_table(rows: list[dict]) -> str:
     lines = [f"{'device':<7}{'jobs':>5}{'shards':>8}{'records':>12}{'share':>8}{'nucleotides':>14}{'share':>8}"
              f"{'predicted s':>13}{'busiest job s':>15}"]
+    def seconds(value: float, width: int) -> str:
+        return f"{value:>{width}.2f}" if value == value else f"{'-':>{width}}"       # NaN: not predicted
+
     for s in shares(rows):
         lines.append(f"{s['device']:<7}{s['jobs']:>5}{s['shards']:>8}{s['records']:>12,}{100 * s['record_share']:>7.1f}%"
-                     f"{s['nucleotides']:>14,}{100 * s['nucleotide_share']:>7.1f}%{s['predicted_s']:>13.2f}"
-                     f"{s['busiest_s']:>15.2f}")
+                     f"{s['nucleotides']:>14,}{100 * s['nucleotide_share']:>7.1f}%{seconds(s['predicted_s'], 13)}"
+                     f"{seconds(s['busiest_s'], 15)}")
     return "\n".join(lines) + "\n"
 
 
