@@ -5,6 +5,8 @@
 #   bash benchmarks/device_resume.sh cli16      # engine vs rnapipe fold, Zuker on all cores, chr19 transcripts <= 1,000 nt, old and new
 #   bash benchmarks/device_resume.sh cli16r     # the same on 3,000 random sequences of 100-1,000 nt
 #   bash benchmarks/device_resume.sh kill       # a ~30-s GPU run killed at 30/60/90 % and SIGTERM at 50 %, rerun
+#   bash benchmarks/device_resume.sh doors      # the GPU tests of every front door (resume, CLI, hybrid, GPUs, workflow)
+#   bash benchmarks/device_resume.sh gpu40k     # 40,000 random 150-1,000 nt through rnapipe fold --device gpu, old and new
 #   bash benchmarks/device_resume.sh gpu        # the whole chr19 through rnapipe fold --device gpu, old and new
 set -euo pipefail
 source benchmarks/device_env.sh
@@ -13,6 +15,18 @@ gzip -dc benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz > /tmp/chr
 for mode in "$@"; do
   case "$mode" in
     tests) python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_resume.py tests/test_cli.py 2>&1 | tee "$out/gpu_tests.log" ;;
+    doors) python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_resume.py tests/test_cli.py tests/test_hybrid.py \
+             tests/test_gpus.py tests/test_zuker_gpu_packed.py tests/test_workflow.py 2>&1 | tee "$out/gpu_doors.log" ;;
+    gpu40k)   # 40,000 random sequences of 150-1,000 nt through rnapipe fold --device gpu, old and new
+      python3 - <<'PY'
+import random
+rng = random.Random(26)
+with open("/tmp/r40k.fa", "w") as out:
+    for k in range(40000):
+        out.write(f">r{k}\n" + "".join(rng.choice("ACGU") for _ in range(rng.randint(150, 1000))) + "\n")
+PY
+      python3 benchmarks/compare_trees.py --old .base --new . --threads "$(nproc)" --work /tmp/compare --engine "" \
+        --cli "r40kgpu=zuker:gpu:/tmp/r40k.fa@1" --results "$out/RESULTS_gpu40k.md" 2>&1 | tee "$out/gpu40k.log" ;;
     cli16)
       python3 - <<'PY'
 name, seq, out = None, [], open("/tmp/chr19_1000.fa", "w")
