@@ -255,7 +255,7 @@ def test_chunks_are_units_of_the_pace_and_follow_its_changes():
     piece = Piece(Records.from_lists([f"r{k}" for k in range(3000)], ["A" * n for n in lens], range(3000)), [],
                   3000)
     pace = pace_mod.Pace("cpu", 1, rate=1e9)
-    unit = pace_mod.UNIT_SECONDS["cpu"] * 1e9
+    unit = pace_mod.UNIT_SECONDS * 1e9
     got = []
     for chunk in chunked([piece], 1 << 16, 1e30, pace=pace):
         got.append(chunk)
@@ -264,7 +264,7 @@ def test_chunks_are_units_of_the_pace_and_follow_its_changes():
     expect, start, spent, rate = [], 0, 0.0, 1e9
     for k, n in enumerate(lens):
         spent += slow_work(n)
-        if spent >= pace_mod.UNIT_SECONDS["cpu"] * rate:
+        if spent >= pace_mod.UNIT_SECONDS * rate:
             expect.append(k + 1)
             start, spent = k + 1, 0.0
             if len(expect) == 4:               # the fourth opened before the change was seen
@@ -288,7 +288,7 @@ def test_pace_follows_the_measured_calls_but_not_the_first():
     pace.observe(6e10, 1.0)                        # the older call weighs less
     assert 3e10 < pace.rate < 6e10
     assert pace.seconds(pace.rate * 3) == pytest.approx(3.0)
-    assert pace.unit_work() == pytest.approx(pace_mod.UNIT_SECONDS["cpu"] * pace.rate)
+    assert pace.unit_work() == pytest.approx(pace_mod.UNIT_SECONDS * pace.rate)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -21,13 +21,12 @@ import numpy as np
 SHAPE_B = 330.0
 SHAPE_C = 1e4
 
-# A journal unit: this much predicted work on the device in use.
-UNIT_SECONDS = {"cpu": 2.0, "gpu": 1.0, "hybrid": 2.0}
+UNIT_SECONDS = 2.0                  # a journal unit: this much predicted work on the device in use
 # One engine call takes chunks up to this much predicted work (or the batch limits in records and
-# nucleotides, :data:`.stream.BATCH`): a killed run loses the call in flight, and a rerun's start (a GPU's
-# set-up above all) comes on top. A GPU's call reaches its full rate within a second or two at every length;
-# a hybrid call is split between CPU and GPU, which needs more work to split well.
-BATCH_SECONDS = {"cpu": 2.0, "gpu": 1.5, "hybrid": 4.0}
+# nucleotides, :data:`.stream.BATCH`): a killed run loses the call in flight. A GPU's call reaches its full
+# rate within a few seconds at every length; a hybrid call is split between CPU and GPU, which needs more
+# work to split well.
+BATCH_SECONDS = {"cpu": 2.0, "gpu": 3.0, "hybrid": 4.0}
 
 # Rates (work a second) before any call is measured: on the slow side of the engines measured (a 2-vCPU
 # Xeon folds Zuker at some 1.1·10¹⁰ a thread, Nussinov two-vector about as fast, the other Nussinov
@@ -73,7 +72,7 @@ class Pace:
 
     def unit_work(self) -> float:
         """The work of one journal unit."""
-        return UNIT_SECONDS.get(self.device, UNIT_SECONDS["cpu"]) * self._rate
+        return UNIT_SECONDS * self._rate
 
     def batch_work(self) -> float:
         """The most work one engine call takes (one chunk always goes, however large)."""
