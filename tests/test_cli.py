@@ -401,3 +401,20 @@ def test_partition_min_gain_is_a_share_from_0_to_1(tmp_path, value):
     proc = rnapipe("partition", "prep", "--profile", "p.json", "-o", "plan", "--min-gain", value, cwd=tmp_path)
     assert proc.returncode == 2
     assert "--min-gain" in one_error_line(proc)
+
+
+def test_standard_output_closed_by_the_reader_stops_the_run(tmp_path):
+    """`rnapipe fold big.fa -o - | head -3`: once the reader has gone, the run stops with the shell's code for a
+    closed pipe (141) and no traceback, without folding the rest (the records are many units of work)."""
+    random_fasta(tmp_path / "in.fa", 4000, 100, 200, seed=3)
+    env = _env()
+    env.pop("RNAPIPE_CHUNK_RECORDS", None)
+    proc = subprocess.Popen([sys.executable, "-m", "rnapipe", "fold", "in.fa", "-o", "-", "--threads", "1"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = [proc.stdout.readline() for _ in range(3)]
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert head[0].startswith(b">") and head[2].rstrip().endswith(b")")
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err and "folded 4000" not in err

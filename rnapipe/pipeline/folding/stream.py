@@ -128,12 +128,15 @@ class ChunkResults:
 def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
                 check: Callable[[Chunk], None] | None = None,
                 file_of: Callable[[int], str | None] | None = None,
-                pace: Pace | None = None) -> Iterator[tuple[Chunk, ChunkResults | None]]:
+                pace: Pace | None = None,
+                halted: Callable[[], bool] | None = None) -> Iterator[tuple[Chunk, ChunkResults | None]]:
     """``(chunk, ChunkResults)`` in input order; the first ``done`` chunks are not folded (``None``) but passed to
     ``check`` (a resumed run's digest check, on the reading thread). Each engine call takes at most ``pace``'s
     batch of work, and tells ``pace`` what it took (the pace that cuts the chunks, if they are cut by one). An
     engine that runs out of memory raises :class:`~rnapipe.errors.OutOfMemoryError` naming the longest record of
-    its batch and, with ``file_of`` (a record's input index to its file's name), the file."""
+    its batch and, with ``file_of`` (a record's input index to its file's name), the file. Where ``halted()``
+    says so (the consumer has failed: a closed pipe, a full disk), no further engine call is made and the
+    iteration ends."""
     def checked():
         for chunk in chunks:
             if chunk.number < done and check is not None:
@@ -148,13 +151,13 @@ def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
     if pace is None:
         pace = Pace(folder.device, folder.threads)
     try:
-        yield from _fold_batches(source, folder, done, records, nucleotides, pace, file_of)
+        yield from _fold_batches(source, folder, done, records, nucleotides, pace, file_of, halted)
     finally:
         source.close()
 
 
 def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int, pace: Pace,
-                  file_of=None):
+                  file_of=None, halted=None):
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
     for chunk in source:
         if chunk.number < done:
@@ -178,6 +181,8 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
             size += len(more)
             nt += more.nucleotides
             amount += more.cost
+        if halted is not None and halted():
+            return
         for c in batch:
             pause_point(f"fold:{c.number}")
         timeline.mark("first fold starts")

@@ -111,10 +111,11 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None)
         pace = Pace(folder.device, folder.threads)
         ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
+        failed: list[BaseException] = []             # the writer's error: no further engine call after it
         stream = fold_chunks(_chunks.chunked(reader, pace=pace, ends=ends), folder, done, _digest_check(journal),
-                             reader.file_of, pace)
+                             reader.file_of, pace, lambda: bool(failed))
         try:
-            _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm)
+            _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm, failed)
         finally:
             if progress is not None:
                 progress.stop()
@@ -234,11 +235,12 @@ def _entry(number: int, digest: str, sinks, side, outcome: Outcome) -> dict:
             "rejected": outcome.rejected_records, "rejected_files": outcome.rejected_files}
 
 
-def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_skipped, algorithm: str) -> None:
+def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_skipped, algorithm: str,
+               failed: list) -> None:
     """Write the folded chunks in order on a thread of their own; their text is made (formatted and, for a
-    .gz output, compressed) on a pool of threads, several chunks at once, while the next ones fold."""
+    .gz output, compressed) on a pool of threads, several chunks at once, while the next ones fold. The
+    writer's error goes into ``failed`` (which the stream reads to stop folding) and is raised here."""
     q: queue.Queue = queue.Queue(maxsize=DEPTH + RENDER_THREADS)   # chunks whose text is under way
-    failed: list[BaseException] = []
     pool = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="rnapipe-render")
 
     def writer() -> None:
