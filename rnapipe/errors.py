@@ -106,5 +106,5 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 
 def shown_id(record_id: str) -> str:
     """A record id as messages show it: a byte of the input that is not UTF-8 text (kept in the id as a
-    surrogate escape, see :mod:`rnapipe.io.packed`) as ``\\xNN``."""
+    surrogate escape, see :mod:`rnapipe.io.idtext`) as ``\\xNN``."""
     return _ESCAPED.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", record_id)

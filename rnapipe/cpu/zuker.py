@@ -760,14 +760,15 @@ def compile_ahead(tables) -> None:
     larger piece, because ``rnapipe fold`` compiles its reading and writing passes in this process meanwhile
     (:mod:`rnapipe.pipeline.warm`)."""
     def run() -> None:
+        if config.default_threads() < 2:
+            return
         sigs = signatures(tables)
         if any(ahead.cached(f, sigs[f.__name__]) for f in (fold_range, _fill, traceback)):
             return                                     # loaded from the cache, or one piece left to compile
         ahead.compile_in_two(lambda: traceback.compile(sigs["traceback"]),
                              "from rnapipe.cpu.zuker import compile_alone\ncompile_alone('_fill')")
 
-    if config.default_threads() >= 2:
-        _AHEAD.run(run)
+    _AHEAD.run(run)
 
 
 def fold_one(sequence: str, tables) -> tuple[int, str]:
