@@ -184,8 +184,10 @@ def test_merge_refuses_a_job_output_with_missing_records(tmp_path):
 
 
 def test_partition_without_a_profile_gives_the_one_job_every_shard(tmp_path):
-    """One job needs no profile: every shard to it, its time not predicted (NaN in jobs.tsv, '-' printed); two
-    jobs without a profile are refused in one line."""
+    """One job needs no profile: every shard to it, its time not predicted (NaN in jobs.tsv, '-' printed). CPU
+    jobs alone share the shards by the records' predicted work L³ + 330·L² + 10⁴ (computed here from the input),
+    longest first to the least loaded job: each shard once, and the loads differ by no more than the largest
+    shard. With a GPU job among several, no profile is refused in one line."""
     env = environment(tmp_path)
     mixed_input(tmp_path / "in.fa", 40, seed=3, bad=False)
     assert rnapipe(["prepare", "in.fa", "-o", "prep", "--shard-records", "5"], tmp_path, env).returncode == 0
@@ -199,9 +201,27 @@ def test_partition_without_a_profile_gives_the_one_job_every_shard(tmp_path):
         rows = [line.split("\t") for line in (tmp_path / job / "jobs.tsv").read_text().splitlines()[1:]]
         assert [(r[0], r[2], r[3], r[5]) for r in rows] == [(job, str(shards), "40", "nan")]
         assert run.stdout.splitlines()[1].split()[-2:] == ["-", "-"]
-    run = rnapipe(["partition", "prep", "--cpu-jobs", "2", "-o", "two"], tmp_path, env)
+
+    run = rnapipe(["partition", "prep", "--cpu-jobs", "3", "-o", "three"], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    assert "3 CPU jobs and no profile: they share the shards by the records' predicted work" in run.stderr
+    work_of = {}                              # shard file name -> its records' work, from the shard's FASTA
+    for path in (tmp_path / "prep" / "shards").iterdir():
+        lens = [len(s) for _, s in read_fasta(path)]
+        work_of[path.name] = sum(n ** 3 + 330 * n * n + 1e4 for n in lens)
+    loads, seen = [], []
+    for j in range(3):
+        names = [os.path.basename(line) for line in (tmp_path / "three" / f"cpu{j}.list").read_text().split()]
+        seen += names
+        loads.append(sum(work_of[n] for n in names))
+    assert sorted(seen) == sorted(work_of)
+    assert max(loads) - min(loads) <= max(work_of.values())
+    rows = [line.split("\t") for line in (tmp_path / "three" / "jobs.tsv").read_text().splitlines()[1:]]
+    assert [r[5] for r in rows] == ["nan"] * 3
+
+    run = rnapipe(["partition", "prep", "--cpu-jobs", "1", "--gpu-jobs", "1", "-o", "two"], tmp_path, env)
     assert run.returncode == 2 and run.stderr.count("\n") == 1
-    assert "2 jobs share the shards by their predicted time: give --profile" in run.stderr
+    assert "2 jobs with GPU jobs among them share the shards by their predicted time: give --profile" in run.stderr
     assert not (tmp_path / "two").exists()
 
 
@@ -509,10 +529,10 @@ def test_workflow_equals_one_fold_of_each_input(clean_run):
     assert got["other.rejected"] == b"index\tid\tfile\treason\n"
     jobs = sorted(p.name for p in (tmp / "out" / "work" / "in" / "fold").glob("*.db"))
     assert jobs == ["cpu0.db", "cpu1.db", "cpu2.db"]
-    assert (tmp / "out" / "profile" / "cpu.nussinov.json").exists()        # three jobs share: a profile
+    assert not (tmp / "out" / "profile").exists()        # CPU jobs alone share by predicted work: no profile
     for sample in ("in", "other"):
         rows = (tmp / "out" / "work" / sample / "plan" / "jobs.tsv").read_text().splitlines()[1:]
-        assert all(float(row.split("\t")[5]) >= 0 for row in rows)         # predicted, not NaN
+        assert len(rows) == 3 and all(int(row.split("\t")[2]) > 0 for row in rows)     # every job has shards
 
 
 def start_paused(tmp, point):

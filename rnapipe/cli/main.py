@@ -326,8 +326,9 @@ def _add_partition_command(commands) -> None:
                                   "device's share.")
     partition.add_argument("prepared", metavar="DIR", help="a directory made by rnapipe prepare")
     partition.add_argument("--profile", metavar="FILE",
-                           help="JSON from rnapipe profile -o; needed for more than one job (one job takes every "
-                           "shard whatever they cost, and its time is then not predicted)")
+                           help="JSON from rnapipe profile -o; needed where GPU jobs share the shards with other "
+                           "jobs (one job takes every shard whatever they cost; CPU jobs alone share them by their "
+                           "predicted work; their times are then not predicted)")
     partition.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
     partition.add_argument("--gpu-jobs", type=_nonnegative_int, default=0, metavar="N", help="default 0")
     partition.add_argument("--min-gain", type=_share, metavar="F",

@@ -98,15 +98,16 @@ def print_profile(data: dict) -> None:
 
 def run_partition(prepared: str, profile_path: str | None, cpu_jobs: int, gpu_jobs: int, output: str,
                   min_gain: float | None = None) -> None:
-    """The plan of ``prepared``; without ``profile_path`` only for one job, which takes every shard."""
+    """The plan of ``prepared``; without ``profile_path`` only for one job, which takes every shard, or for CPU
+    jobs alone, which share the shards by their predicted work."""
     from ..pipeline.workflow import partition
     from ..pipeline.hybrid import profile as profiling
 
     if cpu_jobs + gpu_jobs == 0:
         raise UsageError("no jobs: give --cpu-jobs or --gpu-jobs at least 1")
-    if profile_path is None and cpu_jobs + gpu_jobs > 1:
-        raise UsageError(f"{cpu_jobs + gpu_jobs} jobs share the shards by their predicted time: give --profile "
-                         "(rnapipe profile -o makes one)")
+    if profile_path is None and gpu_jobs and cpu_jobs + gpu_jobs > 1:
+        raise UsageError(f"{cpu_jobs + gpu_jobs} jobs with GPU jobs among them share the shards by their predicted "
+                         "time: give --profile (rnapipe profile -o makes one)")
     if not os.path.exists(os.path.join(prepared, "done")):
         raise UsageError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
     costs, longest, threads = None, {}, 1
@@ -121,8 +122,11 @@ def run_partition(prepared: str, profile_path: str | None, cpu_jobs: int, gpu_jo
             raise UsageError(f"{gpu_jobs} GPU job(s) asked for, but the profile {profile_path} has no GPU")
     rows = partition.make(prepared, output, costs, longest, cpu_jobs, gpu_jobs, threads,
                           partition.MIN_GAIN if min_gain is None else min_gain)
-    if costs is None:
+    if costs is None and cpu_jobs + gpu_jobs == 1:
         say("one job and no profile: every shard goes to it (its time is not predicted)")
+    elif costs is None:
+        say(f"{cpu_jobs} CPU jobs and no profile: they share the shards by the records' predicted work "
+            "(their times are not predicted)")
     elif gpu_jobs == 0:
         say("no GPU jobs: every shard goes to the CPU")
     sys.stdout.write(partition.share_table(rows))

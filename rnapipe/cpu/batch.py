@@ -8,9 +8,11 @@ hybrid run) keeps the GIL busy: each hand-over can wait for the interpreter's sw
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import queue
 import threading
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -38,6 +40,53 @@ class MemoryGate:
         with self._cv:
             self.held -= need
             self._cv.notify_all()
+
+
+class Relay:
+    """Engine calls made one after another on the same cores, each started while the one before folds its last
+    groups (the stream's CPU calls, :mod:`rnapipe.pipeline.folding.stream`), so that no core idles at the end of
+    a call: a worker of any of them takes one of ``threads`` cores before its first group and gives it back when
+    no group is left for it, so the next call's workers start as the last one's end; the call in progress
+    sets its ``drained`` event when it has handed out its last group (:func:`relayed`); one memory gate
+    (:meth:`gate`) bounds the large workspaces of the calls together; ``stop`` ends them all (the workers
+    take no further group)."""
+
+    def __init__(self, threads: int):
+        self.cores = threading.Semaphore(max(1, threads))
+        self.stop = threading.Event()
+        self._gate: MemoryGate | None = None
+        self._lock = threading.Lock()
+
+    def gate(self, budget: int) -> MemoryGate:
+        """The calls' one memory gate, its budget the latest call's."""
+        with self._lock:
+            if self._gate is None:
+                self._gate = MemoryGate(budget)
+            else:
+                with self._gate._cv:
+                    self._gate.budget = budget
+            return self._gate
+
+
+_RELAYED: contextvars.ContextVar[tuple[Relay, threading.Event] | None] = contextvars.ContextVar(
+    "rnapipe_relayed", default=None)
+
+
+@contextlib.contextmanager
+def relayed(relay: Relay, drained: threading.Event) -> Iterator[None]:
+    """Calls of :func:`map_longest_first` made by this thread inside the block are calls of ``relay``, and set
+    ``drained`` when their last group is handed out."""
+    token = _RELAYED.set((relay, drained))
+    try:
+        yield
+    finally:
+        _RELAYED.reset(token)
+
+
+def current_relay() -> Relay | None:
+    """The relay this thread's calls are made in (:func:`relayed`), if any."""
+    held = _RELAYED.get()
+    return held[0] if held is not None else None
 
 
 def host_budget(options: dict | None = None) -> int:
@@ -73,11 +122,13 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
                 gate.give_back(need)
     order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     results: list = [None] * len(sequences)
+    relay, drained = _RELAYED.get() or (None, None)
     if threads <= 1 or len(sequences) <= 1:
-        for k in order:
-            results[k] = fold_one(sequences[k])
-            if progress is not None:
-                progress(1)
+        with relay.cores if relay is not None else contextlib.nullcontext():
+            for k in order:
+                results[k] = fold_one(sequences[k])
+                if progress is not None:
+                    progress(1)
         return results
     groups = _groups(order, [len(s) for s in sequences], threads)
     following = iter(range(len(groups)))       # next() on it is atomic under the GIL: the shared queue
@@ -85,16 +136,23 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
     stop = threading.Event()
 
     def work() -> None:
+        if relay is not None:
+            relay.cores.acquire()
         try:
             for g in following:
-                if stop.is_set():
+                if stop.is_set() or (relay is not None and relay.stop.is_set()):
                     break
                 for k in groups[g]:
                     results[k] = fold_one(sequences[k])
                 done.put(len(groups[g]))
+            else:
+                if drained is not None:
+                    drained.set()
         except BaseException as err:          # raised on the calling thread
             done.put(err)
         finally:
+            if relay is not None:
+                relay.cores.release()
             done.put(None)
 
     workers = min(threads, len(groups))

@@ -699,10 +699,12 @@ def workspace_bytes(n: int) -> int:
 class _Memory:
     """The workspaces of long sequences through a MemoryGate: a thread takes one only while all the large
     ones in use fit the budget together (see MemoryGate), and gives it back after its group, so that 16
-    threads on 16 long transcripts do not take 16 × 13·n² bytes at once."""
+    threads on 16 long transcripts do not take 16 × 13·n² bytes at once. The calls of one relay (calls that
+    overlap, :class:`.batch.Relay`) share one gate."""
 
     def __init__(self, budget: int):
-        self.gate = batch.MemoryGate(budget)
+        relay = batch.current_relay()
+        self.gate = relay.gate(budget) if relay is not None else batch.MemoryGate(budget)
 
     def take(self, work: _Workspace, n: int) -> int:
         need = workspace_bytes(n)
@@ -807,7 +809,8 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     groups = _groups([len(s) for s in ordered], threads)
     # one workspace per thread of this call (dropped with it, so a long sequence's matrices do not outlive it)
     workspaces: dict[int, _Workspace] = {}
-    memory = _Memory(_budget(options, threads))
+    # with a relay, a thread may keep a small workspace for each of two overlapping calls
+    memory = _Memory(_budget(options, threads * (2 if batch.current_relay() is not None else 1)))
     lock = threading.Lock()
     done = [0, 0]                      # sequences folded, sequences reported
 

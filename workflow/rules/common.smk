@@ -119,16 +119,17 @@ envvars:
     GPU_JOBS_VAR,
 
 
-# The profile decides the plan only where jobs share an input's shards: with one fold job an input (one CPU job
-# and no GPU job, or one GPU job alone) that job takes every shard whatever they cost, so no profile is made.
-PROFILE_NEEDED = CPU_JOBS + GPU_JOBS > 1
+# The profile decides the plan only where a GPU's jobs share an input's shards with other jobs: with one fold
+# job an input that job takes every shard whatever they cost, and CPU jobs alone, all alike, share the shards by
+# the records' predicted work; so no profile is made for them.
+PROFILE_NEEDED = GPU_JOBS > 0 and CPU_JOBS + GPU_JOBS > 1
 # Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
 # that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
 PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
 
 
 def profile_input():
-    """The profile the partition and the report read: none with one fold job an input."""
+    """The profile the partition and the report read: none with one fold job an input or CPU jobs alone."""
     return PROFILE if PROFILE_NEEDED else []
 
 
@@ -145,9 +146,12 @@ def print_devices():
     if RESOURCES.get("cpu_compiled") is False:
         say("the CPU engine is not compiled on this machine yet: the first job that folds on the CPU compiles it "
             "first (Numba, once: seconds, split over two processes; later runs load it from Numba's cache)")
-    if not PROFILE_NEEDED:
+    if not PROFILE_NEEDED and CPU_JOBS + GPU_JOBS == 1:
         say("one fold job an input: no profile is made (it could not change the plan: the one job takes every "
-            "shard; more jobs, e.g. --config 'jobs={cpu: 2}', are planned by a profile)")
+            "shard)")
+    elif not PROFILE_NEEDED:
+        say(f"{CPU_JOBS} CPU jobs an input and no GPU job: no profile is made (CPU jobs are alike: they share the "
+            "shards by the records' predicted work)")
     if config["jobs"]["gpu"] == "auto" and not getattr(workflow, "local_exec", True):
         executor = getattr(workflow.executor_plugin, "name", None) or "not local"
         say(f"jobs.gpu: auto counted {RESOURCES['gpus']} GPU(s) on this host, where Snakemake runs, and plans "

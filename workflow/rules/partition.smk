@@ -1,7 +1,8 @@
 # partition: the shards of one input assigned to jobs.cpu CPU jobs and the GPU jobs by the profile, so that both
 # sides are predicted to end together (the boundary B between them: the shards the CPU does relatively best go
 # to the CPU). Writes one shard list per job, plan.tsv and jobs.tsv; the log shows each device's share. With one
-# fold job an input there is no profile: the job takes every shard, its time not predicted.
+# fold job an input there is no profile: the job takes every shard, its time not predicted; CPU jobs alone share
+# the shards by the records' predicted work, their times not predicted either.
 
 
 rule partition:

@@ -2,8 +2,8 @@
 # timed where the job runs (on a cluster, a compute node): the CPU at 6 lengths, its cost fitted to
 # t(L) = a*L^3 + b*L^2 + c; the GPU at 14, its cost joining them. The file is named after the device kind; rnapipe
 # keeps the host's profile in its cache (~/.cache/rnapipe), so later runs on the same host take it from there.
-# Without a GPU it times the CPU only and its log says so in one line. Made only where an input has more than
-# one fold job (PROFILE_NEEDED): one job takes every shard whatever they cost.
+# Made only where GPU jobs share an input with other jobs (PROFILE_NEEDED): one job takes every shard whatever
+# they cost, and CPU jobs alone share the shards by the records' predicted work.
 
 
 rule profile:

@@ -1,5 +1,6 @@
 """The streaming core shared by ``rnapipe.fold_iter`` / ``rnapipe.fold`` and ``rnapipe fold``: chunks are
-read and parsed on one thread, folded on the calling one (engine calls of one or more chunks), and handed
+read and parsed on one thread, folded in engine calls of one or more chunks (on the calling thread, or on the
+CPU each call on a thread of its own, started as the call before it hands out its last records), and handed
 on in input order, so that parsing chunk k+1 and writing chunk k-1 overlap folding chunk k. At most
 ``DEPTH`` chunks wait between two stages, so memory is bounded by the chunks in flight, not the input.
 """
@@ -10,10 +11,12 @@ import collections
 import os
 import threading
 import time
+from contextlib import nullcontext
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from ...cpu.batch import Relay, relayed
 from ...errors import OutOfMemoryError
 from .. import timeline
 from ..pause import pause_point
@@ -156,56 +159,116 @@ def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
         source.close()
 
 
+class _Call:
+    """One engine call on ``batch`` (chunks). With a relay (:class:`~rnapipe.cpu.batch.Relay`: the CPU engines)
+    the call runs on a thread of its own, and ``drained`` is set once it has handed out its last group of
+    records, so that the next call can start on the cores this one frees; without, it runs at once, here."""
+
+    def __init__(self, folder: Folder, batch: list[Chunk], amount: float, relay: Relay | None):
+        self.batch, self.amount = batch, amount
+        self.drained = threading.Event()
+        self.result: tuple[np.ndarray, bytes] | None = None
+        self.error: BaseException | None = None
+        self.began = time.perf_counter()
+        self.ended = self.began
+        self._done = threading.Event()
+        if relay is None:
+            self._run(folder, None)
+        else:
+            threading.Thread(target=self._run, args=(folder, relay), name="rnapipe-fold", daemon=True).start()
+
+    def _run(self, folder: Folder, relay: Relay | None) -> None:
+        try:
+            with timeline.timed("fold"), relayed(relay, self.drained) if relay is not None else nullcontext():
+                self.result = folder.fold_packed([c.records for c in self.batch])
+        except BaseException as err:          # raised where the results are taken
+            self.error = err
+        finally:
+            self.ended = time.perf_counter()
+            self.drained.set()
+            self._done.set()
+
+    def results(self, folder: Folder, file_of) -> tuple[np.ndarray, bytes]:
+        """The call's scores and structures, once it has ended; its error raised here."""
+        self._done.wait()
+        if self.error is not None:
+            err, self.error = self.error, None
+            if isinstance(err, MemoryError) and not isinstance(err, OutOfMemoryError):
+                raise out_of_memory(err, self.batch, folder, file_of) from err
+            raise err
+        return self.result
+
+
 def _fold_batches(source: Background, folder: Folder, done: int, records: int, nucleotides: int, pace: Pace,
                   file_of=None, halted=None):
+    """The chunks of ``source`` folded in engine calls of one or more chunks, ``(chunk, ChunkResults)`` in
+    order. On the CPU a call starts as soon as the one before it has handed out its last records, so the two
+    overlap only while that one's threads finish theirs (:class:`~rnapipe.cpu.batch.Relay`); on a GPU one
+    call follows the other."""
+    relay = Relay(folder.threads) if folder.device == "cpu" else None
+    calls: collections.deque[_Call] = collections.deque()
+    last_end = 0.0                            # when the call before the oldest in flight ended
+
+    def settle(keep: int):
+        nonlocal last_end
+        while len(calls) > keep:
+            call = calls.popleft()
+            scores, structures = call.results(folder, file_of)
+            pace.observe(call.amount, call.ended - max(call.began, last_end))
+            last_end = call.ended
+            timeline.mark("first fold ends")
+            at, offset = 0, 0
+            for c in call.batch:
+                n = len(c)
+                end = offset + int(c.lens.sum()) + n
+                yield c, ChunkResults(scores[at:at + n], structures[offset:end])
+                at += n
+                offset = end
+            del call, scores, structures        # not held while the next batch is gathered and folded
+
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
-    for chunk in source:
-        if chunk.number < done:
-            yield chunk, None
-            continue
-        batch = [chunk]
-        size, nt, amount = len(chunk), chunk.nucleotides, chunk.cost
-        most = pace.batch_work()
-        # take whatever more is parsed already, for one larger engine call
-        while size < records and nt < nucleotides and amount < most and source.ready():
-            try:
-                more = next(source)
-            except StopIteration:
-                break
-            except Exception as err:
-                pending = err
-                break
-            if more.number < done:
-                raise RuntimeError("a finished chunk after an unfinished one")
-            batch.append(more)
-            size += len(more)
-            nt += more.nucleotides
-            amount += more.cost
-        if halted is not None and halted():
-            return
-        for c in batch:
-            pause_point(f"fold:{c.number}")
-        timeline.mark("first fold starts")
-        began = time.perf_counter()
-        with timeline.timed("fold"):
-            try:
-                scores, structures = folder.fold_packed([c.records for c in batch])
-            except MemoryError as err:
-                if isinstance(err, OutOfMemoryError):
-                    raise
-                raise out_of_memory(err, batch, folder, file_of) from err
-        pace.observe(amount, time.perf_counter() - began)
-        timeline.mark("first fold ends")
-        at, offset = 0, 0
-        for c in batch:
-            n = len(c)
-            end = offset + int(c.lens.sum()) + n
-            yield c, ChunkResults(scores[at:at + n], structures[offset:end])
-            at += n
-            offset = end
-        del batch, c, scores, structures        # not held while the next batch is gathered and folded
-        if pending is not None:
-            raise pending
+    try:
+        for chunk in source:
+            if chunk.number < done:
+                yield chunk, None
+                continue
+            batch = [chunk]
+            size, nt, amount = len(chunk), chunk.nucleotides, chunk.cost
+            most = pace.batch_work()
+            # take whatever more is parsed already, for one larger engine call
+            while size < records and nt < nucleotides and amount < most and source.ready():
+                try:
+                    more = next(source)
+                except StopIteration:
+                    break
+                except Exception as err:
+                    pending = err
+                    break
+                if more.number < done:
+                    raise RuntimeError("a finished chunk after an unfinished one")
+                batch.append(more)
+                size += len(more)
+                nt += more.nucleotides
+                amount += more.cost
+            if halted is not None and halted():
+                return
+            for c in batch:
+                pause_point(f"fold:{c.number}")
+            timeline.mark("first fold starts")
+            calls.append(_Call(folder, batch, amount, relay))
+            del batch, c
+            if relay is None:
+                yield from settle(0)
+            else:
+                yield from settle(1)              # every call but the one just started
+                calls[-1].drained.wait()
+            if pending is not None:
+                yield from settle(0)
+                raise pending
+        yield from settle(0)
+    finally:
+        if relay is not None:
+            relay.stop.set()                   # a call still in flight (the consumer stopped) takes no more
 
 
 def out_of_memory(err: MemoryError, batch: list[Chunk], folder, file_of=None) -> OutOfMemoryError:

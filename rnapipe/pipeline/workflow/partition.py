@@ -9,7 +9,8 @@ GPU jobs the rest, at the boundary that makes the later of the two sides' predic
 end: its total over its jobs, and no earlier than its longest shard), and nothing unless that is predicted to
 end at least :data:`..balance.MIN_GAIN` sooner than the GPU jobs alone (:func:`..balance.best_prefix`).
 Within a side, shards go to the job with the least predicted work so far, longest first
-(:func:`..balance.lpt`). A job folds its shards by length range (bin), in input order within a bin.
+(:func:`..balance.lpt`). CPU jobs alone need no profile: alike, they share the shards by the records' predicted
+work (:class:`WorkShape`). A job folds its shards by length range (bin), in input order within a bin.
 
 A plan directory holds ``{device}{j}.list`` (the shard files a job folds, one per line), ``plan.tsv``
 (shard, job, place in the job) and ``jobs.tsv`` (per job: device, shards, records, nucleotides, predicted
@@ -24,7 +25,20 @@ import numpy as np
 
 from ...io.writers import atomic_output
 from ..balance import MIN_GAIN, best_prefix, cpu_first, lpt
+from ..folding.pace import SHAPE_B, SHAPE_C, work
 from .prepare import Shard, read_shards, shard_name
+
+
+class WorkShape:
+    """CPU jobs' cost without a profile: a record's predicted work (:func:`..folding.pace.work`), in units of work,
+    not seconds. CPU jobs are alike, so they share the shards by it as well as by their times; no time is
+    predicted."""
+
+    def total(self, s3, s2, n):
+        return s3 + SHAPE_B * s2 + SHAPE_C * n
+
+    def seconds(self, lens):
+        return work(lens)
 
 
 def predicted(shards: list[Shard], cost, longest: int | None) -> np.ndarray:
@@ -71,14 +85,19 @@ def boundary(tc: np.ndarray, tg: np.ndarray, cpu_jobs: int, gpu_jobs: int, min_g
 def make(prepared: str, directory: str, costs: dict | None, longest: dict, cpu_jobs: int, gpu_jobs: int,
          cpu_threads: int = 1, min_gain: float = MIN_GAIN) -> list[dict]:
     """Write the plan of ``prepared`` into ``directory``; returns the rows of ``jobs.tsv``. ``cpu_threads``:
-    a CPU job's threads (those the profile timed the CPU with). ``costs`` None (no profile) is for one job
-    only: it takes every shard, whatever they cost, and its predicted seconds are NaN."""
+    a CPU job's threads (those the profile timed the CPU with). ``costs`` None (no profile) is for one job,
+    which takes every shard, or for CPU jobs alone, which share the shards by their predicted work
+    (:class:`WorkShape`); the predicted seconds are NaN."""
     shards = read_shards(prepared)
+    share = None                              # what the jobs of a side share the shards by, where not times
     if costs is None:
-        if cpu_jobs + gpu_jobs != 1:
-            raise ValueError("more than one job: the shards are shared by a profile's costs")
+        if gpu_jobs and cpu_jobs + gpu_jobs != 1:
+            raise ValueError("CPU and GPU jobs, or several GPU jobs: the shards are shared by a profile's costs")
         tc = tg = np.full(len(shards), np.nan)
-        on_cpu = np.full(len(shards), cpu_jobs == 1)
+        on_cpu = np.full(len(shards), cpu_jobs > 0)
+        if cpu_jobs > 1:
+            shape = WorkShape()
+            share = np.maximum(predicted(shards, shape, None), on_one_thread(shards, shape, 1, None))
     else:
         if gpu_jobs and "gpu" not in costs:
             raise ValueError("GPU jobs asked for, but the profile has no GPU (profile on a host with one)")
@@ -91,7 +110,8 @@ def make(prepared: str, directory: str, costs: dict | None, longest: dict, cpu_j
     for device, times, side, count in (("cpu", tc, np.flatnonzero(on_cpu), cpu_jobs),
                                        ("gpu", tg, np.flatnonzero(~on_cpu), gpu_jobs)):
         # longest first, each shard to the job with the least work so far (an infinite time counted as 0 s)
-        t = np.where(np.isfinite(times[side]), times[side], 0.0)      # NaN (no profile) as 0 s too
+        t = share[side] if share is not None and device == "cpu" else times[side]
+        t = np.where(np.isfinite(t), t, 0.0)      # NaN (no profile, one job) as 0 s too
         jobs += [(device, j, side[share].tolist()) for j, share in enumerate(lpt(t, count))]
     os.makedirs(directory, exist_ok=True)
     rows = []
