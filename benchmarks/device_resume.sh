@@ -7,7 +7,7 @@
 #   bash benchmarks/device_resume.sh kill       # a ~30-s GPU run (60,000 random 150-1,000 nt) killed at 30/60/90 %
 #                                               # and SIGTERM at 50 %, rerun
 #   bash benchmarks/device_resume.sh calls16    # 3,000 random 100-1,000 nt on all cores: the engine's one list, its
-#                                               # calls of 2 and 4 s, and rnapipe fold with its timeline
+#                                               # calls of 2 s, then the one list and rnapipe fold in turn, 4 rounds
 #   bash benchmarks/device_resume.sh doors      # the GPU tests of every front door (resume, CLI, hybrid, GPUs, workflow)
 #   bash benchmarks/device_resume.sh gpu40k     # 40,000 random 150-1,000 nt through rnapipe fold --device gpu, old and new
 #   bash benchmarks/device_resume.sh gpu        # the whole chr19 through rnapipe fold --device gpu, old and new
@@ -75,7 +75,7 @@ PY
         continue
       fi
       if [ "$mode" = calls16 ]; then
-        python3 benchmarks/cpu_calls.py --fasta /tmp/r3000.fa --threads "$(nproc)" --seconds 2,4 --cli-repeat 2 \
+        python3 benchmarks/cpu_calls.py --fasta /tmp/r3000.fa --threads "$(nproc)" --seconds 2 --rounds 4 \
           2>&1 | tee "$out/calls16.txt"
         continue
       fi

@@ -109,7 +109,8 @@ def test_stream_with_overlapping_cpu_calls_equals_the_one_list(monkeypatch):
     rng = random.Random(11)
     seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(5, 160))) for _ in range(400)]
     want = zuker.fold_batch(seqs, "default", 2, {})
-    # calls of few records each, so that many calls overlap
+    # chunks of 8 records, one chunk a call: 50 calls, each on both threads, one starting as the last drains
+    monkeypatch.setattr(pace_mod, "UNIT_SECONDS", 1e9)
     monkeypatch.setitem(pace_mod.BATCH_SECONDS, "cpu", 1e-9)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "in.fa")
@@ -121,12 +122,20 @@ def test_stream_with_overlapping_cpu_calls_equals_the_one_list(monkeypatch):
         calls = []
         real = folder.fold_packed
 
+        spans = []
+
         def counted(parts):
             calls.append(sum(len(p) for p in parts))
-            return real(parts)
+            began = time.perf_counter()
+            try:
+                return real(parts)
+            finally:
+                spans.append((began, time.perf_counter()))
 
         monkeypatch.setattr(folder, "fold_packed", counted)
-        for chunk, res in fold_chunks(chunked(FastaReader([path]), pace=pace), folder, pace=pace):
+        for chunk, res in fold_chunks(chunked(FastaReader([path]), records=8, pace=pace), folder, pace=pace):
             got += res.pairs()
-    assert len(calls) > 10
+    assert calls == [8] * 50
+    spans.sort()
+    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:]))      # some call started before the last ended
     assert got == [(int(e), s) for e, s in want]

@@ -100,14 +100,18 @@ def host_budget(options: dict | None = None) -> int:
 
 def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], threads: int,
                       progress: Callable[[int], None] | None = None,
-                      bytes_of: Callable[[int], int] | None = None, budget: int | None = None) -> list[T]:
+                      bytes_of: Callable[[int], int] | None = None, budget: int | None = None,
+                      grouped: bool = False) -> list[T]:
     """Apply ``fold_one`` to every sequence and return the results in input order.
 
     ``fold_one`` should spend its time in ``njit(nogil=True)`` code so that threads run in parallel.
     Longest sequences start first so that the pool does not end waiting on one long straggler.
     ``progress(k)`` is called with the number of sequences finished since the last call. With
     ``bytes_of(len(sequence))`` and ``budget``, threads fold only as many sequences at once as fit in
-    ``budget`` bytes together (see MemoryGate).
+    ``budget`` bytes together (see MemoryGate). Short sequences are folded in groups, one task of the pool a
+    group (:func:`_groups`); ``grouped``: the items are groups already, in the order to fold them (their
+    longest sequences first), one task each, so that a call's last tasks, which other threads may idle beside,
+    are its smallest.
     """
     if bytes_of is not None and budget is not None and threads > 1:
         gate = MemoryGate(budget)
@@ -120,7 +124,7 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
                 return inner(sequence)
             finally:
                 gate.give_back(need)
-    order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
+    order = list(range(len(sequences))) if grouped else sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     results: list = [None] * len(sequences)
     relay, drained = _RELAYED.get() or (None, None)
     if threads <= 1 or len(sequences) <= 1:
@@ -130,7 +134,7 @@ def map_longest_first(fold_one: Callable[[str], T], sequences: Sequence[str], th
                 if progress is not None:
                     progress(1)
         return results
-    groups = _groups(order, [len(s) for s in sequences], threads)
+    groups = [[k] for k in order] if grouped else _groups(order, [len(s) for s in sequences], threads)
     following = iter(range(len(groups)))       # next() on it is atomic under the GIL: the shared queue
     done: queue.SimpleQueue = queue.SimpleQueue()
     stop = threading.Event()

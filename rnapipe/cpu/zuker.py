@@ -638,8 +638,8 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
 
 
 class _Group:
-    """Positions lo .. hi-1 of the longest-first order, folded together; ``len()`` is their nucleotide
-    count, so that map_longest_first starts the biggest groups first."""
+    """Positions lo .. hi-1 of the longest-first order, folded together (one task of map_longest_first's
+    pool, in that order); ``len()`` is their nucleotide count."""
 
     __slots__ = ("hi", "lo", "longest", "size")
 
@@ -835,7 +835,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
         if delta and progress is not None:
             progress(delta)
 
-    map_longest_first(run, groups, threads, report)
+    map_longest_first(run, groups, threads, report, grouped=True)
     text = out.tobytes().decode("ascii")
     st, en = starts.tolist(), energies.tolist()
     results: list = [None] * len(sequences)
