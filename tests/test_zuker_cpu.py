@@ -131,7 +131,7 @@ def test_traceback_on_matrices_copied_out():
         S = padded_codes(seq)
         a, b = zuker.workspace_sizes(n)
         W, V, WM, WM1T, ptype = zuker._fill(tables, S, n, np.empty(a, dtype=np.int32), np.empty(b, dtype=np.int8))
-        pt = zuker.traceback(tables, S, n, W.copy(), V.copy(), WM.copy(), WM1T.copy(), ptype.copy())
+        pt = zuker.traceback(tables, S, n, W.copy(), V.copy(), WM.copy(), ptype.copy())
         assert (int(W[n]), zuker.dot_bracket(pt, n).tobytes().decode("ascii")) == zuker.fold_one(seq, tables)
 
 

@@ -203,7 +203,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
         k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
     t = _phase("exterior", t)
     if host_traceback:
-        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W)
+        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W)
         _phase("traceback", t)
         return out
     stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
@@ -225,7 +225,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     return [(int(mfe_h[s]), out_h[soff[s]:soff[s] + lens[s]].tobytes().decode("ascii")) for s in range(count)]
 
 
-def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
+def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
     """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
     also reads are made on the device too."""
     import cupy
@@ -240,12 +240,11 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
         a, b = int(moff[s]), int(moff[s]) + N * N
         Vh = V[a:b].get().reshape(N, N)
         WMh = WM[a:b].get().reshape(N, N)
-        WM1Th = WM1T[a:b].get().reshape(N, N)
         Wh = W[int(woff[s]):int(woff[s]) + n + 1].get().astype(np.int64)
         S = E.padded_codes(seq)
         Sd = cupy.asarray(S, dtype=cupy.int32)
         ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1).get()
-        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, WM1Th, np.ascontiguousarray(ptype, dtype=np.int8))
+        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype, dtype=np.int8))
         results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
     return results
 
