@@ -473,7 +473,8 @@ def traceback(T, S, n, W, V, WM, ptype):
       closes at j with i nearest to j first;
     * pair i·j (``vrna_bt_hairpin``, ``bt_int_loop``, ``bt_mb_loop``): the hairpin, then the interior loops
       with n1 = p-i-1 ascending and, within an n1, n2 = j-q-1 ascending, then the multiloop as two WM
-      sections WM[i+1, k-1] + WM[k, j-1], k ascending (ViennaRNA's fML + fML split, not the fill's fM1);
+      sections WM[i+1, k-1] + WM[k, j-1], k ascending (ViennaRNA's fML + fML split; the fill's VM takes
+      the same minimum as WM + WM1);
     * WM section i..j (``bt_mb_loop_split``, ViennaRNA's fML): unpaired nucleotides off the 3' end while
       WM[i, j] = WM[i, j-1] + ML base, then off the 5' end while WM[i, j] = WM[i+1, j] + ML base, then one
       branch i·j, then the split WM[i, u] + WM[u+1, j] with u ascending.
