@@ -1,15 +1,22 @@
-"""zuker_core.cuh's pair-type arithmetic (branch-free on the device) built as plain C++ against the CPU
-engine's tables rnapipe.params.PAIR_TYPE and RTYPE. Runs wherever a C++ compiler is on PATH."""
+"""zuker_core.cuh and zuker_short.cuh built as plain C++ (no GPU): the pair-type arithmetic (branch-free on
+the device) against the CPU engine's tables rnapipe.params.PAIR_TYPE and RTYPE, and the GPU tracebacks
+(``zk_traceback``, one thread per sequence; ``zs_traceback``, the short-sequence kernels') on matrices filled
+by the GPU fill's own cell code (``zk_v_partial``, ``zk_wm1``, ``zk_wm_partial``, ``zk_store``,
+``zk_w_partial``, one cell at a time) against ViennaRNA's RNA.fold_compound(seq, md).mfe(): the MFE and the
+very dot-bracket. Runs wherever a C++ compiler is on PATH."""
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 
 import pytest
 
 from rnapipe import params
+from rnapipe.alphabet import encode
 from rnapipe.gpu import loader
+from rnapipe.model import Model
 
 CXX = shutil.which("g++") or shutil.which("c++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler on PATH")
@@ -34,3 +41,122 @@ def test_pair_types_equal_the_cpu_tables(tmp_path):
     got = [int(x) for x in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
     want = [int(params.PAIR_TYPE[a, b]) for a in range(5) for b in range(5)] + [int(t) for t in params.RTYPE]
     assert got == want
+
+
+# Fills one sequence's matrices with the cell code of zuker_core.cuh, one cell at a time in anti-diagonal
+# order (zk_fill_block's order, one lane), then W (zk_exterior's terms), then walks zk_traceback on that
+# row-major storage and zs_traceback on the same values laid out as zuker_short.cuh keeps them
+# (diagonal-major V and WM, XT). Input: the flat parameter table (binary int32), then one sequence of
+# codes 0-4 per line. Output per sequence: MFE, zk_traceback's status and dot-bracket, zs_traceback's.
+TRACEBACKS = r"""
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+#include "zuker_short.cuh"
+
+static std::string brackets(const std::vector<int>& pt, int n) {
+    std::string s(n, '.');
+    for (int k = 1; k <= n; ++k)
+        if (pt[k]) s[k - 1] = pt[k] > k ? '(' : ')';
+    return s;
+}
+
+int main(int argc, char** argv) {
+    std::ifstream pf(argv[1], std::ios::binary | std::ios::ate);
+    std::vector<int> table((size_t)pf.tellg() / 4);
+    pf.seekg(0);
+    pf.read((char*)table.data(), (std::streamsize)(table.size() * 4));
+    const int* Pt = table.data();
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        const int n = (int)line.size();
+        const long long N = n + 2, NN = N * N;
+        std::vector<signed char> S(N, 0);
+        for (int k = 0; k < n; ++k) S[k + 1] = (signed char)(line[k] - '0');
+        std::vector<int> mx(7 * NN, ZK_INF);
+        ZkSeq q;
+        q.S = S.data(); q.n = n; q.N = N;
+        q.V = &mx[0]; q.WM = &mx[NN]; q.WM1T = &mx[2 * NN]; q.VI = &mx[3 * NN]; q.V1N = &mx[4 * NN];
+        q.VAU = &mx[5 * NN]; q.VMX = &mx[6 * NN];
+        for (int d = ZK_TURN + 1; d < n; ++d)
+            for (int i = 1; i + d <= n; ++i) {
+                const int j = i + d;
+                const int v = zk_v_partial(Pt, q, i, j, 0, 1);
+                const int w1 = zk_wm1(Pt, q, i, j, v);
+                int vm;
+                const int wm = zk_wm_partial(Pt, q, i, j, w1, 0, 1, vm);
+                zk_store(Pt, q, i, j, v, w1, wm, vm);
+            }
+        std::vector<int> W(n + 1, 0);
+        for (int j = ZK_TURN + 2; j <= n; ++j) W[j] = zk_min(W[j - 1], zk_w_partial(Pt, q, W.data(), j, 0, 1));
+        std::vector<int> stack(3 * (3 * n + 8)), pt(n + 2);
+        const int st1 = zk_traceback(Pt, q, W.data(), stack.data(), pt.data());
+        std::string db1 = brackets(pt, n);
+        // zuker_short.cuh's storage of the same values
+        std::vector<int> pool(zs_pool_words(n), ZK_INF);
+        ZsSeq z = zs_seq(S.data(), n, pool.data());
+        for (int i = 1; i <= n; ++i)
+            for (int j = i; j <= n; ++j) {
+                const int v = q.V[i * N + j];
+                z.V[(j - i) * N + i] = v;
+                z.WM[(j - i) * N + i] = q.WM[i * N + j];
+                z.XT[j * N + i] = v < ZK_HALF_INF ? v + zk_exterior_stem_at(Pt, S.data(), n, i, j) : ZK_INF;
+            }
+        std::string db2(n, '.');
+        const int st2 = zs_traceback(Pt, z, W.data(), zs_stack(z), (unsigned char*)&db2[0], 0);
+        std::printf("%d %d %s %d %s\n", W[n], st1, db1.c_str(), st2, db2.c_str());
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tracebacks(tmp_path_factory):
+    """The compiled TRACEBACKS program."""
+    d = tmp_path_factory.mktemp("tb")
+    src = d / "tb.cpp"
+    src.write_text(TRACEBACKS)
+    exe = d / "tb"
+    subprocess.run([CXX, "-std=c++17", "-O2", f"-I{loader.kernel_dir()}", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def _host_folds(exe, tmp_path, seqs, temperature, dangles):
+    from rnapipe.gpu.zuker_tables import flat_tables
+
+    table = tmp_path / f"P_{temperature:g}_{dangles}.bin"
+    table.write_bytes(flat_tables(Model(temperature=temperature, dangles=dangles).tables(),
+                                  max(len(s) for s in seqs)).tobytes())
+    text = "".join("".join(str(c) for c in encode(s)) + "\n" for s in seqs)
+    out = subprocess.run([str(exe), str(table)], input=text, capture_output=True, text=True, check=True).stdout
+    return [line.split() for line in out.splitlines()]
+
+
+def _random(count, lo, hi, seed, alphabet="ACGU", n_rate=0.0):
+    rng = random.Random(seed)
+    return ["".join("N" if rng.random() < n_rate else rng.choice(alphabet) for _ in range(rng.randint(lo, hi)))
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("temperature, dangles", [(37.0, 2), (37.0, 0), (20.0, 2)])
+def test_gpu_tracebacks_give_rnafold_structures(tracebacks, tmp_path, temperature, dangles):
+    """Both GPU tracebacks, built for the host, print RNAfold's structure (not only one of the same energy)
+    on random sequences with N, GC-rich and AU-rich ones, poly-A and short ones."""
+    RNA = pytest.importorskip("RNA")
+    seqs = (_random(120, 20, 300, seed=int(temperature) + dangles, n_rate=0.02)
+            + _random(30, 30, 200, seed=5 + dangles, alphabet="GGGCCCAU")
+            + _random(30, 30, 200, seed=6 + dangles, alphabet="AAUUUGC")
+            + ["A" * 40, "GGGGAAAACCCC", "GCGCGCGCGCGCGCGCGCGCGC", "NNNNNNNNNN", "GGGAAAUCCC"])
+    md = RNA.md()
+    md.temperature = temperature
+    md.dangles = dangles
+    wrong = []
+    for s, (mfe, st1, db1, st2, db2) in zip(seqs, _host_folds(tracebacks, tmp_path, seqs, temperature, dangles),
+                                            strict=True):
+        ref, ref_mfe = RNA.fold_compound(s, md).mfe()
+        if (int(mfe), st1, db1, st2, db2) != (round(ref_mfe * 100), "0", ref, "0", ref):
+            wrong.append((s, mfe, db1, db2, ref))
+    assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"

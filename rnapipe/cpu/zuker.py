@@ -72,7 +72,7 @@ def bytes_needed(n: int, variant: str = "default") -> int:
     vectors.
     24 GiB holds n = 44,500 (``max_length(24 * 2**30)``)."""
     cells = (n + 2) ** 2
-    return 13 * cells + (3 * RING * 4 + ROWS * 4 + 3 * 8 * 3 + 64) * (n + 2) + (1 << 16)
+    return 13 * cells + (3 * RING * 4 + ROWS * 4 + 3 * 8 + 64) * (n + 2) + (1 << 16)
 
 
 def max_length(budget_bytes: int) -> int:
@@ -464,29 +464,48 @@ def _fill(T, S, n, work32, work8):
 
 
 @njit(cache=True, nogil=True)
-def traceback(T, S, n, W, V, WM, WM1T, ptype):
-    """Pair table of one optimal structure: re-derive which term of each recursion gave the stored value.
+def traceback(T, S, n, W, V, WM, ptype):
+    """Pair table of the optimal structure RNAfold prints: re-derive which term of each recursion gave the
+    stored value, trying the terms in the order of ViennaRNA's MFE backtracking, so that among co-optimal
+    structures the same one comes out (``backtrack`` in mfe/mfe.c and src/ViennaRNA/backtrack/):
 
-    Reads the matrices as ``_fill`` stores them (V, WM and WM1T (n+2)² int32, WM1 transposed, W int64 of
-    n + 1); the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices
-    copied back from the device, so that both engines trace co-optimal structures the same way."""
+    * exterior loop (``bt_ext_loop_f5``): the unpaired 3' end while W[j] = W[j-1], then the helix i·j that
+      closes at j with i nearest to j first;
+    * pair i·j (``vrna_bt_hairpin``, ``bt_int_loop``, ``bt_mb_loop``): the hairpin, then the interior loops
+      with n1 = p-i-1 ascending and, within an n1, n2 = j-q-1 ascending, then the multiloop as two WM
+      sections WM[i+1, k-1] + WM[k, j-1], k ascending (ViennaRNA's fML + fML split; the fill's VM takes
+      the same minimum as WM + WM1);
+    * WM section i..j (``bt_mb_loop_split``, ViennaRNA's fML): unpaired nucleotides off the 3' end while
+      WM[i, j] = WM[i, j-1] + ML base, then off the 5' end while WM[i, j] = WM[i+1, j] + ML base, then one
+      branch i·j, then the split WM[i, u] + WM[u+1, j] with u ascending.
+
+    Reads the matrices as ``_fill`` stores them (V and WM (n+2)² int32, W int64 of n + 1, the pair types);
+    the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices copied
+    back from the device, and the GPU tracebacks (``zk_traceback``, ``zk_traceback_block``,
+    ``zs_traceback``) take the same decisions in the same order."""
     pt = np.zeros(n + 2, dtype=np.int32)
     ml_base = T.scalars[_ML_BASE]
-    stack = np.zeros((3 * n + 8, 3), dtype=np.int64)   # (kind, i, j); kind 0 = V, 1 = WM, 2 = WM1
+    # (kind, i, j); kind 0 = the pair i·j (V), 1 = the WM section i..j. The entries on the stack are
+    # disjoint stretches of at least TURN + 2 nt, so n + 8 entries always suffice.
+    stack = np.zeros((n + 8, 3), dtype=np.int64)
     top = 0
     j = n
     while j > TURN + 1:
         if W[j] == W[j - 1]:
             j -= 1
             continue
-        for i in range(1, j - TURN):
+        found = False
+        for i in range(j - TURN - 1, 0, -1):
             if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + E.exterior_stem_at(T, S, n, i, j) == W[j]:
                 stack[top, 0] = 0
                 stack[top, 1] = i
                 stack[top, 2] = j
                 top += 1
                 j = i - 1
+                found = True
                 break
+        if not found:                     # never expected: leave j unpaired rather than loop forever
+            j -= 1
     while top > 0:
         top -= 1
         kind = stack[top, 0]
@@ -515,45 +534,39 @@ def traceback(T, S, n, W, V, WM, WM1T, ptype):
                     break
             if found:
                 continue
-            closing = E.multi_closing(T, S, i, j)
+            rest = target - E.multi_closing(T, S, i, j)
             for k in range(i + TURN + 3, j - TURN - 1):
-                if np.int64(WM[i + 1, k - 1]) + WM1T[j - 1, k] + closing == target:
+                if np.int64(WM[i + 1, k - 1]) + WM[k, j - 1] == rest:
                     stack[top, 0] = 1
                     stack[top, 1] = i + 1
                     stack[top, 2] = k - 1
-                    stack[top + 1, 0] = 2
+                    stack[top + 1, 0] = 1
                     stack[top + 1, 1] = k
                     stack[top + 1, 2] = j - 1
                     top += 2
                     break
-        elif kind == 1:
-            target = WM[i, j]
-            for k in range(i, j - TURN):
-                unpaired = (k - i) * ml_base
-                u = unpaired if k == i else min(unpaired, np.int64(WM[i, k - 1]))
-                if u + WM1T[j, k] == target:
-                    stack[top, 0] = 2
-                    stack[top, 1] = k
-                    stack[top, 2] = j
-                    top += 1
-                    if k > i and u != unpaired:
-                        stack[top, 0] = 1
-                        stack[top, 1] = i
-                        stack[top, 2] = k - 1
-                        top += 1
-                    break
         else:
-            target = WM1T[j, i]
+            target = WM[i, j]
+            while j - 1 > i and WM[i, j - 1] + ml_base == target:
+                j -= 1
+            while i + 1 < j and WM[i + 1, j] + ml_base == target:
+                i += 1
             if V[i, j] < HALF_INF and V[i, j] + E.multi_stem_at(T, S, i, j) == target:
                 stack[top, 0] = 0
                 stack[top, 1] = i
                 stack[top, 2] = j
                 top += 1
-            else:
-                stack[top, 0] = 2
-                stack[top, 1] = i
-                stack[top, 2] = j - 1
-                top += 1
+                continue
+            for u in range(i + TURN + 1, j - TURN - 1):
+                if np.int64(WM[i, u]) + WM[u + 1, j] == target:
+                    stack[top, 0] = 1
+                    stack[top, 1] = i
+                    stack[top, 2] = u
+                    stack[top + 1, 0] = 1
+                    stack[top + 1, 1] = u + 1
+                    stack[top + 1, 2] = j
+                    top += 2
+                    break
     return pt
 
 
@@ -574,7 +587,7 @@ def fold_codes_in(T, S, work32, work8):
     """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
     W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
-    pt = traceback(T, S, n, W, V, WM, WM1T, ptype)
+    pt = traceback(T, S, n, W, V, WM, ptype)
     return W[n], dot_bracket(pt, n)
 
 
@@ -630,7 +643,7 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
         n = S.shape[0] - 2
         if n > 0:
             W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
-            db = dot_bracket(traceback(T, S, n, W, V, WM, WM1T, ptype), n)
+            db = dot_bracket(traceback(T, S, n, W, V, WM, ptype), n)
             energies[k] = W[n]
             a = starts[k] + 1
             for p in range(n):
@@ -734,8 +747,7 @@ def signatures(tables) -> dict:
     i8, i32, i64, u8, n = array(np.int8), array(np.int32), array(np.int64), array(np.uint8), numba.int64
     return {"fold_range": (T, i8, i64, n, n, i32, i8, i64, u8),
             "_fill": (T, i8, n, i32, i8),
-            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int32, 2),
-                          array(np.int8, 2))}
+            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int8, 2))}
 
 
 def compile_alone(name: str) -> None:

@@ -23,12 +23,12 @@ The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds three
 
 Then W (eq. 1): in chunks (``zk_ext_cross`` + ``zk_ext_seq``) after the tiled fill, else one block per
 sequence (``zk_exterior``). Then the traceback, a port of ``rnapipe.cpu.zuker.traceback`` with the same
-order of tests (so co-optimal structures come out the same): after the fills of long sequences one block
-per sequence (``zk_traceback_block``: each scan for "the first candidate that re-derives the stored
-value" done by the whole block with a minimum-index reduction), else one thread per sequence
-(``zk_traceback``); above ``HOST_TRACEBACK_N`` the thread traceback gives way to the CPU engine's own
-traceback on matrices copied back. Matrices are stored as the CPU engine stores them ((n+2)² int32, WM1
-transposed), which is what lets it read them.
+order of tests (ViennaRNA's backtracking order, so that among co-optimal structures RNAfold's comes out):
+after the fills of long sequences one block per sequence (``zk_traceback_block``: each scan for "the first
+candidate that re-derives the stored value" done by the whole block with a minimum-index reduction), else
+one thread per sequence (``zk_traceback``); above ``HOST_TRACEBACK_N`` the thread traceback gives way to the
+CPU engine's own traceback on matrices copied back. Matrices are stored as the CPU engine stores them ((n+2)²
+int32, WM1 transposed), which is what lets it read them.
 
 The parameter tables are the CPU engine's (``Model.tables()``) flattened into one int32 array
 (:func:`.zuker_tables.flat_tables`), copied to the device once per model.
@@ -58,7 +58,7 @@ TURN = 3
 BLOCK_MAX_N = 600             # zk_fill_block up to here, zk_fill_diag beyond
 FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
 DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
-HOST_TRACEBACK_N = 8000       # thread traceback only: one GPU thread walks O(n²) in the exterior loop
+HOST_TRACEBACK_N = 8000       # thread traceback only up to here: one GPU thread walks every scan alone
 MAX_BATCH = 65_535            # gridDim.y of zk_fill_diag, zk_mid, zk_fin
 # Long sequences: the tiled fill (zk_mid + zk_fin, ZK_TILE x ZK_TILE tiles) and the block traceback.
 # LONG_FILL is the fill used beyond BLOCK_MAX_N ("tiled" or the per-diagonal "diag"); BLOCK_TRACEBACK picks the
@@ -203,7 +203,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
         k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
     t = _phase("exterior", t)
     if host_traceback:
-        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W)
+        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W)
         _phase("traceback", t)
         return out
     stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
@@ -225,7 +225,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     return [(int(mfe_h[s]), out_h[soff[s]:soff[s] + lens[s]].tobytes().decode("ascii")) for s in range(count)]
 
 
-def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
+def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
     """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
     also reads are made on the device too."""
     import cupy
@@ -240,12 +240,11 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, WM1T, W):
         a, b = int(moff[s]), int(moff[s]) + N * N
         Vh = V[a:b].get().reshape(N, N)
         WMh = WM[a:b].get().reshape(N, N)
-        WM1Th = WM1T[a:b].get().reshape(N, N)
         Wh = W[int(woff[s]):int(woff[s]) + n + 1].get().astype(np.int64)
         S = E.padded_codes(seq)
         Sd = cupy.asarray(S, dtype=cupy.int32)
         ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1).get()
-        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, WM1Th, np.ascontiguousarray(ptype, dtype=np.int8))
+        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype, dtype=np.int8))
         results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
     return results
 

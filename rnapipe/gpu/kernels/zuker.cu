@@ -416,10 +416,11 @@ extern "C" __global__ void zk_ext_seq(ZK_BATCH_ARGS, int s0, int* Wall, const lo
 }
 
 // ------------------------------------------------------------------------------------------------------
-// Traceback, one block per sequence: rnapipe.cpu.zuker._traceback's walk, each of its scans ("the first
-// i / (n1, n2) / k that re-derives the stored value") done by the whole block in chunks of blockDim.x
-// candidates with a minimum-index reduction, so the same co-optimal choice comes out. Every thread walks
-// the same stack (kept in global memory, written by thread 0) and takes the same branches.
+// Traceback, one block per sequence: rnapipe.cpu.zuker.traceback's walk (zk_traceback's), each of its scans
+// ("the first candidate in the CPU's order that re-derives the stored value") done by the whole block in
+// chunks of blockDim.x candidates with a minimum-index reduction over the candidate's rank in that order,
+// so the same co-optimal choice comes out. Every thread walks the same stack (kept in global memory,
+// written by thread 0) and takes the same branches.
 // ------------------------------------------------------------------------------------------------------
 #define ZK_NONE 0x7fffffff
 
@@ -458,25 +459,30 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
     int j = n;
     while (j > ZK_TURN + 1) {
         if (W[j] == W[j - 1]) { --j; continue; }
+        // the closing position i, from j - TURN - 1 down to 1: candidate c is i = j - TURN - 1 - c
+        const int ncand = j - ZK_TURN - 1;
         int f = ZK_NONE;
-        for (int base = 1; base < j - ZK_TURN && f == ZK_NONE; base += nth) {
-            int i = base + tid, mine = ZK_NONE;
-            if (i < j - ZK_TURN) {
+        for (int base = 0; base < ncand && f == ZK_NONE; base += nth) {
+            int c = base + tid, mine = ZK_NONE;
+            if (c < ncand) {
+                int i = ncand - c;
                 int v = q.V[i * N + j];
-                if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) mine = i;
+                if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) mine = c;
             }
             f = zk_block_min(mine, red, parity);
         }
         if (f != ZK_NONE) {
-            if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = f; stack[3 * top + 2] = j; }
+            const int i = ncand - f;
+            if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; }
             ++top;
-            j = f - 1;
+            j = i - 1;
         } else { st = 1; --j; }
     }
     __syncthreads();
     while (top > 0) {
         --top;
-        const int kind = stack[3 * top], i = stack[3 * top + 1];
+        const int kind = stack[3 * top];
+        int i = stack[3 * top + 1];
         j = stack[3 * top + 2];
         __syncthreads();             // every thread has read the entry before thread 0 overwrites it
         if (kind == 0) {
@@ -509,52 +515,44 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
                 __syncthreads();
                 continue;
             }
-            const int closing = zk_multi_closing(P, S, i, j);
+            const int rest = target - zk_multi_closing(P, S, i, j);
             const int kb = i + ZK_TURN + 3, ke = j - ZK_TURN - 1;
             for (int base = kb; base < ke && f == ZK_NONE; base += nth) {
                 int k = base + tid, mine = ZK_NONE;
-                if (k < ke && q.WM[(i + 1) * N + k - 1] + q.WM1T[(j - 1) * N + k] + closing == target) mine = k;
+                if (k < ke && q.WM[(i + 1) * N + k - 1] + q.WM[k * N + j - 1] == rest) mine = k;
                 f = zk_block_min(mine, red, parity);
             }
             if (f != ZK_NONE) {
                 if (tid == 0) {
                     stack[3 * top] = 1; stack[3 * top + 1] = i + 1; stack[3 * top + 2] = f - 1;
-                    stack[3 * top + 3] = 2; stack[3 * top + 4] = f; stack[3 * top + 5] = j - 1;
+                    stack[3 * top + 3] = 1; stack[3 * top + 4] = f; stack[3 * top + 5] = j - 1;
                 }
                 top += 2;
             } else st = 1;
-        } else if (kind == 1) {
-            const int target = q.WM[i * N + j];
-            int f = ZK_NONE;
-            for (int base = i; base < j - ZK_TURN && f == ZK_NONE; base += nth) {
-                int k = base + tid, mine = ZK_NONE;
-                if (k < j - ZK_TURN) {
-                    int unpaired = (k - i) * ml_base;
-                    int u = k == i ? unpaired : zk_min(unpaired, q.WM[i * N + k - 1]);
-                    if (u + q.WM1T[j * N + k] == target) mine = k;
-                }
-                f = zk_block_min(mine, red, parity);
-            }
-            if (f != ZK_NONE) {
-                const int unpaired = (f - i) * ml_base;
-                const int u = f == i ? unpaired : zk_min(unpaired, q.WM[i * N + f - 1]);
-                if (tid == 0) { stack[3 * top] = 2; stack[3 * top + 1] = f; stack[3 * top + 2] = j; }
-                ++top;
-                if (f > i && u != unpaired) {
-                    if (tid == 0) { stack[3 * top] = 1; stack[3 * top + 1] = i; stack[3 * top + 2] = f - 1; }
-                    ++top;
-                }
-            } else st = 1;
         } else {
-            const int target = q.WM1T[j * N + i];
+            const int target = q.WM[i * N + j];
+            while (j - 1 > i && q.WM[i * N + j - 1] + ml_base == target) --j;
+            while (i + 1 < j && q.WM[(i + 1) * N + j] + ml_base == target) ++i;
             const int v = q.V[i * N + j];
             if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
                 if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; }
                 ++top;
-            } else if (j - 1 > i) {
-                if (tid == 0) { stack[3 * top] = 2; stack[3 * top + 1] = i; stack[3 * top + 2] = j - 1; }
-                ++top;
-            } else st = 1;
+            } else {
+                const int ub = i + ZK_TURN + 1, ue = j - ZK_TURN - 1;
+                int f = ZK_NONE;
+                for (int base = ub; base < ue && f == ZK_NONE; base += nth) {
+                    int u = base + tid, mine = ZK_NONE;
+                    if (u < ue && q.WM[i * N + u] + q.WM[(u + 1) * N + j] == target) mine = u;
+                    f = zk_block_min(mine, red, parity);
+                }
+                if (f != ZK_NONE) {
+                    if (tid == 0) {
+                        stack[3 * top] = 1; stack[3 * top + 1] = i; stack[3 * top + 2] = f;
+                        stack[3 * top + 3] = 1; stack[3 * top + 4] = f + 1; stack[3 * top + 5] = j;
+                    }
+                    top += 2;
+                } else st = 1;
+            }
         }
         __syncthreads();             // thread 0's pushes are visible before the next pop
     }

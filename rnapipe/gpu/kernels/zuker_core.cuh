@@ -330,9 +330,12 @@ ZK_HD int zk_w_partial(const int* P, const ZkSeq& q, const int* W, int j, int ti
     return best;
 }
 
-// rnapipe.cpu.zuker._traceback, the same order of tests and the same stack discipline, so that among
-// co-optimal structures the same one comes out. stack: 3 ints per entry, 3n + 8 entries; pt: n + 2 ints.
-// Returns 0, or 1 if a stored value could not be re-derived (never expected).
+// rnapipe.cpu.zuker.traceback: the same tests in the same order (ViennaRNA's MFE backtracking: the exterior
+// helix nearest the 3' end first; per pair the hairpin, the interior loops by n1 then n2, the multiloop as
+// WM[i+1][k-1] + WM[k][j-1] by k; per WM section the 3' then 5' unpaired ends, one branch, the first split)
+// and the same stack discipline, so that among co-optimal structures the same one comes out, RNAfold's.
+// stack: 3 ints per entry, 3n + 8 entries (n + 8 suffice: the entries are disjoint stretches); pt: n + 2
+// ints. Returns 0, or 1 if a stored value could not be re-derived (never expected).
 ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, int* pt) {
     const signed char* S = q.S;
     const int n = q.n;
@@ -345,7 +348,7 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
     while (j > ZK_TURN + 1) {
         if (W[j] == W[j - 1]) { --j; continue; }
         bool found = false;
-        for (int i = 1; i < j - ZK_TURN; ++i) {
+        for (int i = j - ZK_TURN - 1; i >= 1; --i) {
             int v = q.V[i * N + j];
             if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) {
                 stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;
@@ -380,43 +383,37 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
                 }
             }
             if (found) continue;
-            int closing = zk_multi_closing(P, S, i, j);
+            int rest = target - zk_multi_closing(P, S, i, j);
             for (int k = i + ZK_TURN + 3; k < j - ZK_TURN - 1; ++k) {
-                if (q.WM[(i + 1) * N + k - 1] + q.WM1T[(j - 1) * N + k] + closing == target) {
+                if (q.WM[(i + 1) * N + k - 1] + q.WM[k * N + j - 1] == rest) {
                     stack[3 * top] = 1; stack[3 * top + 1] = i + 1; stack[3 * top + 2] = k - 1;
-                    stack[3 * top + 3] = 2; stack[3 * top + 4] = k; stack[3 * top + 5] = j - 1;
+                    stack[3 * top + 3] = 1; stack[3 * top + 4] = k; stack[3 * top + 5] = j - 1;
                     top += 2;
                     found = true;
                     break;
                 }
             }
             if (!found) status = 1;
-        } else if (kind == 1) {
+        } else {
             int target = q.WM[i * N + j];
+            while (j - 1 > i && q.WM[i * N + j - 1] + ml_base == target) --j;
+            while (i + 1 < j && q.WM[(i + 1) * N + j] + ml_base == target) ++i;
+            int v = q.V[i * N + j];
+            if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
+                stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;
+                continue;
+            }
             bool found = false;
-            for (int k = i; k < j - ZK_TURN; ++k) {
-                int unpaired = (k - i) * ml_base;
-                int u = k == i ? unpaired : zk_min(unpaired, q.WM[i * N + k - 1]);
-                if (u + q.WM1T[j * N + k] == target) {
-                    stack[3 * top] = 2; stack[3 * top + 1] = k; stack[3 * top + 2] = j; ++top;
-                    if (k > i && u != unpaired) {
-                        stack[3 * top] = 1; stack[3 * top + 1] = i; stack[3 * top + 2] = k - 1; ++top;
-                    }
+            for (int u = i + ZK_TURN + 1; u < j - ZK_TURN - 1; ++u) {
+                if (q.WM[i * N + u] + q.WM[(u + 1) * N + j] == target) {
+                    stack[3 * top] = 1; stack[3 * top + 1] = i; stack[3 * top + 2] = u;
+                    stack[3 * top + 3] = 1; stack[3 * top + 4] = u + 1; stack[3 * top + 5] = j;
+                    top += 2;
                     found = true;
                     break;
                 }
             }
             if (!found) status = 1;
-        } else {
-            int target = q.WM1T[j * N + i];
-            int v = q.V[i * N + j];
-            if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
-                stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;
-            } else if (j - 1 > i) {
-                stack[3 * top] = 2; stack[3 * top + 1] = i; stack[3 * top + 2] = j - 1; ++top;
-            } else {
-                status = 1;
-            }
         }
     }
     return status;

@@ -165,9 +165,10 @@ ZK_HD int zs_wm_partial(const int* P, const ZsSeq& q, int i, int d, int w1, int 
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Traceback: rnapipe.cpu.zuker._traceback's tests in its order. Every search for "the first x with
-// pred(x)" is zs_first: on the device one warp tests 32 candidates at a time and takes the lowest lane
-// that holds (so the same x comes out as the CPU's sequential loop); on the host a plain loop.
+// Traceback: rnapipe.cpu.zuker.traceback's tests in its order (ViennaRNA's MFE backtracking, see there).
+// Every search for "the first x with pred(x)" is zs_first: on the device one warp tests 32 candidates at a
+// time and takes the lowest lane that holds (so the same x comes out as the CPU's sequential loop); on the
+// host a plain loop.
 #ifdef __CUDA_ARCH__
 template <class Pred>
 __device__ __forceinline__ int zs_first(int count, int lane, Pred pred) {
@@ -193,7 +194,8 @@ inline int zs_first(int count, int lane, Pred pred) {
 #define ZS_PACK(kind, i, j) (((kind) << 22) | ((i) << 11) | (j))
 
 // W: exterior loop values W[0..n] (computed beforehand); out: n bytes, already '.'; every lane of the warp
-// calls this with its lane number (lane 0 writes). Returns 0, or 1 if a value could not be re-derived.
+// calls this with its lane number (lane 0 writes). Stack entries: kind 0 the pair i.j, 1 the WM section
+// i..j. Returns 0, or 1 if a value could not be re-derived.
 template <class Dummy = void>
 ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, unsigned char* out, int lane) {
     const signed char* S = q.S;
@@ -205,15 +207,16 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
     while (j > ZK_TURN + 1) {
         const int wj = W[j];
         if (wj == W[j - 1]) { --j; continue; }
-        const int jj = j;
-        int x = zs_first(j - ZK_TURN - 1, lane, [&](int x) {
-            int e = q.XT[jj * N + 1 + x];
-            return e < ZK_HALF_INF && W[x] + e == wj;
+        // the closing position i from j - TURN - 1 down to 1: x = j - TURN - 1 - i
+        const int jj = j, hi = j - ZK_TURN - 1;
+        int x = zs_first(hi, lane, [&](int x) {
+            int e = q.XT[jj * N + hi - x];
+            return e < ZK_HALF_INF && W[hi - x - 1] + e == wj;
         });
         if (x >= 0) {
-            if (lane == 0) stack[top] = ZS_PACK(0, x + 1, j);
+            if (lane == 0) stack[top] = ZS_PACK(0, hi - x, j);
             ++top;
-            j = x;
+            j = hi - x - 1;
         } else {
             status = 1;
             --j;
@@ -223,10 +226,11 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
         ZS_SYNCWARP();
         --top;
         const int e = stack[top];
-        const int kind = e >> 22, i = (e >> 11) & 2047;
+        const int kind = e >> 22;
+        int i = (e >> 11) & 2047;
         j = e & 2047;
-        const int d = j - i;
         if (kind == 0) {
+            const int d = j - i;
             if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
             const int target = q.V[d * N + i];
             if (zk_hairpin(P, S, i, j) == target) continue;
@@ -248,51 +252,46 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
                 }
             }
             if (found) continue;
-            const int closing = zk_multi_closing(P, S, i, j);
+            // the multiloop: WM[i+1][k-1] + WM[k][j-1], k from lo up
+            const int rest = target - zk_multi_closing(P, S, i, j);
             const int lo = i + ZK_TURN + 3;
             int x = zs_first(j - ZK_TURN - 1 - lo, lane, [&](int x) {
                 int k = lo + x;
-                return q.WM[(k - 2 - i) * N + i + 1] + q.WM1[(j - 1 - k) * N + k] + closing == target;
+                return q.WM[(k - 2 - i) * N + i + 1] + q.WM[(j - 1 - k) * N + k] == rest;
             });
             if (x >= 0) {
                 int k = lo + x;
                 if (lane == 0) {
                     stack[top] = ZS_PACK(1, i + 1, k - 1);
-                    stack[top + 1] = ZS_PACK(2, k, j - 1);
+                    stack[top + 1] = ZS_PACK(1, k, j - 1);
                 }
                 top += 2;
             } else {
                 status = 1;
             }
-        } else if (kind == 1) {
-            const int target = q.WM[d * N + i];
-            int x = zs_first(d - ZK_TURN, lane, [&](int x) {
-                int unpaired = x * ml_base;
-                int u = x == 0 ? unpaired : zk_min(unpaired, q.WM[(x - 1) * N + i]);
-                return u + q.WM1[(d - x) * N + i + x] == target;
-            });
-            if (x >= 0) {
-                int k = i + x;
-                int unpaired = x * ml_base;
-                int u = x == 0 ? unpaired : zk_min(unpaired, q.WM[(x - 1) * N + i]);
-                if (lane == 0) stack[top] = ZS_PACK(2, k, j);
-                ++top;
-                if (k > i && u != unpaired) {
-                    if (lane == 0) stack[top] = ZS_PACK(1, i, k - 1);
-                    ++top;
-                }
-            } else {
-                status = 1;
-            }
         } else {
-            const int target = q.WM1[d * N + i];
-            const int v = q.V[d * N + i];
+            const int target = q.WM[(j - i) * N + i];
+            while (j - 1 > i && q.WM[(j - 1 - i) * N + i] + ml_base == target) --j;
+            while (i + 1 < j && q.WM[(j - i - 1) * N + i + 1] + ml_base == target) ++i;
+            const int v = q.V[(j - i) * N + i];
             if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
                 if (lane == 0) stack[top] = ZS_PACK(0, i, j);
                 ++top;
-            } else if (j - 1 > i) {
-                if (lane == 0) stack[top] = ZS_PACK(2, i, j - 1);
-                ++top;
+                continue;
+            }
+            // the split WM[i][u] + WM[u+1][j], u from i + TURN + 1 up
+            const int ii = i, jj = j, lo = i + ZK_TURN + 1;
+            int x = zs_first(j - ZK_TURN - 1 - lo, lane, [&](int x) {
+                int u = lo + x;
+                return q.WM[(u - ii) * N + ii] + q.WM[(jj - u - 1) * N + u + 1] == target;
+            });
+            if (x >= 0) {
+                int u = lo + x;
+                if (lane == 0) {
+                    stack[top] = ZS_PACK(1, i, u);
+                    stack[top + 1] = ZS_PACK(1, u + 1, j);
+                }
+                top += 2;
             } else {
                 status = 1;
             }
