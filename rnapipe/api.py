@@ -59,6 +59,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     each (default: the current device only).
 
     ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params`` (Zuker).
+    ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
     rejected: list[Rejected] = []
     results = list(fold_iter(sequences_or_records, algorithm, variant, device, threads, on_invalid, rejected,

@@ -139,3 +139,33 @@ def test_stream_with_overlapping_cpu_calls_equals_the_one_list(monkeypatch):
     spans.sort()
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:]))      # some call started before the last ended
     assert got == [(int(e), s) for e, s in want]
+
+
+def test_progress_is_called_one_call_at_a_time_and_counts_every_sequence(monkeypatch):
+    """rnapipe.fold's progress callback, with relayed calls that overlap: never entered by two threads at once,
+    and its counts add up to the sequences folded."""
+    import rnapipe
+    from rnapipe.pipeline.folding import pace as pace_mod
+
+    monkeypatch.setattr(pace_mod, "UNIT_SECONDS", 1e9)
+    monkeypatch.setitem(pace_mod.BATCH_SECONDS, "cpu", 1e-9)
+    monkeypatch.setenv("RNAPIPE_CHUNK_RECORDS", "6")
+    rng = random.Random(12)
+    seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(5, 120))) for _ in range(240)]
+    inside = threading.Lock()
+    seen = {"total": 0, "overlapped": False}
+
+    def progress(count):
+        if not inside.acquire(blocking=False):
+            seen["overlapped"] = True
+            return
+        try:
+            time.sleep(0.001)
+            seen["total"] += count
+        finally:
+            inside.release()
+
+    results = rnapipe.fold(seqs, threads=2, progress=progress)
+    assert len(results) == len(seqs)
+    assert not seen["overlapped"]
+    assert seen["total"] == len(seqs)

@@ -3,6 +3,7 @@ records (:meth:`Folder.fold_packed`) or a list of sequences (:meth:`Folder.fold`
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -13,6 +14,19 @@ from ...gpu.devices import check_gpus, fold_on_gpus
 from ...memory import AVAILABLE, budget_and_limit, longest_fitting
 from .. import timeline
 from ..input.reader import LengthCheck
+
+
+def _one_at_a_time(callback: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """``callback`` called by one thread at a time: engine calls may overlap (the stream's relayed CPU calls),
+    and each reports its progress from its own thread."""
+    if callback is None:
+        return None
+    lock = threading.Lock()
+
+    def call(count: int) -> None:
+        with lock:
+            callback(count)
+    return call
 
 
 class Folder:
@@ -26,7 +40,7 @@ class Folder:
         self.gpus = check_gpus(gpus, self.device) if gpus is not None else None
         self.threads = threads or config.default_threads()
         self.options = dict(options or {})
-        self.progress = progress
+        self.progress = _one_at_a_time(progress)
         own = getattr(self.engine, "memory_budget", None)     # an engine with its own memory (a GPU's)
         # bytes one sequence may take, and the limit that sets it (None: the engine's own memory)
         self.budget, self.budget_limit = (own(), None) if own is not None else budget_and_limit()
