@@ -153,23 +153,24 @@ def test_cli_scores_every_known_structure(tmp_path, dangles):
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == expected
 
 
+ODD = "non-canonical pairs 2-11 (A-C), 3-10 (G-A) scored with the non-standard pair type"
+
+
 def test_cli_warning_names_record_and_pair(tmp_path):
     (tmp_path / "a.db").write_text(">ok\nGGGGAAAACCCC\n((((....))))\n>odd\nGAGGAAAACACC\n((((....))))\n")
     proc = run("-i", "a.db", cwd=tmp_path)
     assert proc.returncode == 0
-    assert proc.stderr.splitlines() == ["rnapipe: warning: a.db, record 'odd': non-canonical pair 2-11 (A-C) "
-                                        "scored with the non-standard pair type"]
+    assert proc.stderr.splitlines() == [f"rnapipe: warning: a.db, record 'odd': {ODD}"]
     assert proc.stdout.endswith("((((....)))) (%6.2f)\n" % vienna("GAGGAAAACACC", "((((....))))", 37.0, 2))
     proc = run("GAGGAAAACACC", "((((....))))", cwd=tmp_path)
     assert proc.returncode == 0
-    assert proc.stderr.splitlines() == ["rnapipe: warning: STRUCTURE argument: non-canonical pair 2-11 (A-C) "
-                                        "scored with the non-standard pair type"]
+    assert proc.stderr.splitlines() == [f"rnapipe: warning: STRUCTURE argument: {ODD}"]
 
 
 BAD = [
     # (file text, the error line's words)
     (">a\nGGGAAACCC\n(((...)))\n>b\nGGGAAACCC\n(((...))\n",
-     "x.db, record 'b', position 9: structure has 8 characters but the sequence has 9 (line 6)"),
+     "x.db, record 'b': structure has 8 characters but the sequence has 9 (line 6)"),
     (">a\nGGGAAACCC\n(((...)))\n>b\nGGGAAACCCA\n(((...))))\n",
      "x.db, record 'b', position 10: unmatched ')' at line 6"),
     (">a\nGGGAAACCC\n(((...)))\n>b\nGGGAAACCCA\n((((...)))\n",
@@ -202,11 +203,10 @@ def test_cli_skip(tmp_path):
     assert proc.stdout == "".join(">%s\n%s\n%s (%6.2f)\n" % (i, s, d, vienna(s, d, 37.0, 2)) for i, s, d in
                                   [("a", "GGGGAAAACCCC", "((((....))))"), ("d", "GAGGAAAACACC", "((((....))))")])
     assert proc.stderr.splitlines() == [
-        "rnapipe: skipped x.db, record 'b', position 9: structure has 8 characters but the sequence has 9 "
-        "(line 6)",
-        "rnapipe: skipped x.db, record 'c', position 5: invalid character '-' at line 8; alignment gaps are not "
+        "rnapipe: skipped x.db, record 'b': structure has 8 characters but the sequence has 9 (line 6)",
+        "rnapipe: skipped x.db, record 'c': position 5: invalid character '-' at line 8; alignment gaps are not "
         "allowed",
-        "rnapipe: warning: x.db, record 'd': non-canonical pair 2-11 (A-C) scored with the non-standard pair type",
+        f"rnapipe: warning: x.db, record 'd': {ODD}",
         "rnapipe: evaluated 2 record(s); skipped 2 record(s)"]
     quiet = run("-i", "x.db", "--on-invalid", "skip", "--quiet", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stdout == proc.stdout
