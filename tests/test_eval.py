@@ -211,3 +211,18 @@ def test_cli_skip(tmp_path):
     quiet = run("-i", "x.db", "--on-invalid", "skip", "--quiet", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stdout == proc.stdout
     assert quiet.stderr.splitlines() == ["rnapipe: skipped 2 record(s), evaluated 2"]
+
+
+def test_cli_temperature_stdin_and_unreadable_file(tmp_path):
+    records = [("a", "GGGGAAAACCCC", "((((..)))).."), ("b", "GGAGGAACCAGGAACCACC", "((.((..)).((..)).))"),
+               ("c", "NGGGAAACCCN", "((((...))))")]
+    text = "".join(f">{i}\n{s}\n{d}\n" for i, s, d in records)
+    proc = run("-i", "-", "--temperature", 20, "--dangles", 0, cwd=tmp_path, stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "".join(">%s\n%s\n%s (%6.2f)\n" % (i, s, d, vienna(s, d, 20.0, 0)) for i, s, d in records)
+    assert [line.split(":")[1] for line in proc.stderr.splitlines()] == [" warning"] * 3
+    assert all(line.startswith("rnapipe: warning: <stdin>, record '") for line in proc.stderr.splitlines())
+    proc = run("-i", "none.db", "--on-invalid", "skip", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["rnapipe: skipped none.db: no such file; the file was skipped",
+                                        "rnapipe: evaluated 0 record(s); skipped 1 file(s)"]

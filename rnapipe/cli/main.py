@@ -702,12 +702,24 @@ def _eval_functions():
     return eval_structure, eval_warnings
 
 
+def _rnaeval_kcal(dcal: int) -> str:
+    """An energy as RNAeval prints it. Below 10,000 kcal/mol that is the exact decimal ``kcal`` gives; above,
+    reached only through ViennaRNA's INF (short hairpins), RNAeval prints its single-precision ``e / 100.``,
+    which no longer holds every hundredth."""
+    from ..io.formats import kcal
+
+    if abs(dcal) < 1_000_000:
+        return kcal(dcal)
+    import numpy as np
+
+    return f"{float(np.float32(float(np.float32(dcal)) / 100.0)):.2f}"
+
+
 def _eval(args) -> int:
     """``eval``: each record's energy on stdout as RNAeval prints it; RNAeval's warnings (non-canonical pairs,
     short hairpins) one line per record on stderr; with ``--on-invalid skip`` the records that cannot be read
     are reported as ``fold`` reports them, and the rest is evaluated."""
     from ..io import read_dotbracket, validate_sequence
-    from ..io.formats import kcal
     from ..structure import StructureError
 
     rejected: list = []
@@ -741,15 +753,18 @@ def _eval(args) -> int:
         if notes and not args.quiet:
             print(f"rnapipe: warning: {where}: {'; '.join(notes)}", file=sys.stderr)
         head = f">{record_id}\n" if name is not None else ""
-        sys.stdout.write(f"{head}{sequence}\n{structure} ({kcal(energy):>6})\n")
+        sys.stdout.write(f"{head}{sequence}\n{structure} ({_rnaeval_kcal(energy):>6})\n")
         evaluated += 1
     sys.stdout.flush()
     _report_skipped(rejected[reported:], args.quiet)
     if rejected:
+        files = sum(1 for r in rejected if r.id is None)
+        what = [f"{count} {kind}(s)" for count, kind in ((len(rejected) - files, "record"), (files, "file")) if count]
+        skipped = " and ".join(what)
         if args.quiet:
-            print(f"rnapipe: skipped {len(rejected)} record(s), evaluated {evaluated}", file=sys.stderr)
+            print(f"rnapipe: skipped {skipped}, evaluated {evaluated}", file=sys.stderr)
         else:
-            print(f"rnapipe: evaluated {evaluated} record(s); skipped {len(rejected)} record(s)", file=sys.stderr)
+            print(f"rnapipe: evaluated {evaluated} record(s); skipped {skipped}", file=sys.stderr)
     return errors.EXIT_OK
 
 

@@ -404,7 +404,7 @@ def read_dotbracket(path, on_invalid: str = "error",
                 if on_invalid == "error":
                     raise
                 reason = InputError(err.reason, position=err.position).format()
-                rejected.append(Rejected(index, err.record, name, reason))
+                rejected.append(Rejected(index, err.record or "", name, reason))
                 continue
             yield record
     finally:
