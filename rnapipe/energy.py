@@ -346,11 +346,11 @@ def eval_pair_table(T, S, pt):
 
 
 # Characters of a structure read as unpaired: RNAeval pairs ( with ) and nothing else.
-_UNPAIRED = frozenset(".[]{}<>")
+_UNPAIRED = frozenset(".:,_-[]{}<>")
 
 
 def pair_table(structure: str) -> np.ndarray:
-    """Dot-bracket → 1-based pair table padded with 0 at both ends; ``.`` and the pseudoknot brackets
+    """Dot-bracket → 1-based pair table padded with 0 at both ends; ``.:,_-`` and the pseudoknot brackets
     ``[]{}<>`` are unpaired (as RNAeval reads them); raises ValueError on unbalanced ``()`` or another
     character."""
     n = len(structure)
