@@ -6,7 +6,8 @@ from .api import Result, Results, fold, fold_iter
 
 def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,
                    params=None) -> int:
-    """Free energy (integer dcal/mol) of a dot-bracket structure under RNAfold's model, like RNAeval.
+    """Free energy (integer dcal/mol) of a dot-bracket structure under RNAfold's model, like RNAeval: any
+    structure RNAeval scores (non-canonical pairs, short hairpins) gets ViennaRNA's energy.
 
     See :func:`rnapipe.energy.eval_structure`; imported on first use so that ``import rnapipe`` stays light.
     """

@@ -28,6 +28,11 @@ MIN_HAIRPIN = 3
 
 PAIR_TYPE = np.asarray(_params.PAIR_TYPE)
 RTYPE = np.asarray(_params.RTYPE)
+# Evaluation of a given structure gives every pair that cannot form (a non-canonical pair, anything with N)
+# ViennaRNA's non-standard type 7 (``vrna_get_ptype_md``), whose rows the tables carry; folding never pairs them.
+NONSTANDARD = _params.NBPAIRS
+EVAL_PAIR_TYPE = np.where(PAIR_TYPE == 0, NONSTANDARD, PAIR_TYPE).astype(np.int8)
+EVAL_PAIR_TYPE.setflags(write=False)
 _ML_BASE = _params.SCALAR_ML_BASE
 _ML_CLOSING = _params.SCALAR_ML_CLOSING
 _ML_INTERN = _params.SCALAR_ML_INTERN
@@ -56,7 +61,14 @@ def _special(S, i, seqs, energies):
 def hairpin_energy(T, S, i, j):
     """Hairpin closed by i·j (``vrna_E_hairpin``): size term, special tri/tetra/hexaloops (their table
     value is the whole loop), triloops get terminal AU/GU and no mismatch, others the hairpin mismatch."""
-    t = PAIR_TYPE[S[i], S[j]]
+    return hairpin_energy_of_type(T, S, i, j, PAIR_TYPE[S[i], S[j]])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def hairpin_energy_of_type(T, S, i, j, t):
+    """:func:`hairpin_energy` with the closing pair's type ``t`` given (evaluation passes the type of a
+    non-canonical pair, :data:`NONSTANDARD`). Fewer than 3 unpaired nucleotides: the size term alone, which
+    Turner 2004 sets to INF."""
     size = j - i - 1
     if size <= MAXLOOP:
         e = np.int64(T.hairpin[size])
@@ -205,48 +217,142 @@ def interior_energy_at(T, S, i, j, p, q):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def eval_pairs(T, S, pt):
-    """Free energy of the structure given as a pair table (pt[i] = partner or 0, 1-based), dcal/mol."""
-    n = pt.shape[0] - 2
-    e = np.int64(0)
-    i = 1
-    while i <= n:
-        if pt[i] > i:
-            e += exterior_stem_at(T, S, n, i, pt[i])
-            i = pt[i] + 1
+def _add_or_inf(a, b):
+    """ViennaRNA's ``ADD_OR_INF``: INF when either term is exactly INF, else the sum."""
+    if a == INF or b == INF:
+        return np.int64(INF)
+    return a + b
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _eval_type(S, i, j):
+    return EVAL_PAIR_TYPE[S[i], S[j]]
+
+
+@njit(cache=True, nogil=True)
+def _eval_multiloop(T, S, pt, i, j):
+    """Multiloop closed by i·j: ML closing penalty, the closing pair seen from inside (type of j·i), each
+    branch as a multiloop stem, ML base per unpaired nucleotide (``energy_of_ml_pt``, dangles 0 and 2)."""
+    d0 = T.scalars[_DANGLES] == 0
+    t = _eval_type(S, j, i)
+    e = np.int64(T.scalars[_ML_CLOSING])
+    e += multi_stem(T, t, -1, -1) if d0 else multi_stem(T, t, S[j - 1], S[i + 1])
+    unpaired = 0
+    k = i + 1
+    while k < j:
+        if pt[k] > k:
+            t = _eval_type(S, k, pt[k])
+            e += multi_stem(T, t, -1, -1) if d0 else multi_stem(T, t, S[k - 1], S[pt[k] + 1])
+            k = pt[k] + 1
         else:
-            i += 1
+            unpaired += 1
+            k += 1
+    return e + unpaired * T.scalars[_ML_BASE]
+
+
+@njit(cache=True, nogil=True)
+def _eval_helix(T, S, pt, i, value):
+    """Energy of everything enclosed by the pair i·j, walked as ViennaRNA's ``stack_energy`` walks it: the
+    interior loops down the helix and a hairpin at its end added with :func:`_add_or_inf`; at a multiloop the
+    branches' energies (``value[p]``, already computed) by plain addition, then the loop's own with
+    :func:`_add_or_inf`. The order matters once a hairpin of fewer than 3 nucleotides makes one term INF."""
+    j = pt[i]
+    e = np.int64(0)
+    p = i
+    q = j
+    while p < q:
+        p += 1
+        while pt[p] == 0:
+            p += 1
+        q -= 1
+        while pt[q] == 0:
+            q -= 1
+        if pt[q] != p or p > q:
+            break
+        t = _eval_type(S, i, j)
+        t2 = _eval_type(S, q, p)
+        e = _add_or_inf(e, interior_energy(T, p - i - 1, j - q - 1, t, t2, S[i + 1], S[j - 1], S[p - 1],
+                                           S[q + 1]))
+        i = p
+        j = q
+    if p > q:
+        return _add_or_inf(e, hairpin_energy_of_type(T, S, i, j, _eval_type(S, i, j)))
+    while p < j:
+        e += value[p]
+        p = pt[p] + 1
+        while pt[p] == 0:
+            p += 1
+    return _add_or_inf(e, _eval_multiloop(T, S, pt, i, j))
+
+
+@njit(cache=True, nogil=True)
+def eval_pair_table(T, S, pt):
+    """Free energy in dcal/mol of the structure given as a pair table (pt[i] = partner or 0, 1-based, padded
+    with 0 at both ends), as ViennaRNA's ``vrna_eval_structure`` computes it for one sequence: any pair is
+    scored, a non-canonical one with the non-standard pair type; a hairpin of fewer than 3 unpaired
+    nucleotides costs INF (10,000,000), and sums with INF follow ViennaRNA's (see :func:`_eval_helix`)."""
+    n = pt.shape[0] - 2
+    # The helices whose energy _eval_helix computes: those of the exterior loop and the branches of
+    # multiloops. Every branch lies inside its multiloop's helix, so from the 3' end down each is ready first.
+    head = np.zeros(n + 2, dtype=np.bool_)
     for i in range(1, n + 1):
         j = pt[i]
         if j <= i:
             continue
         branches = 0
-        unpaired = 0
-        p = 0
-        q = 0
         k = i + 1
-        stems = np.int64(0)
         while k < j:
             if pt[k] > k:
                 branches += 1
-                p = k
-                q = pt[k]
-                stems += multi_stem_at(T, S, k, pt[k])
                 k = pt[k] + 1
             else:
-                unpaired += 1
                 k += 1
-        if branches == 0:
-            e += hairpin_energy(T, S, i, j)
-        elif branches == 1:
-            e += interior_energy_at(T, S, i, j, p, q)
+        if branches >= 2:
+            k = i + 1
+            while k < j:
+                if pt[k] > k:
+                    head[k] = True
+                    k = pt[k] + 1
+                else:
+                    k += 1
+    i = 1
+    while i <= n:
+        if pt[i] > i:
+            head[i] = True
+            i = pt[i] + 1
         else:
-            e += multi_closing(T, S, i, j) + stems + unpaired * T.scalars[_ML_BASE]
-    return e
+            i += 1
+    value = np.zeros(n + 2, dtype=np.int64)
+    for h in range(n, 0, -1):
+        if head[h]:
+            value[h] = _eval_helix(T, S, pt, h, value)
+    d0 = T.scalars[_DANGLES] == 0
+    exterior = np.int64(0)
+    helices = np.int64(0)
+    i = 1
+    while i <= n:
+        j = pt[i]
+        if j > i:
+            t = _eval_type(S, i, j)
+            if d0:
+                exterior += exterior_stem(T, t, -1, -1)
+            else:
+                exterior += exterior_stem(T, t, S[i - 1] if i > 1 else -1, S[j + 1] if j < n else -1)
+            helices = _add_or_inf(helices, value[i])
+            i = j + 1
+        else:
+            i += 1
+    return _add_or_inf(exterior, helices)
+
+
+# Characters of a structure read as unpaired: RNAeval pairs ( with ) and nothing else.
+_UNPAIRED = frozenset(".:,_-[]{}<>")
 
 
 def pair_table(structure: str) -> np.ndarray:
-    """Dot-bracket → 1-based pair table padded with 0 at both ends; raises ValueError on bad brackets."""
+    """Dot-bracket → 1-based pair table padded with 0 at both ends; ``.:,_-`` and the pseudoknot brackets
+    ``[]{}<>`` are unpaired (as RNAeval reads them); raises ValueError on unbalanced ``()`` or another
+    character."""
     n = len(structure)
     pt = np.zeros(n + 2, dtype=np.int32)
     stack = []
@@ -259,8 +365,8 @@ def pair_table(structure: str) -> np.ndarray:
             o = stack.pop()
             pt[o] = k
             pt[k] = o
-        elif c not in ".:,_-":
-            raise ValueError(f"unexpected character '{c}' at position {k} (expected '(', ')' or '.')")
+        elif c not in _UNPAIRED:
+            raise ValueError(f"unexpected character {c!r} at position {k} (expected '(', ')' or '.')")
     if stack:
         raise ValueError(f"unbalanced '(' at position {stack[-1]}")
     return pt
@@ -272,18 +378,9 @@ def padded_codes(sequence: str) -> np.ndarray:
     return S
 
 
-def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,
-                   params=None) -> int:
-    """Free energy (integer dcal/mol) of ``structure`` (dot-bracket) on ``sequence`` under RNAfold's model,
-    by loop decomposition: the same number ViennaRNA's ``fc.eval_structure`` gives, times 100.
-
-    ``params``: a parameter file path (``None``: Turner 2004). Pairs must be canonical (AU, GC, GU) and
-    hairpins need at least 3 unpaired nucleotides; anything else raises :class:`InputError`.
-    """
+def _checked(sequence: str, structure: str) -> tuple[str, np.ndarray]:
     from .alphabet import normalise
-    from .model import Model
 
-    model = Model(temperature=temperature, dangles=dangles, params=params)
     sequence = normalise(sequence)
     if len(sequence) != len(structure):
         raise InputError(f"sequence has {len(sequence)} nt but the structure has {len(structure)} characters")
@@ -291,13 +388,49 @@ def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dan
         pt = pair_table(structure)
     except ValueError as err:
         raise InputError(f"structure: {err}") from None
+    return sequence, pt
+
+
+def eval_structure(sequence: str, structure: str, temperature: float = 37.0, dangles: int = 2,
+                   params=None) -> int:
+    """Free energy (integer dcal/mol) of ``structure`` (dot-bracket) on ``sequence`` under RNAfold's model,
+    by loop decomposition: the same number ViennaRNA's ``fc.eval_structure`` gives, times 100.
+
+    ``params``: a parameter file path (``None``: Turner 2004). Every structure RNAeval scores is scored as it
+    scores it: a non-canonical pair (or one with N) gets ViennaRNA's non-standard pair type, a hairpin of fewer
+    than 3 unpaired nucleotides costs ViennaRNA's INF (10,000,000 dcal/mol, added as ViennaRNA adds it),
+    ``[]{}<>`` are unpaired; :func:`eval_warnings` says which of these a structure has. A length mismatch,
+    unbalanced ``()`` or another character raise :class:`InputError`.
+    """
+    from .model import Model
+
+    model = Model(temperature=temperature, dangles=dangles, params=params)
+    sequence, pt = _checked(sequence, structure)
+    return int(eval_pair_table(model.tables(), padded_codes(sequence), pt))
+
+
+def eval_warnings(sequence: str, structure: str) -> list[str]:
+    """What RNAeval warns about in ``structure`` (checked as :func:`eval_structure` checks it), one phrase
+    each: non-canonical pairs, hairpins of fewer than 3 unpaired nucleotides, brackets read as unpaired."""
+    sequence, pt = _checked(sequence, structure)
     S = padded_codes(sequence)
+    odd, short = [], []
     for i in range(1, len(sequence) + 1):
         j = int(pt[i])
-        if j > i:
-            if PAIR_TYPE[S[i], S[j]] == 0:
-                raise InputError(f"pair {i}-{j} ({sequence[i - 1]}-{sequence[j - 1]}) is not canonical "
-                                 "(AU, GC or GU)")
-            if j - i - 1 < MIN_HAIRPIN and not any(pt[i + 1:j]):
-                raise InputError(f"hairpin closed by {i}-{j} has fewer than {MIN_HAIRPIN} unpaired nucleotides")
-    return int(eval_pairs(model.tables(), S, pt))
+        if j <= i:
+            continue
+        if PAIR_TYPE[S[i], S[j]] == 0:
+            odd.append(f"{i}-{j} ({sequence[i - 1]}-{sequence[j - 1]})")
+        if j - i - 1 < MIN_HAIRPIN and not pt[i + 1:j].any():
+            short.append(f"{i}-{j}")
+    notes = []
+    if odd:
+        notes.append(f"non-canonical pair{'s' if len(odd) > 1 else ''} {', '.join(odd)} scored with the "
+                     "non-standard pair type")
+    if short:
+        notes.append(f"hairpin{'s' if len(short) > 1 else ''} closed by {', '.join(short)} with fewer than "
+                     f"{MIN_HAIRPIN} unpaired nucleotides (ViennaRNA's INF, 100000 kcal/mol)")
+    other = sorted(set(structure) & set("[]{}<>"))
+    if other:
+        notes.append(f"{''.join(other)} read as unpaired (only () pairs)")
+    return notes

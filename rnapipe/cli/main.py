@@ -279,10 +279,18 @@ def _add_eval_command(commands) -> None:
                                    epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                                    description="Evaluate the Zuker free energy of a structure, as RNAeval does. "
                                    "Give SEQUENCE STRUCTURE, or -i FILE with records '>id', sequence, "
-                                   "dot-bracket (RNAfold output works).")
+                                   "dot-bracket (RNAfold output works). Every structure RNAeval scores gets its "
+                                   "energy: a non-canonical pair is scored with ViennaRNA's non-standard pair "
+                                   "type, a hairpin of fewer than 3 nucleotides as INF (100000 kcal/mol), "
+                                   "[]{}<> as unpaired; one warning line per such record on stderr.")
     evaluate.add_argument("sequence", nargs="?", metavar="SEQUENCE")
     evaluate.add_argument("structure", nargs="?", metavar="STRUCTURE", help="dot-bracket, same length")
     evaluate.add_argument("-i", "--input", metavar="FILE", help="dot-bracket FASTA file ('-': stdin)")
+    evaluate.add_argument("--on-invalid", choices=("error", "skip"), default="error",
+                          help="a record that cannot be read stops the run (error, default) or is skipped and "
+                          "reported (skip)")
+    evaluate.add_argument("-q", "--quiet", action="store_true",
+                          help="no warning lines and no per-record skip lines (the summary stays)")
     _add_energy_options(evaluate)
     evaluate.set_defaults(run=_eval)
 
@@ -681,9 +689,9 @@ def _print_resume_hint(sinks) -> None:
 # eval
 
 
-def _eval_function():
+def _eval_functions():
     try:
-        from ..energy import eval_structure
+        from ..energy import eval_structure, eval_warnings
     except ImportError as err:
         # Only a missing piece of rnapipe itself means this build has no energy evaluation (exit 3); a missing
         # third-party package is a bug.
@@ -691,34 +699,72 @@ def _eval_function():
             raise
         raise UnavailableError(f"energy evaluation is not available in this version of rnapipe "
                                f"({_one_line(err)})") from None
-    return eval_structure
+    return eval_structure, eval_warnings
+
+
+def _rnaeval_kcal(dcal: int) -> str:
+    """An energy as RNAeval prints it. Below 10,000 kcal/mol that is the exact decimal ``kcal`` gives; above,
+    reached only through ViennaRNA's INF (short hairpins), RNAeval prints its single-precision ``e / 100.``,
+    which no longer holds every hundredth."""
+    from ..io.formats import kcal
+
+    if abs(dcal) < 1_000_000:
+        return kcal(dcal)
+    import numpy as np
+
+    return f"{float(np.float32(float(np.float32(dcal)) / 100.0)):.2f}"
 
 
 def _eval(args) -> int:
+    """``eval``: each record's energy on stdout as RNAeval prints it; RNAeval's warnings (non-canonical pairs,
+    short hairpins) one line per record on stderr; with ``--on-invalid skip`` the records that cannot be read
+    are reported as ``fold`` reports them, and the rest is evaluated."""
     from ..io import read_dotbracket, validate_sequence
-    from ..io.formats import kcal
-    from ..structure import check_structure
+    from ..structure import StructureError
 
+    rejected: list = []
     if args.input is not None:
         if args.sequence is not None:
             raise UsageError("give SEQUENCE STRUCTURE or --input FILE, not both")
-        items = read_dotbracket(args.input)
-        labelled = True
+        items = read_dotbracket(args.input, on_invalid=args.on_invalid, rejected=rejected)
+        name = "<stdin>" if args.input == "-" else args.input
     else:
         if args.sequence is None or args.structure is None:
             raise UsageError("give SEQUENCE STRUCTURE, or --input FILE (see 'rnapipe eval --help')")
-        items = [(None, validate_sequence(args.sequence, file="SEQUENCE argument"), args.structure)]
-        labelled = False
-    eval_structure = _eval_function()
+        sequence = validate_sequence(args.sequence, file="SEQUENCE argument")
+        if len(args.structure) != len(sequence):
+            raise StructureError(f"structure has {len(args.structure)} characters but the sequence has "
+                                 f"{len(sequence)}", file="STRUCTURE argument")
+        items = [(None, sequence, args.structure)]
+        name = None
+    eval_structure, eval_warnings = _eval_functions()
     options = {key: getattr(args, key) for key in ("temperature", "dangles", "params")
                if getattr(args, key) is not None}
+    evaluated = reported = 0
     for record_id, sequence, structure in items:
-        check_structure(sequence, structure, record=record_id,
-                        file=args.input if labelled else "STRUCTURE argument")
-        energy = eval_structure(sequence, structure, **options)
-        head = f">{record_id}\n" if labelled else ""
-        sys.stdout.write(f"{head}{sequence}\n{structure} ({kcal(energy):>6})\n")
+        _report_skipped(rejected[reported:], args.quiet)
+        reported = len(rejected)
+        where = f"{name}, record '{errors.shown_id(record_id)}'" if name is not None else "STRUCTURE argument"
+        try:
+            energy = eval_structure(sequence, structure, **options)
+            notes = eval_warnings(sequence, structure)
+        except InputError as err:   # the argument form: the file's records are checked as they are read
+            raise InputError(err.reason, file=where) from None
+        if notes and not args.quiet:
+            print(f"rnapipe: warning: {where}: {'; '.join(notes)}", file=sys.stderr)
+        head = f">{record_id}\n" if name is not None else ""
+        sys.stdout.write(f"{head}{sequence}\n{structure} ({_rnaeval_kcal(energy):>6})\n")
+        evaluated += 1
     sys.stdout.flush()
+    _report_skipped(rejected[reported:], args.quiet)
+    if rejected:
+        files = sum(1 for r in rejected if r.id is None)
+        what = [f"{count} {kind}(s)" for count, kind in ((len(rejected) - files, "record"), (files, "file")) if count]
+        skipped = " and ".join(what)
+        if args.quiet:
+            print(f"rnapipe: skipped {skipped}, evaluated {evaluated}", file=sys.stderr)
+        else:
+            print(f"rnapipe: evaluated {evaluated} record(s); skipped {skipped}", file=sys.stderr)
     return errors.EXIT_OK
 
 

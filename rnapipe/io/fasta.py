@@ -17,7 +17,7 @@ import re
 import sys
 import zlib
 from collections.abc import Mapping
-from typing import Iterable, Iterator, TextIO
+from typing import Iterable, Iterator, NamedTuple, TextIO
 
 from ..alphabet import normalise
 from ..errors import InputError
@@ -366,55 +366,128 @@ def as_records(obj, on_invalid: str = "error", rejected: list[Rejected] | None =
         yield Record(record_id, sequence, index, file)
 
 
-def read_dotbracket(path) -> Iterator[tuple[str, str, str]]:
+def read_dotbracket(path, on_invalid: str = "error",
+                    rejected: list[Rejected] | None = None) -> Iterator[tuple[str, str, str]]:
     """Yield ``(id, sequence, structure)`` from a dot-bracket FASTA file (RNAfold output, ``.dbn``).
 
-    A record is a ``>`` header, sequence lines, then structure lines (made of ``.()[]{}<>``); a trailing
-    energy such as ``( -1.20)`` on the structure line is ignored. The sequence is validated and
-    normalised; the structure is returned as written (see :mod:`rnapipe.structure` to check it).
+    A record is a ``>`` header, sequence lines, then structure lines (starting with one of ``.()[]{}<>``); a
+    trailing energy such as ``( -1.20)`` on the structure line is ignored. Each record is checked as RNAeval
+    needs it: the sequence validated and normalised, the structure made of ``.()[]{}<>``, as long as the
+    sequence, its ``()`` balanced (the other brackets pair nothing for RNAeval, so they are not matched).
+    A fault names the file, the record, the position and the line; with ``on_invalid="skip"`` it goes to
+    ``rejected`` (``index``: the record's place in the file from 0) and reading goes on.
     """
+    check_on_invalid(on_invalid)
+    if rejected is None:
+        rejected = []
     name = _display(path)
-    structure_line = re.compile(r"^([.()\[\]{}<>]+)\s*(?:\(\s*[-+]?\d+(?:\.\d*)?\s*\))?\s*$")
-    text = open_text(path, name)
     try:
-        start, first = _first_content_line(text, name)
-        seen: set[str] = set()
-        lines = itertools.chain([first], text)
-        for record_id, seq_lines, db_lines, line in _dotbracket_blocks(lines, start, name, structure_line):
-            if record_id in seen:
-                raise InputError(f"duplicate id (line {line})", file=name, record=record_id)
-            seen.add(record_id)
-            sequence = validate_sequence("".join(seq_lines), record=record_id, file=name)
-            if not db_lines:
-                raise InputError(f"no dot-bracket structure line after the sequence (record at line {line})",
-                                 file=name, record=record_id)
-            yield record_id, sequence, "".join(db_lines)
+        text = open_text(path, name)
+    except InputError as err:
+        if on_invalid == "error":
+            raise
+        rejected.append(Rejected(0, None, name, f"{err.reason}; the file was skipped"))
+        return
+    try:
+        try:
+            start, first = _first_content_line(text, name)
+        except InputError as err:
+            if on_invalid == "error":
+                raise
+            rejected.append(Rejected(0, None, name, f"{err.reason}; the file was skipped"))
+            return
+        seen: dict[str, int] = {}
+        for index, block in enumerate(_dotbracket_blocks(itertools.chain([first], text), start)):
+            try:
+                record = _dotbracket_record(block, name, seen)
+            except InputError as err:
+                if on_invalid == "error":
+                    raise
+                reason = InputError(err.reason, position=err.position).format()
+                rejected.append(Rejected(index, err.record or "", name, reason))
+                continue
+            yield record
     finally:
         _close(text, path)
 
 
-def _dotbracket_blocks(lines: Iterable[str], first_number: int, name: str,
-                       structure_line) -> Iterator[tuple[str, list, list, int]]:
-    record_id, seq_lines, db_lines, start = None, [], [], 0
+_STRUCTURE_CHARS = frozenset(".()[]{}<>")
+_TRAILING_ENERGY = re.compile(r"\s*\(\s*[-+]?\d+(?:\.\d*)?\s*\)\s*$")
+
+
+class _DotBracketBlock(NamedTuple):
+    id: str
+    line: int                             # the header's
+    sequence: list[tuple[int, str]]       # (line number, text)
+    structure: list[tuple[int, str]]
+    after: list[int]                      # lines of sequence text after the structure
+
+
+def _dotbracket_blocks(lines: Iterable[str], first_number: int) -> Iterator[_DotBracketBlock]:
+    block = None
     for number, line in enumerate(lines, start=first_number):
         line = line.strip()
         if line.startswith(">"):
-            if record_id is not None:
-                yield record_id, seq_lines, db_lines, start
+            if block is not None:
+                yield block
             words = line[1:].split(None, 1)
-            if not words:
-                raise InputError(f"empty id after '>' (line {number})", file=name)
-            record_id, seq_lines, db_lines, start = words[0], [], [], number
+            block = _DotBracketBlock(words[0] if words else "", number, [], [], [])
         elif not line:
             continue
+        elif line[0] in _STRUCTURE_CHARS:
+            block.structure.append((number, line))
+        elif block.structure:
+            block.after.append(number)
         else:
-            match = structure_line.match(line)
-            if match is not None:
-                db_lines.append(match.group(1))
-            elif db_lines:
-                raise InputError(f"unexpected line after the structure (line {number})", file=name,
-                                 record=record_id)
-            else:
-                seq_lines.append(line)
-    if record_id is not None:
-        yield record_id, seq_lines, db_lines, start
+            block.sequence.append((number, line))
+    if block is not None:
+        yield block
+
+
+def _dotbracket_record(block: _DotBracketBlock, name: str, seen: dict[str, int]) -> tuple[str, str, str]:
+    """The checked ``(id, sequence, structure)`` of one block; raises :class:`InputError` at its first fault."""
+    record_id = block.id
+    if not record_id:
+        raise InputError(f"empty id after '>' (line {block.line})", file=name)
+    if record_id in seen:
+        raise InputError(f"duplicate id (line {block.line}; first seen at line {seen[record_id]})", file=name,
+                         record=record_id)
+    seen[record_id] = block.line
+    sequence = _WHITESPACE.sub("", "".join(text for _, text in block.sequence))
+    problem = _problem(sequence)
+    if problem is not None:
+        at, fault, hint = problem
+        line = _line_of(block.line, [text for _, text in block.sequence], at)
+        raise InputError(_reason(fault, hint, line), file=name, record=record_id, position=at)
+    if not block.structure:
+        raise InputError(f"no dot-bracket structure line after the sequence (record at line {block.line})",
+                         file=name, record=record_id)
+    if block.after:
+        raise InputError(f"unexpected line after the structure (line {block.after[0]})", file=name,
+                         record=record_id)
+    parts, line_of = [], []
+    for k, (number, text) in enumerate(block.structure):
+        if k == len(block.structure) - 1:
+            text = _TRAILING_ENERGY.sub("", text)
+        for c in text:
+            if c not in _STRUCTURE_CHARS:
+                raise InputError(f"{_show(c)} in the structure at line {number}", file=name, record=record_id,
+                                 position=len(line_of) + text.index(c) + 1)
+        parts.append(text)
+        line_of += [number] * len(text)
+    structure = "".join(parts)
+    if len(structure) != len(sequence):
+        raise InputError(f"structure has {len(structure)} characters but the sequence has {len(sequence)} "
+                         f"(line {block.structure[0][0]})", file=name, record=record_id)
+    opened: list[int] = []
+    for k, c in enumerate(structure):
+        if c == "(":
+            opened.append(k)
+        elif c == ")":
+            if not opened:
+                raise InputError(f"unmatched ')' at line {line_of[k]}", file=name, record=record_id, position=k + 1)
+            opened.pop()
+    if opened:
+        k = opened[0]
+        raise InputError(f"unmatched '(' at line {line_of[k]}", file=name, record=record_id, position=k + 1)
+    return record_id, normalise(sequence), structure
