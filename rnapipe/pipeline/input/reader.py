@@ -24,6 +24,7 @@ import numpy as np
 from ... import config
 from ...alphabet import normalise
 from ...errors import InputError, SequenceTooLongError
+from ...io.fasta import Headerless, is_headerless
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
 from ...io.idtext import ID_ERRORS
 from ...io.records import Rejected
@@ -205,6 +206,8 @@ class FastaReader:
             raw = open_binary(state.path, state.name)
         except InputError as err:
             raise _FileError(err, partial=False) from None
+        if is_headerless(raw):                       # one sequence a line, as RNAfold reads: given as FASTA
+            raw = Headerless(raw, self.index + 1)
         packed = getattr(raw, "fileobj", None)       # a gzip's compressed stream
         taken = read_so_far = 0                      # bytes of the blocks given, bytes read (decompressed)
         disk_before = 0.0
