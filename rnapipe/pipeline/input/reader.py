@@ -97,6 +97,7 @@ class _File:
         self.line = 1
         self.disk = 0.0                 # bytes of the file on disk (compressed, for a gzip) that the block
                                         # being taken stands for
+        self.headerless = False         # sequences one a line, without FASTA headers
 
 
 class FastaReader:
@@ -208,6 +209,7 @@ class FastaReader:
             raise _FileError(err, partial=False) from None
         if is_headerless(raw):                       # one sequence a line, as RNAfold reads: given as FASTA
             raw = Headerless(raw, self.index + 1)
+            state.headerless = True
         packed = getattr(raw, "fileobj", None)       # a gzip's compressed stream
         taken = read_so_far = 0                      # bytes of the blocks given, bytes read (decompressed)
         disk_before = 0.0
@@ -273,7 +275,8 @@ class FastaReader:
         body = block
         hashes = None
         if parsed is not None:
-            count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, hashes = parsed.result()
+            (count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, heads_text, head_lens,
+             hashes) = parsed.result()
             lines += start_line
         elif first:
             text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig", errors="replace", newline=None)
@@ -285,7 +288,8 @@ class FastaReader:
             start_line = 1 + prefix.count(b"\n")
             body = block[at:]
         if parsed is None:
-            count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged = scan.parse_block(body, start_line)
+            (count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, heads_text,
+             head_lens) = scan.parse_block(body, start_line)
         if flagged:
             return self._slow(block, first, state, ids)
         state.line = start_line + line_count
@@ -293,7 +297,9 @@ class FastaReader:
         self.index += count
         state.ordinal += count
         index = np.arange(first_index, first_index + count, dtype=np.int64)
-        records = Records(ids_text, seqs_text, id_lens, lens, index)
+        if state.headerless:
+            heads_text, head_lens = b"\n" * count, np.zeros(count, dtype=np.int64)
+        records = Records(ids_text, seqs_text, id_lens, lens, index, None, heads_text, head_lens)
         self._expect(ids, state.disk, self.index)
         problems: dict[int, tuple[str, type | None]] = {}
         for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
@@ -332,15 +338,17 @@ class FastaReader:
             tracker = _LineTracker(itertools.chain([head], text), number)
         else:
             tracker = _LineTracker(text, state.line)
-        out_ids, out_seqs, out_index, rejected = [], [], [], []
+        out_ids, out_seqs, out_index, out_heads, rejected = [], [], [], [], []
         try:
-            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, rejected)
+            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, rejected)
         except InputError as err:
-            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index), [], self.index), err) from None
+            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads), [], self.index),
+                        err) from None
         state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
-        return Piece(Records.from_lists(out_ids, out_seqs, out_index), rejected, self.index)
+        return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads), rejected, self.index)
 
-    def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, rejected) -> None:
+    def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, out_heads,
+                      rejected) -> None:
         name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
@@ -386,6 +394,7 @@ class FastaReader:
             out_ids.append(record_id)
             out_seqs.append(normalise(sequence))
             out_index.append(position)
+            out_heads.append("" if state.headerless else title)
 
 
 def _parse(block: bytes):
