@@ -157,6 +157,7 @@ def open_binary(path, name: str | None = None):
 
 AUTO_ID_PREFIX = "sequence_"     # RNAfold's --auto-id ids: prefix, delimiter and 4 digits (``sequence_0001``)
 AUTO_ID_DIGITS = 4
+_BOM = b"\xef\xbb\xbf"
 _COMMENT_STARTS = b"#%;/* "      # lines RNAfold's reader skips as comments
 
 
@@ -167,8 +168,11 @@ def auto_id(number: int) -> str:
 
 def is_headerless(raw) -> bool:
     """Whether a byte stream (with ``peek``) holds sequences one a line without FASTA headers: its first line
-    that is neither blank nor a comment starts with neither '>' nor '@' (FASTQ, refused later)."""
-    head = _peek(raw, _SNIFF_BYTES)
+    that is neither blank nor a comment starts with neither '>' nor '@' (FASTQ, refused later), and no line
+    of its first bytes starts with '>' (text before FASTA records is refused as not FASTA)."""
+    head = _peek(raw, _SNIFF_BYTES).removeprefix(_BOM)
+    if head.startswith(b">") or b"\n>" in head or b"\r>" in head:
+        return False
     for line in head.splitlines():
         text = line.strip()
         if not text or line[:1] in _COMMENT_STARTS:
@@ -189,6 +193,7 @@ class Headerless(io.RawIOBase):
         self._number = first_number
         self._pending = b""
         self._done = False
+        self._first = True
 
     def readable(self) -> bool:
         return True
@@ -201,6 +206,8 @@ class Headerless(io.RawIOBase):
             if not line:
                 self._done = True
                 break
+            if self._first:
+                line, self._first = line.removeprefix(_BOM), False
             text = line.strip()
             if not text or line[:1] in _COMMENT_STARTS:
                 continue
@@ -301,8 +308,9 @@ def _line_of(header_line: int, lines: list[str], position: int | None) -> int:
     return header_line
 
 
-def _scan(path, name: str) -> Iterator[tuple[int, str, str, int, list[str]]]:
-    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines)``.
+def _scan(path, name: str, first_number: int = 1) -> Iterator[tuple[int, str, str, int, list[str]]]:
+    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines)``; sequences one a line
+    without headers come as FASTA records with the ids of :class:`Headerless` from ``first_number``.
 
     File-level faults raise :class:`_FileError`.
     """
@@ -310,7 +318,10 @@ def _scan(path, name: str) -> Iterator[tuple[int, str, str, int, list[str]]]:
 
     ordinal = -1
     try:
-        text = open_text(path, name)
+        raw = open_binary(path, name)
+        if is_headerless(raw):
+            raw = io.BufferedReader(Headerless(raw, first_number))
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors=ID_ERRORS, newline=None)
     except InputError as err:
         raise _FileError(err, partial=False) from None
     try:
@@ -353,7 +364,7 @@ def read_records(paths, on_invalid: str = "error", rejected: list[Rejected] | No
     for path in paths:
         name = _display(path)
         try:
-            for ordinal, title, raw, header_line, lines in _scan(path, name):
+            for ordinal, title, raw, header_line, lines in _scan(path, name, index + 1):
                 position = index
                 index += 1
                 words = title.split(None, 1)
