@@ -648,7 +648,7 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
                                f"{', '.join(err.hybrid_algorithms)} only (the {err.algorithm} engines of the CPU "
                                "and the GPU may pick different structures of the same score)") from None
     except NoGpuForHybrid:
-        raise NoGpu("--device hybrid", "--device cpu") from None
+        raise NoGpu("device 'hybrid'", "device 'cpu'") from None
 
 
 def _sinks(args) -> list:
@@ -844,6 +844,9 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.print_help(sys.stderr)
             return errors.EXIT_INPUT
         return args.run(args)
+    except NoGpu as err:                    # the layers below say device 'gpu'; the command says --device gpu
+        _print_error(_one_line(NoGpu(_as_flag(err.what), _as_flag(err.instead))))
+        return err.exit_code
     except RnapipeError as err:
         _print_error(_one_line(err))
         return err.exit_code
@@ -869,6 +872,13 @@ def _main(argv: Sequence[str] | None) -> int:
         _print_error(f"internal error: {type(err).__name__}: {_one_line(err)} (please report this bug; "
                      "RNAPIPE_DEBUG=1 shows the traceback)")
         return errors.EXIT_INTERNAL
+
+
+def _as_flag(what: str) -> str:
+    """``device 'gpu'`` (the API's words) as the command line's ``--device gpu``; other words unchanged."""
+    if what.startswith("device '") and what.endswith("'"):
+        return f"--device {what[len('device '):].strip(chr(39))}"
+    return what
 
 
 def _bare_jobs(argv: list[str]) -> list[str]:
