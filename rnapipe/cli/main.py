@@ -40,13 +40,15 @@ exit codes:
 
 FOLD_EPILOG = """\
 formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything else db):
-  db     RNAfold layout: >id, sequence, structure and score; Zuker "( -1.20)" kcal/mol,
-         Nussinov "( 12)" base pairs
+  db     RNAfold's layout: >the whole header line (none for a sequence read without one), sequence,
+         structure and score; Zuker "( -1.20)" kcal/mol, Nussinov "( 12)" base pairs
   tsv    header "id length score structure algorithm" (score: pairs, or kcal/mol with 2 decimals)
   ct     connect format, records concatenated
   bpseq  "# id" comments then "index base partner", records concatenated
 
-Inputs are FASTA or gzipped FASTA (recognised by content); '-' reads stdin and '-o -' writes stdout.
+Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
+sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
+no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold.
 Sequences are upper-cased and T becomes U; N and the other IUPAC codes are kept and never pair.
 With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv
 (index, id, file, reason; stderr only with -o -); a stale list from an earlier run is removed when
