@@ -172,11 +172,12 @@ def test_messy_but_valid_input_is_normalised(tmp_path):
     proc = rnapipe("fold", "--algorithm", "nussinov", "win.fa", "packed.data", "-o", "out.fa", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     folded = parse_db((tmp_path / "out.fa").read_text())
-    # db prints the whole header line (RNAfold's layout), its CRLF line end removed
-    assert [(i, s) for i, s, _, _ in folded] == [("w1 Windows", "GGGAAACCC"), ("w2", "UUGCANNGCAA"),
+    # db prints the whole header line (RNAfold's layout), its CRLF line end removed, and the sequence as
+    # RNAfold prints it: the input's case, T as U
+    assert [(i, s) for i, s, _, _ in folded] == [("w1 Windows", "gggaaaccc"), ("w2", "uugcaNNgcaa"),
                                                  ("z", "GGGGAAAACCCC")]
     for _, seq, structure, score in folded:
-        assert score == nussinov_score(seq)  # N pairs with nothing, in the reference as in rnapipe
+        assert score == nussinov_score(seq.upper())  # N pairs with nothing, in the reference as in rnapipe
         check_nussinov_structure(seq, structure, score)
     # the same file twice: a duplicate id across files
     proc = rnapipe("fold", "--algorithm", "nussinov", "win.fa", "win.fa", "-o", "twice.fa", cwd=tmp_path)

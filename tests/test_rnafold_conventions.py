@@ -2,8 +2,8 @@
 
 The reference printer below builds what RNAfold prints for an MFE fold from ViennaRNA's Python API, after
 RNAfold's own source (src/bin/RNAfold.c, ViennaRNA 2.x): for each record ``>`` and the whole FASTA header line
-(trailing white space removed; no line for a sequence read without a header), the sequence with T turned into
-U, then the MFE structure, a space and the energy as ``(%6.2f)``. ViennaRNA folds; rnapipe's code takes no
+(trailing white space removed; no line for a sequence read without a header), the sequence in the case it
+was given with T turned into U (kept with --noconv), then the MFE structure, a space and the energy as ``(%6.2f)``. ViennaRNA folds; rnapipe's code takes no
 part in the expected bytes.
 """
 
@@ -21,9 +21,10 @@ from test_cli import one_error_line, rnapipe
 RNA = pytest.importorskip("RNA")
 
 
-def rnafold_stdout(records, temperature: float | None = None, dangles: int | None = None) -> bytes:
+def rnafold_stdout(records, temperature: float | None = None, dangles: int | None = None,
+                   noconv: bool = False) -> bytes:
     """RNAfold's stdout (no -p) for ``records``: (header line without '>', or None for a headerless sequence,
-    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T and -d."""
+    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T, -d and --noconv."""
     md = RNA.md()
     if temperature is not None:
         md.temperature = temperature
@@ -31,7 +32,7 @@ def rnafold_stdout(records, temperature: float | None = None, dangles: int | Non
         md.dangles = dangles
     out = []
     for header, sequence in records:
-        printed = sequence.replace("T", "U").replace("t", "u")    # vrna_seq_toRNA
+        printed = sequence if noconv else sequence.replace("T", "U").replace("t", "u")    # vrna_seq_toRNA
         structure, mfe = RNA.fold_compound(printed.upper(), md).mfe()
         if header is not None:
             out.append(f">{header.rstrip()}\n")
@@ -77,12 +78,17 @@ def sample_of_shared_data(count: int, seed: int) -> list[tuple[str, str]]:
 
 
 def random_records(count: int, seed: int) -> list[tuple[str, str]]:
-    """Random sequences with N and T (DNA letters become U in the output), headers with descriptions."""
+    """Random sequences with N and T (DNA letters become U in the output), some in lower case, headers with
+    descriptions."""
     rng = random.Random(seed)
     out = []
     for k in range(count):
         n = rng.randint(1, 160)
         seq = "".join("N" if rng.random() < 0.03 else rng.choice("ACGUT") for _ in range(n))
+        if k % 3 == 1:
+            seq = seq.lower()
+        elif k % 3 == 2:
+            seq = "".join(c.lower() if rng.random() < 0.3 else c for c in seq)
         out.append((f"r{k} random sequence {k}  with N", seq))
     return out
 
@@ -140,7 +146,7 @@ def test_headerless_stdin_prints_as_rnafold(tmp_path):
     """``echo SEQ | rnapipe fold -`` and ``... | rnapipe fold`` (no INPUT, stdin not a terminal): one
     sequence a line, no header line printed, as RNAfold; blank and comment lines skipped."""
     text = "\n".join(HEADERLESS[:2]) + "\n\n# a comment\n" + "\n".join(HEADERLESS[2:]) + "\n"
-    expected = rnafold_stdout([(None, s.upper().replace("T", "U")) for s in HEADERLESS])
+    expected = rnafold_stdout([(None, s) for s in HEADERLESS])
     for args in (("fold", "-", "-q"), ("fold", "-q")):
         proc = rnapipe(*args, cwd=tmp_path, stdin=text)
         assert proc.returncode == 0, proc.stderr
@@ -157,16 +163,27 @@ def test_headerless_file_ids_in_the_other_formats(tmp_path):
     proc = rnapipe("fold", str(first), str(plain), "-o", str(tmp_path / "out"), "--format", "db,tsv", "-q",
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    records = [("x one", "GGGGAAAACCCC")] + [(None, s.upper().replace("T", "U")) for s in HEADERLESS]
+    records = [("x one", "GGGGAAAACCCC")] + [(None, s) for s in HEADERLESS]
     assert (tmp_path / "out.db").read_bytes() == rnafold_stdout(records)
     rows = (tmp_path / "out.tsv").read_text().splitlines()[1:]
     assert [r.split("\t")[0] for r in rows] == ["x", "sequence_0002", "sequence_0003", "sequence_0004",
                                                 "sequence_0005"]
 
 
+def test_noconv_prints_t_as_given(tmp_path):
+    """--noconv: the input's letters as given (T, t, case) in db, the fold the same as with U."""
+    records = random_records(40, seed=5)
+    path = tmp_path / "in.fa"
+    path.write_text(fasta(records))
+    proc = rnapipe("fold", str(path), "--noconv", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.encode() == rnafold_stdout(records, noconv=True)
+    assert b"T" in proc.stdout.encode()
+
+
 def test_rnafold_options(tmp_path):
-    """-j (bare: every core; attached or apart: a number), --noPS ignored, stdout without -o; --noconv, -d1
-    and -d3 refused in one line (not supported yet); --threads with -j refused."""
+    """-j (bare: every core; attached or apart: a number), --noPS ignored, stdout without -o; -d1 and -d3
+    refused in one line (not supported yet); --threads with -j refused."""
     path = tmp_path / "in.fa"
     records = random_records(10, seed=11)
     path.write_text(fasta(records))
@@ -176,7 +193,7 @@ def test_rnafold_options(tmp_path):
         proc = rnapipe("fold", *order, "-q", cwd=tmp_path)
         assert proc.returncode == 0, (flags, proc.stderr)
         assert proc.stdout.encode() == expected, flags
-    for flags, words in ((["--noconv"], "--noconv is not supported"), (["-d1"], "-d1"), (["-d", "3"], "-d3"),
+    for flags, words in ((["-d1"], "-d1"), (["-d", "3"], "-d3"),
                          (["-j", "2", "--threads", "2"], "not both")):
         proc = rnapipe("fold", str(path), *flags, cwd=tmp_path)
         assert proc.returncode == 2 and words in one_error_line(proc), (flags, proc.stderr)

@@ -49,7 +49,8 @@ formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything
 Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
 sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
 no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold.
-Sequences are upper-cased and T becomes U; N and the other IUPAC codes are kept and never pair.
+Sequences fold upper-cased with T as U; outputs print them as RNAfold does, in the input's case with T
+as U (--noconv: T as given). N and the other IUPAC codes are kept and never pair.
 With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv
 (index, id, file, reason; stderr only with -o -); a stale list from an earlier run is removed when
 nothing was skipped. A file that cannot be read at all is skipped whole and reported the same way.
@@ -269,7 +270,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
     rnafold = parser.add_argument_group("RNAfold's options (see README, 'RNAfold users')")
     rnafold.add_argument("--noPS", action="store_true", help="accepted and ignored: rnapipe draws no structure plots")
     rnafold.add_argument("--noconv", action="store_true",
-                         help="not supported yet (RNAfold: print T as given instead of U); refused")
+                         help="as RNAfold --noconv: print T as the input gives it, not as U (it folds as U)")
     parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
@@ -575,7 +576,8 @@ def _fold(args) -> int:
 
     try:
         outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, say=say,
-                          progress_to=None if args.quiet else sys.stderr, report_skipped=report)
+                          progress_to=None if args.quiet else sys.stderr, report_skipped=report,
+                          noconv=args.noconv)
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:
@@ -600,9 +602,7 @@ def _fold(args) -> int:
 
 def _rnafold_conventions(args) -> None:
     """RNAfold's ways of asking on ``fold``: stdin when no input is named and it is not a terminal, stdout
-    when no -o is given, -j as --threads (0: every usable core); --noconv is refused (not supported yet)."""
-    if getattr(args, "noconv", False):
-        raise UsageError("--noconv is not supported yet: sequences are printed with U for T")
+    when no -o is given, -j as --threads (0: every usable core)."""
     if args.jobs is not None:
         if args.threads is not None:
             raise UsageError("give --threads or -j/--jobs, not both")

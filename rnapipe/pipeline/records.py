@@ -4,7 +4,9 @@ engines take lists of sequences; the writers and the journal read the packed tex
 
 A record read from a file also has its header line (``heads``): the whole line after '>' with trailing
 white space removed, as RNAfold prints it in db output, or empty for a sequence read without a header (db
-output then prints no header line, as RNAfold does). Records without heads (the API's) print their ids."""
+output then prints no header line, as RNAfold does). Records without heads (the API's) print their ids.
+The sequences the outputs print (``printed_text``, laid out as ``seqs_text``) keep the input's case, with T
+turned into U unless asked not to, as RNAfold prints them; None where they are the normalised sequences."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from ..io.packed import offsets, pack
 class Records:
     def __init__(self, ids_text: bytes, seqs_text: bytes, id_lens: np.ndarray, lens: np.ndarray,
                  index: np.ndarray, tags: list | None = None, heads_text: bytes | None = None,
-                 head_lens: np.ndarray | None = None):
+                 head_lens: np.ndarray | None = None, printed_text: bytes | None = None):
         self.ids_text = ids_text
         self.heads_text = heads_text      # header lines packed as the ids are (None: the ids stand for them)
         self.head_lens = head_lens
+        self.printed_text = printed_text  # the sequences as printed (None: seqs_text)
         self.seqs_text = seqs_text
         self.id_lens = id_lens            # bytes of each id (UTF-8, the input's bytes: rnapipe.io.idtext)
         self.lens = lens                  # nucleotides of each sequence
@@ -31,12 +34,15 @@ class Records:
 
     @classmethod
     def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None,
-                   heads: list[str] | None = None) -> "Records":
+                   heads: list[str] | None = None, printed: list[str] | None = None) -> "Records":
         ids_text, id_lens = pack(ids, "utf-8", ID_ERRORS)
         seqs_text, lens = pack(seqs, "ascii")
         heads_text, head_lens = pack(heads, "utf-8", ID_ERRORS) if heads is not None else (None, None)
+        printed_text = None
+        if printed is not None and printed != seqs:
+            printed_text = pack(printed, "ascii")[0]
         records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags, heads_text,
-                      head_lens)
+                      head_lens, printed_text)
         records.__dict__["ids"] = ids
         records.__dict__["seqs"] = seqs
         if heads is not None:
@@ -60,6 +66,14 @@ class Records:
             return None
         return self.heads_text[:-1].decode("utf-8", ID_ERRORS).split("\n") if len(self) else []
 
+    def printed(self) -> bytes:
+        """The sequences as the outputs print them, packed as ``seqs_text``."""
+        return self.seqs_text if self.printed_text is None else self.printed_text
+
+    @functools.cached_property
+    def printed_seqs(self) -> list[str]:
+        return self.seqs if self.printed_text is None else self.printed_text[:-1].decode("ascii").split("\n")
+
     def headers(self) -> tuple[bytes, np.ndarray]:
         """The db header lines, packed (``heads_text, head_lens``): the heads, or the ids where there are none."""
         if self.heads_text is None:
@@ -79,8 +93,10 @@ class Records:
         if self.heads_text is not None:
             ho = offsets(self.head_lens)
             heads_text, head_lens = self.heads_text[ho[a]:ho[b]], self.head_lens[a:b]
+        printed_text = None if self.printed_text is None else self.printed_text[so[a]:so[b]]
         return Records(self.ids_text[io[a]:io[b]], self.seqs_text[so[a]:so[b]], self.id_lens[a:b], self.lens[a:b],
-                       self.index[a:b], None if self.tags is None else self.tags[a:b], heads_text, head_lens)
+                       self.index[a:b], None if self.tags is None else self.tags[a:b], heads_text, head_lens,
+                       printed_text)
 
     def keep(self, mask: np.ndarray) -> "Records":
         """The records where ``mask`` is true."""
@@ -88,7 +104,8 @@ class Records:
         ids, seqs, heads = self.ids, self.seqs, self.heads
         return Records.from_lists([ids[k] for k in where], [seqs[k] for k in where], self.index[mask],
                                   None if self.tags is None else [self.tags[k] for k in where],
-                                  None if heads is None else [heads[k] for k in where])
+                                  None if heads is None else [heads[k] for k in where],
+                                  None if self.printed_text is None else [self.printed_seqs[k] for k in where])
 
     @staticmethod
     def concat(parts: list["Records"]) -> "Records":
@@ -102,6 +119,9 @@ class Records:
         if any(p.heads_text is not None for p in parts):
             heads = [p.headers() for p in parts]
             heads_text, head_lens = b"".join(h[0] for h in heads), np.concatenate([h[1] for h in heads])
+        printed_text = None
+        if any(p.printed_text is not None for p in parts):
+            printed_text = b"".join(p.printed() for p in parts)
         return Records(b"".join(p.ids_text for p in parts), b"".join(p.seqs_text for p in parts),
                        np.concatenate([p.id_lens for p in parts]), np.concatenate([p.lens for p in parts]),
-                       np.concatenate([p.index for p in parts]), tags, heads_text, head_lens)
+                       np.concatenate([p.index for p in parts]), tags, heads_text, head_lens, printed_text)

@@ -104,12 +104,14 @@ class FastaReader:
     """The records of ``paths`` as :class:`Piece` objects (see the module docstring)."""
 
     def __init__(self, paths, on_invalid: str = "error", length_check: LengthCheck | None = None,
-                 scratch: str | None = None):
+                 scratch: str | None = None, noconv: bool = False):
         check_on_invalid(on_invalid)
         if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
             paths = [paths]
         self.paths = list(paths)
         self.on_invalid = on_invalid
+        self.noconv = noconv                        # print T as given (the engines fold it as U all the same)
+        self.printed = scan.PRINT_NOCONV if noconv else scan.PRINT
         self.length_check = length_check or LengthCheck(None)
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
@@ -179,7 +181,7 @@ class FastaReader:
                     except (_FileError, _Damaged) as err:
                         error = err
                         break
-                    ahead.append((block, first, disk, None if first else pool.submit(_parse, block)))
+                    ahead.append((block, first, disk, None if first else pool.submit(_parse, block, self.printed)))
                 if not ahead:
                     break
                 yield ahead.popleft()
@@ -276,7 +278,7 @@ class FastaReader:
         hashes = None
         if parsed is not None:
             (count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, heads_text, head_lens,
-             hashes) = parsed.result()
+             printed_text, hashes) = parsed.result()
             lines += start_line
         elif first:
             text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig", errors="replace", newline=None)
@@ -289,7 +291,7 @@ class FastaReader:
             body = block[at:]
         if parsed is None:
             (count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, heads_text,
-             head_lens) = scan.parse_block(body, start_line)
+             head_lens, printed_text) = scan.parse_block(body, start_line, self.printed)
         if flagged:
             return self._slow(block, first, state, ids)
         state.line = start_line + line_count
@@ -299,7 +301,7 @@ class FastaReader:
         index = np.arange(first_index, first_index + count, dtype=np.int64)
         if state.headerless:
             heads_text, head_lens = b"\n" * count, np.zeros(count, dtype=np.int64)
-        records = Records(ids_text, seqs_text, id_lens, lens, index, None, heads_text, head_lens)
+        records = Records(ids_text, seqs_text, id_lens, lens, index, None, heads_text, head_lens, printed_text)
         self._expect(ids, state.disk, self.index)
         problems: dict[int, tuple[str, type | None]] = {}
         for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
@@ -338,17 +340,18 @@ class FastaReader:
             tracker = _LineTracker(itertools.chain([head], text), number)
         else:
             tracker = _LineTracker(text, state.line)
-        out_ids, out_seqs, out_index, out_heads, rejected = [], [], [], [], []
+        out_ids, out_seqs, out_index, out_heads, out_printed, rejected = [], [], [], [], [], []
         try:
-            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, rejected)
+            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, out_printed, rejected)
         except InputError as err:
-            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads), [], self.index),
-                        err) from None
+            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed),
+                              [], self.index), err) from None
         state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
-        return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads), rejected, self.index)
+        return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed),
+                     rejected, self.index)
 
     def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, out_heads,
-                      rejected) -> None:
+                      out_printed, rejected) -> None:
         name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
@@ -395,12 +398,13 @@ class FastaReader:
             out_seqs.append(normalise(sequence))
             out_index.append(position)
             out_heads.append("" if state.headerless else title)
+            out_printed.append(sequence if self.noconv else sequence.replace("T", "U").replace("t", "u"))
 
 
-def _parse(block: bytes):
+def _parse(block: bytes, printed):
     """:func:`scan.parse_block` of a block that is not a file's first, its header lines counted from 0, and
     the hashes of its ids (:func:`scan.hash_lines`) when it needs no exact reader: work for the pool."""
-    parsed = scan.parse_block(block, 0)
+    parsed = scan.parse_block(block, 0, printed)
     count, ids_text, flagged = parsed[0], parsed[2], parsed[7]
     hashes = None
     if not flagged and count:

@@ -156,7 +156,7 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
             if not ids[0]:
                 raise InputError("sequences without FASTA headers: the workflow reads FASTA files (rnapipe fold "
                                  "reads sequences one a line)", file=_display(path))
-            seqs = recs.seqs_text.split(b"\n")
+            seqs = recs.printed().split(b"\n")           # as printed: the fold jobs print what they read
             for k in range(n):
                 b = int(bins[k])
                 item = open_.get(b)
