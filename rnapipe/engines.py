@@ -64,7 +64,7 @@ def get_engine(algorithm: str, device: str, variant: str | None) -> tuple[Module
     if name is None:
         raise UnavailableError(f"{algorithm} on device '{device}' is not available in this version of rnapipe")
     if device == "gpu" and not gpu_available():
-        raise NoGpu("--device gpu", "--device cpu")
+        raise NoGpu("device 'gpu'", "device 'cpu'")
     module = importlib.import_module(name)
     if variant is None:
         variant = module.VARIANTS[0]

@@ -126,11 +126,12 @@ def test_skip_folds_the_rest_and_reports(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     folded = parse_db((tmp_path / "out.fa").read_text())
-    assert [(i, s) for i, s, _, _ in folded] == [("a1", "GGGAAACCC"), ("a3", "ACGUACGUGGGAAAUCCC"),
+    # db prints sequences as RNAfold does: the input's case, T as U
+    assert [(i, s) for i, s, _, _ in folded] == [("a1", "GGGAAACCC"), ("a3", "acguacgugggaaauccc"),
                                                   ("b1", "GGGGAAAACCCCUUUU")]
     for _, seq, structure, score in folded:
-        assert score == nussinov_score(seq)
-        check_nussinov_structure(seq, structure, score)
+        assert score == nussinov_score(seq.upper())
+        check_nussinov_structure(seq.upper(), structure, score)
     rows = [line.split("\t") for line in (tmp_path / "out.fa.rejected.tsv").read_text().splitlines()]
     assert rows[0] == ["index", "id", "file", "reason"]
     assert [r[:3] for r in rows[1:]] == [["1", "a2", "a.fa"], ["3", "a1", "a.fa"], ["4", "a4", "a.fa"],
@@ -172,10 +173,13 @@ def test_messy_but_valid_input_is_normalised(tmp_path):
     proc = rnapipe("fold", "--algorithm", "nussinov", "win.fa", "packed.data", "-o", "out.fa", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     folded = parse_db((tmp_path / "out.fa").read_text())
-    assert [(i, s) for i, s, _, _ in folded] == [("w1", "GGGAAACCC"), ("w2", "UUGCANNGCAA"), ("z", "GGGGAAAACCCC")]
+    # db prints the whole header line (RNAfold's layout), its CRLF line end removed, and the sequence as
+    # RNAfold prints it: the input's case, T as U
+    assert [(i, s) for i, s, _, _ in folded] == [("w1 Windows", "gggaaaccc"), ("w2", "uugcaNNgcaa"),
+                                                 ("z", "GGGGAAAACCCC")]
     for _, seq, structure, score in folded:
-        assert score == nussinov_score(seq)  # N pairs with nothing, in the reference as in rnapipe
-        check_nussinov_structure(seq, structure, score)
+        assert score == nussinov_score(seq.upper())  # N pairs with nothing, in the reference as in rnapipe
+        check_nussinov_structure(seq.upper(), structure, score)
     # the same file twice: a duplicate id across files
     proc = rnapipe("fold", "--algorithm", "nussinov", "win.fa", "win.fa", "-o", "twice.fa", cwd=tmp_path)
     assert proc.returncode == 2
@@ -259,8 +263,8 @@ def test_unavailable_and_bad_usage(tmp_path):
         proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "o.fa", *extra, cwd=tmp_path)
         assert proc.returncode == 2, extra
         assert words in one_error_line(proc)
-    proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", cwd=tmp_path)
-    assert proc.returncode == 2 and "-o/--output" in one_error_line(proc)
+    proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", cwd=tmp_path)     # no -o: stdout, as RNAfold
+    assert proc.returncode == 0 and proc.stdout == ">x\nGGGAAACCC\n(((...))) (  3)\n", proc.stderr
     proc = rnapipe("fold", "--algorithm", "nussinov", "in.fa", "-o", "no/such/dir/o.fa", cwd=tmp_path)
     assert proc.returncode == 2 and "does not exist" in one_error_line(proc)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fa"]

@@ -40,14 +40,17 @@ exit codes:
 
 FOLD_EPILOG = """\
 formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything else db):
-  db     RNAfold layout: >id, sequence, structure and score; Zuker "( -1.20)" kcal/mol,
-         Nussinov "( 12)" base pairs
+  db     RNAfold's layout: >the whole header line (none for a sequence read without one), sequence,
+         structure and score; Zuker "( -1.20)" kcal/mol, Nussinov "( 12)" base pairs
   tsv    header "id length score structure algorithm" (score: pairs, or kcal/mol with 2 decimals)
   ct     connect format, records concatenated
   bpseq  "# id" comments then "index base partner", records concatenated
 
-Inputs are FASTA or gzipped FASTA (recognised by content); '-' reads stdin and '-o -' writes stdout.
-Sequences are upper-cased and T becomes U; N and the other IUPAC codes are kept and never pair.
+Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
+sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
+no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold.
+Sequences fold upper-cased with T as U; outputs print them as RNAfold does, in the input's case with T
+as U (--noconv: T as given). N and the other IUPAC codes are kept and never pair.
 With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv
 (index, id, file, reason; stderr only with -o -); a stale list from an earlier run is removed when
 nothing was skipped. A file that cannot be read at all is skipped whole and reported the same way.
@@ -88,6 +91,15 @@ def _formats(known):
                                              "several as db,tsv)")
         return names
     return parse
+
+
+class _Once(argparse.Action):
+    """An option that may be given once: a second one is refused instead of silently replacing the first."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(self, "given twice: give several formats once, as --format db,tsv")
+        setattr(namespace, self.dest, values)
 
 
 def _job_count(text: str) -> int | str:
@@ -146,12 +158,21 @@ def _temperature(text: str) -> float:
     return value
 
 
+def _dangles(text: str) -> int:
+    value = _int(text)
+    if value in (1, 3):
+        raise argparse.ArgumentTypeError(f"-d{value} (RNAfold's dangles {value}) is not supported yet: use 0 or 2")
+    if value not in (0, 2):
+        raise argparse.ArgumentTypeError(f"invalid choice: {value} (choose from 0, 2)")
+    return value
+
+
 def _add_energy_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("energy model (Zuker)")
-    group.add_argument("--temperature", type=_temperature, metavar="C",
-                       help=f"temperature in °C (default {Model.temperature:g})")
-    group.add_argument("--dangles", type=int, choices=(0, 2),
-                       help=f"dangling-end model, as RNAfold -d (default {Model.dangles})")
+    group.add_argument("-T", "--temperature", type=_temperature, metavar="C",
+                       help=f"temperature in °C, as RNAfold -T (default {Model.temperature:g})")
+    group.add_argument("-d", "--dangles", type=_dangles, metavar="{0,2}",
+                       help=f"dangling-end model, as RNAfold -d0, -d2 (default {Model.dangles})")
     group.add_argument("--params", metavar="FILE", help="energy parameter file (ViennaRNA .par; default Turner 2004)")
 
 
@@ -212,10 +233,12 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
     """The options of ``fold``; with ``job``, those of ``fold-job``: its shard list and its one output are
     its own, and it writes db format and chooses between resuming and restarting itself."""
     if not job:
-        parser.add_argument("inputs", nargs="+", metavar="INPUT", help="FASTA or gzipped FASTA file ('-': stdin)")
-        parser.add_argument("-o", "--output", required=True, action="append", metavar="OUTPUT",
-                            help="output file ('-': stdout); give -o several times for several formats from one "
-                            "fold; a name ending in .gz is gzipped")
+        parser.add_argument("inputs", nargs="*", metavar="INPUT",
+                            help="FASTA or gzipped FASTA file, or sequences one a line without headers ('-', or "
+                            "no INPUT with stdin not a terminal: stdin)")
+        parser.add_argument("-o", "--output", action="append", metavar="OUTPUT",
+                            help="output file (default, or '-': stdout); give -o several times for several formats "
+                            "from one fold; a name ending in .gz is gzipped")
     parser.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM,
                         help=f"scoring model (default {config.DEFAULT_ALGORITHM})")
     parser.add_argument("--variant", metavar="V", help="engine variant (default: the engine's first)")
@@ -229,8 +252,10 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                         "RNAPIPE_HYBRID_SPLIT)")
     parser.add_argument("--threads", type=_positive_int, metavar="N",
                         help="CPU threads (default: the usable physical cores)")
+    parser.add_argument("-j", "--jobs", type=_nonnegative_int, nargs="?", const=0, metavar="N",
+                        help="as RNAfold -j: CPU threads, as --threads; 0 or no number: the usable physical cores")
     if not job:
-        parser.add_argument("--format", type=_formats(formats), metavar="FMT[,FMT...]",
+        parser.add_argument("--format", type=_formats(formats), action=_Once, metavar="FMT[,FMT...]",
                             help=f"output format ({', '.join(formats)}; default from the output's suffix): one "
                             "per -o, or several with one -o PREFIX, written to PREFIX.FMT")
     parser.add_argument("--reprofile", action="store_true",
@@ -242,6 +267,10 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                         help="a bad record stops the run (error, default) or is skipped and reported (skip)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress and no per-record skip lines (the summary stays)")
+    rnafold = parser.add_argument_group("RNAfold's options (see README, 'RNAfold users')")
+    rnafold.add_argument("--noPS", action="store_true", help="accepted and ignored: rnapipe draws no structure plots")
+    rnafold.add_argument("--noconv", action="store_true",
+                         help="as RNAfold --noconv: print T as the input gives it, not as U (it folds as U)")
     parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
@@ -472,18 +501,40 @@ def _check_output(path: str) -> None:
         raise UsageError(f"cannot write '{path}': no write permission in its directory")
 
 
+def _suffix_format(path: str) -> str | None:
+    """The format an output's suffix names (``.db``, ``.tsv``, ``.ct``, ``.bpseq``, any case), or None."""
+    from ..io.formats import FORMATS
+
+    suffix = os.path.splitext(path)[1].lower()[1:]
+    return suffix if suffix in FORMATS else None
+
+
 def _outputs(args) -> list[tuple[str, str | None]]:
     """(path, format) of every output: -o paired with --format, or one -o PREFIX with several formats."""
     paths, formats = args.output, args.format
+    if formats and len(set(formats)) != len(formats):
+        raise UsageError(f"--format {','.join(formats)} names a format twice")
     if formats and len(formats) > 1 and len(paths) == 1:
-        if paths[0] == "-":
+        prefix = paths[0]
+        if prefix == "-":
             raise UsageError("several formats need file outputs: -o PREFIX writes PREFIX.db, PREFIX.tsv, ...")
-        return [(f"{paths[0]}.{fmt}", fmt) for fmt in formats]
+        gz = prefix.lower().endswith(".gz")
+        base = prefix[:-3] if gz else prefix
+        if _suffix_format(base) is not None:
+            raise UsageError(f"-o {prefix} with --format {','.join(formats)}: a PREFIX for several formats "
+                             f"has no format suffix (-o {base[:-len(os.path.splitext(base)[1])]} writes "
+                             f"{', '.join(f'.{fmt}' for fmt in formats)})")
+        # PREFIX.gz: every output gzipped, PREFIX.FMT.gz
+        return [(f"{base}.{fmt}" + (prefix[-3:] if gz else ""), fmt) for fmt in formats]
     if formats and len(formats) not in (1, len(paths)):
         raise UsageError(f"{len(formats)} formats for {len(paths)} outputs: give one format per -o, or one -o")
     if formats and len(formats) == 1:
         formats = formats * len(paths)
     pairs = list(zip(paths, formats or [None] * len(paths)))
+    for path, fmt in pairs:
+        named = _suffix_format(path[:-3] if path.lower().endswith(".gz") else path)
+        if fmt is not None and named is not None and named != fmt:
+            raise UsageError(f"-o {path} is a .{named} name but --format says {fmt}: make them agree")
     if sum(1 for p, _ in pairs if p == "-") > 1:
         raise UsageError("standard output ('-o -') can take one output only")
     seen = set()
@@ -514,11 +565,14 @@ def _fold(args) -> int:
     from ..pipeline.resume.journal import ResumeRefused
     from ..pipeline import timeline
 
+    _rnafold_conventions(args)
     options = _engine_options(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")
     if args.split is not None and args.device not in ("hybrid", "auto"):
         raise UsageError("--split applies to --device hybrid (or auto) only")
+    if args.gpus is not None and args.device not in ("gpu", "hybrid", "auto"):
+        raise UsageError("--gpus needs --device gpu or hybrid")
     say = stderr_say(args.quiet)
     folder = _folder(args, options, say)
     timeline.mark("engine ready")
@@ -530,7 +584,8 @@ def _fold(args) -> int:
 
     try:
         outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, say=say,
-                          progress_to=None if args.quiet else sys.stderr, report_skipped=report)
+                          progress_to=None if args.quiet else sys.stderr, report_skipped=report,
+                          noconv=args.noconv)
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:
@@ -551,6 +606,21 @@ def _fold(args) -> int:
         raise _cannot_write(err, err.filename or (files[0] if files else "-"), _kept_note(sinks)) from None
     _print_summary(folder, outcome, args.quiet, time.monotonic() - started)
     return errors.EXIT_OK
+
+
+def _rnafold_conventions(args) -> None:
+    """RNAfold's ways of asking on ``fold``: stdin when no input is named and it is not a terminal, stdout
+    when no -o is given, -j as --threads (0: every usable core)."""
+    if args.jobs is not None:
+        if args.threads is not None:
+            raise UsageError("give --threads or -j/--jobs, not both")
+        args.threads = args.jobs or None
+    if hasattr(args, "inputs") and not args.inputs:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("no input: give FASTA files, or '-' for stdin, or pipe sequences in")
+        args.inputs = ["-"]
+    if args.output is None:
+        args.output = ["-"]
 
 
 def _cannot_write(err: OSError, path, kept: str = "") -> RnapipeError:
@@ -588,7 +658,7 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
                                f"{', '.join(err.hybrid_algorithms)} only (the {err.algorithm} engines of the CPU "
                                "and the GPU may pick different structures of the same score)") from None
     except NoGpuForHybrid:
-        raise NoGpu("--device hybrid", "--device cpu") from None
+        raise NoGpu("device 'hybrid'", "device 'cpu'") from None
 
 
 def _sinks(args) -> list:
@@ -815,13 +885,16 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(_bare_jobs(list(sys.argv[1:] if argv is None else argv)))
         except SystemExit as done:  # --help, --version
             return int(done.code or 0)
         if args.command is None:
             parser.print_help(sys.stderr)
             return errors.EXIT_INPUT
         return args.run(args)
+    except NoGpu as err:                    # the layers below say device 'gpu'; the command says --device gpu
+        _print_error(_one_line(NoGpu(_as_flag(err.what), _as_flag(err.instead))))
+        return err.exit_code
     except RnapipeError as err:
         _print_error(_one_line(err))
         return err.exit_code
@@ -847,6 +920,27 @@ def _main(argv: Sequence[str] | None) -> int:
         _print_error(f"internal error: {type(err).__name__}: {_one_line(err)} (please report this bug; "
                      "RNAPIPE_DEBUG=1 shows the traceback)")
         return errors.EXIT_INTERNAL
+
+
+def _as_flag(what: str) -> str:
+    """``device 'gpu'`` (the API's words) as the command line's ``--device gpu``; other words unchanged."""
+    if what.startswith("device '") and what.endswith("'"):
+        return f"--device {what[len('device '):].strip(chr(39))}"
+    return what
+
+
+def _bare_jobs(argv: list[str]) -> list[str]:
+    """RNAfold's -j takes its number attached (-j4) or none: a bare -j (or --jobs) followed by something that
+    is not a number means every core, so ``-j in.fa`` does not read the input's name as the number."""
+    out = []
+    for k, token in enumerate(argv):
+        if token == "--":
+            return out + argv[k:]
+        following = argv[k + 1] if k + 1 < len(argv) else None
+        if token in ("-j", "--jobs") and not (following is not None and following.isdigit()):
+            token = "--jobs=0"
+        out.append(token)
+    return out
 
 
 def _print_error(message: str) -> None:

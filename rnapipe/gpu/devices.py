@@ -30,9 +30,9 @@ def check_gpus(gpus: Sequence[int], device: str) -> list[int]:
     """The GPU numbers of a ``gpus=`` request, checked against the devices CUDA sees."""
     gpus = [int(g) for g in gpus]
     if device != "gpu":
-        raise UsageError("--gpus (gpus=) needs --device gpu")
+        raise UsageError("gpus= needs device='gpu' or device='hybrid'")
     if not gpus:
-        raise UsageError("gpus= / --gpus needs at least one GPU number")
+        raise UsageError("gpus= needs at least one GPU number")
     import cupy
     count = cupy.cuda.runtime.getDeviceCount()
     wrong = [g for g in gpus if not 0 <= g < count]

@@ -155,6 +155,91 @@ def open_binary(path, name: str | None = None):
     return raw
 
 
+AUTO_ID_PREFIX = "sequence_"     # RNAfold's --auto-id ids: prefix, delimiter and 4 digits (``sequence_0001``)
+AUTO_ID_DIGITS = 4
+_BOM = b"\xef\xbb\xbf"
+_COMMENT_STARTS = b"#%;/* "      # lines RNAfold's reader skips as comments
+
+
+def auto_id(number: int) -> str:
+    """RNAfold's generated id for record ``number`` (counted from 1 over all inputs): ``sequence_0001``."""
+    return f"{AUTO_ID_PREFIX}{number:0{AUTO_ID_DIGITS}d}"
+
+
+def is_headerless(raw) -> bool:
+    """Whether a byte stream (with ``peek``) holds sequences one a line without FASTA headers: its first line
+    that is neither blank nor a comment starts with neither '>' nor '@' (FASTQ, refused later), and no line
+    of its first bytes starts with '>' (text before FASTA records is refused as not FASTA)."""
+    head = _peek(raw, _SNIFF_BYTES).removeprefix(_BOM)
+    if head.startswith(b">") or b"\n>" in head or b"\r>" in head:
+        return False
+    for line in head.splitlines():
+        text = line.strip()
+        if not text or line[:1] in _COMMENT_STARTS:
+            continue
+        return not text.startswith((b">", b"@"))
+    return False
+
+
+class Headerless(io.RawIOBase):
+    """Sequences one a line, as RNAfold reads input without FASTA headers, given as FASTA: each sequence gets
+    the header ``>sequence_NNNN`` (:func:`auto_id`, numbered from ``first_number``). Blank lines and comment
+    lines (starting with one of ``#%;/*`` or a space) are skipped, and a line holding only '@' ends the input,
+    as in RNAfold."""
+
+    def __init__(self, raw, first_number: int):
+        super().__init__()
+        self._raw = raw
+        self._number = first_number
+        self._pending = b""
+        self._done = False
+        self._first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self, size: int) -> None:
+        out = [self._pending]
+        have = len(self._pending)
+        while have < size and not self._done:
+            line = self._raw.readline()
+            if not line:
+                self._done = True
+                break
+            if self._first:
+                line, self._first = line.removeprefix(_BOM), False
+            text = line.strip()
+            if not text or line[:1] in _COMMENT_STARTS:
+                continue
+            if text == b"@":
+                self._done = True
+                break
+            record = b">" + auto_id(self._number).encode("ascii") + b"\n" + text + b"\n"
+            self._number += 1
+            out.append(record)
+            have += len(record)
+        self._pending = b"".join(out)
+
+    def read(self, size: int = -1) -> bytes:
+        self._fill(size if size is not None and size >= 0 else 1 << 62)
+        if size is None or size < 0:
+            size = len(self._pending)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    read1 = read
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if self._raw is not sys.stdin.buffer:
+            self._raw.close()
+        super().close()
+
+
 def _peek(raw, size: int) -> bytes:
     """Up to ``size`` bytes from the start without consuming them (peek may return fewer or more)."""
     data = raw.peek(size)
@@ -223,8 +308,9 @@ def _line_of(header_line: int, lines: list[str], position: int | None) -> int:
     return header_line
 
 
-def _scan(path, name: str) -> Iterator[tuple[int, str, str, int, list[str]]]:
-    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines)``.
+def _scan(path, name: str, first_number: int = 1) -> Iterator[tuple[int, str, str, int, list[str]]]:
+    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines)``; sequences one a line
+    without headers come as FASTA records with the ids of :class:`Headerless` from ``first_number``.
 
     File-level faults raise :class:`_FileError`.
     """
@@ -232,7 +318,10 @@ def _scan(path, name: str) -> Iterator[tuple[int, str, str, int, list[str]]]:
 
     ordinal = -1
     try:
-        text = open_text(path, name)
+        raw = open_binary(path, name)
+        if is_headerless(raw):
+            raw = io.BufferedReader(Headerless(raw, first_number))
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors=ID_ERRORS, newline=None)
     except InputError as err:
         raise _FileError(err, partial=False) from None
     try:
@@ -275,7 +364,7 @@ def read_records(paths, on_invalid: str = "error", rejected: list[Rejected] | No
     for path in paths:
         name = _display(path)
         try:
-            for ordinal, title, raw, header_line, lines in _scan(path, name):
+            for ordinal, title, raw, header_line, lines in _scan(path, name, index + 1):
                 position = index
                 index += 1
                 words = title.split(None, 1)

@@ -73,7 +73,8 @@ def _score(value, zuker, width, out, at, tmp):
 @njit(nogil=True, cache=True)
 def _render(ids, id_starts, seqs, seq_starts, sts, st_starts, scores, zuker, tsv, algorithm, out):
     """db or TSV text of packed records (record k of ``ids`` at ``id_starts[k]`` up to the newline before
-    ``id_starts[k + 1]``, and so on) into ``out``; returns the end."""
+    ``id_starts[k + 1]``, and so on) into ``out``; returns the end. For db, ``ids`` are the header lines: an
+    empty one (a sequence read without a header) prints no header line, as RNAfold does."""
     tmp = np.empty(24, dtype=np.uint8)
     at = 0
     for k in range(scores.shape[0]):
@@ -99,12 +100,13 @@ def _render(ids, id_starts, seqs, seq_starts, sts, st_starts, scores, zuker, tsv
             out[at] = 10
             at += 1
         else:
-            out[at] = 62
-            at += 1
-            out[at:at + ni] = ids[i0:i1]
-            at += ni
-            out[at] = 10
-            at += 1
+            if ni > 0:
+                out[at] = 62
+                at += 1
+                out[at:at + ni] = ids[i0:i1]
+                at += ni
+                out[at] = 10
+                at += 1
             out[at:at + ns] = seqs[s0:s1]
             at += ns
             out[at] = 10
@@ -145,11 +147,15 @@ _RECORD = {"ct": ct_record, "bpseq": bpseq_record}
 
 
 def render(fmt: str, algorithm: str, ids_text: bytes, id_lens: np.ndarray, seqs_text: bytes, lens: np.ndarray,
-           structures_text: bytes, scores: np.ndarray, structure_lens: np.ndarray | None = None):
+           structures_text: bytes, scores: np.ndarray, structure_lens: np.ndarray | None = None,
+           heads_text: bytes | None = None, head_lens: np.ndarray | None = None):
     """The ``fmt`` text (no TSV header) of results given as packed texts: ids (UTF-8, ``id_lens`` bytes
     each), sequences (``lens`` nt) and structures (``structure_lens``, by default ``lens``), and int64
-    scores. A bytes-like object: db and TSV come as a uint8 array (no copy into a bytes object)."""
+    scores; db prints the header lines ``heads_text`` (``head_lens`` bytes each; by default the ids). A
+    bytes-like object: db and TSV come as a uint8 array (no copy into a bytes object)."""
     check_format(fmt)
+    if fmt == "db" and heads_text is not None:
+        ids_text, id_lens = heads_text, head_lens
     structure_lens = lens if structure_lens is None else structure_lens
     if fmt in _RECORD:
         record = _RECORD[fmt]

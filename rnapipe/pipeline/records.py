@@ -1,6 +1,12 @@
 """Consecutive valid records, packed: ids and sequences each as one bytes object (a newline after every
 record), with lengths and input indices in arrays. Lists of ``str`` are made only when asked for (the
-engines take lists of sequences; the writers and the journal read the packed text)."""
+engines take lists of sequences; the writers and the journal read the packed text).
+
+A record read from a file also has its header line (``heads``): the whole line after '>' with trailing
+white space removed, as RNAfold prints it in db output, or empty for a sequence read without a header (db
+output then prints no header line, as RNAfold does). Records without heads (the API's) print their ids.
+The sequences the outputs print (``printed_text``, laid out as ``seqs_text``) keep the input's case, with T
+turned into U unless asked not to, as RNAfold prints them; None where they are the normalised sequences."""
 
 from __future__ import annotations
 
@@ -14,8 +20,12 @@ from ..io.packed import offsets, pack
 
 class Records:
     def __init__(self, ids_text: bytes, seqs_text: bytes, id_lens: np.ndarray, lens: np.ndarray,
-                 index: np.ndarray, tags: list | None = None):
+                 index: np.ndarray, tags: list | None = None, heads_text: bytes | None = None,
+                 head_lens: np.ndarray | None = None, printed_text: bytes | None = None):
         self.ids_text = ids_text
+        self.heads_text = heads_text      # header lines packed as the ids are (None: the ids stand for them)
+        self.head_lens = head_lens
+        self.printed_text = printed_text  # the sequences as printed (None: seqs_text)
         self.seqs_text = seqs_text
         self.id_lens = id_lens            # bytes of each id (UTF-8, the input's bytes: rnapipe.io.idtext)
         self.lens = lens                  # nucleotides of each sequence
@@ -23,12 +33,20 @@ class Records:
         self.tags = tags                  # what the caller wants back per record (the API: its indices)
 
     @classmethod
-    def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None) -> "Records":
+    def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None,
+                   heads: list[str] | None = None, printed: list[str] | None = None) -> "Records":
         ids_text, id_lens = pack(ids, "utf-8", ID_ERRORS)
         seqs_text, lens = pack(seqs, "ascii")
-        records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags)
+        heads_text, head_lens = pack(heads, "utf-8", ID_ERRORS) if heads is not None else (None, None)
+        printed_text = None
+        if printed is not None and printed != seqs:
+            printed_text = pack(printed, "ascii")[0]
+        records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags, heads_text,
+                      head_lens, printed_text)
         records.__dict__["ids"] = ids
         records.__dict__["seqs"] = seqs
+        if heads is not None:
+            records.__dict__["heads"] = heads
         return records
 
     @classmethod
@@ -43,6 +61,26 @@ class Records:
         return self.ids_text[:-1].decode("utf-8", ID_ERRORS).split("\n") if len(self) else []
 
     @functools.cached_property
+    def heads(self) -> list[str] | None:
+        if self.heads_text is None:
+            return None
+        return self.heads_text[:-1].decode("utf-8", ID_ERRORS).split("\n") if len(self) else []
+
+    def printed(self) -> bytes:
+        """The sequences as the outputs print them, packed as ``seqs_text``."""
+        return self.seqs_text if self.printed_text is None else self.printed_text
+
+    @functools.cached_property
+    def printed_seqs(self) -> list[str]:
+        return self.seqs if self.printed_text is None else self.printed_text[:-1].decode("ascii").split("\n")
+
+    def headers(self) -> tuple[bytes, np.ndarray]:
+        """The db header lines, packed (``heads_text, head_lens``): the heads, or the ids where there are none."""
+        if self.heads_text is None:
+            return self.ids_text, self.id_lens
+        return self.heads_text, self.head_lens
+
+    @functools.cached_property
     def seqs(self) -> list[str]:
         return self.seqs_text[:-1].decode("ascii").split("\n") if len(self) else []
 
@@ -51,15 +89,23 @@ class Records:
         if a == 0 and b == len(self):
             return self
         io, so = offsets(self.id_lens), offsets(self.lens)
+        heads_text = head_lens = None
+        if self.heads_text is not None:
+            ho = offsets(self.head_lens)
+            heads_text, head_lens = self.heads_text[ho[a]:ho[b]], self.head_lens[a:b]
+        printed_text = None if self.printed_text is None else self.printed_text[so[a]:so[b]]
         return Records(self.ids_text[io[a]:io[b]], self.seqs_text[so[a]:so[b]], self.id_lens[a:b], self.lens[a:b],
-                       self.index[a:b], None if self.tags is None else self.tags[a:b])
+                       self.index[a:b], None if self.tags is None else self.tags[a:b], heads_text, head_lens,
+                       printed_text)
 
     def keep(self, mask: np.ndarray) -> "Records":
         """The records where ``mask`` is true."""
         where = np.flatnonzero(mask).tolist()
-        ids, seqs = self.ids, self.seqs
+        ids, seqs, heads = self.ids, self.seqs, self.heads
         return Records.from_lists([ids[k] for k in where], [seqs[k] for k in where], self.index[mask],
-                                  None if self.tags is None else [self.tags[k] for k in where])
+                                  None if self.tags is None else [self.tags[k] for k in where],
+                                  None if heads is None else [heads[k] for k in where],
+                                  None if self.printed_text is None else [self.printed_seqs[k] for k in where])
 
     @staticmethod
     def concat(parts: list["Records"]) -> "Records":
@@ -69,6 +115,13 @@ class Records:
         if len(parts) == 1:
             return parts[0]
         tags = None if parts[0].tags is None else [t for p in parts for t in p.tags]
+        heads_text = head_lens = None
+        if any(p.heads_text is not None for p in parts):
+            heads = [p.headers() for p in parts]
+            heads_text, head_lens = b"".join(h[0] for h in heads), np.concatenate([h[1] for h in heads])
+        printed_text = None
+        if any(p.printed_text is not None for p in parts):
+            printed_text = b"".join(p.printed() for p in parts)
         return Records(b"".join(p.ids_text for p in parts), b"".join(p.seqs_text for p in parts),
                        np.concatenate([p.id_lens for p in parts]), np.concatenate([p.lens for p in parts]),
-                       np.concatenate([p.index for p in parts]), tags)
+                       np.concatenate([p.index for p in parts]), tags, heads_text, head_lens, printed_text)

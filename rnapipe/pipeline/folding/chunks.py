@@ -74,9 +74,10 @@ class Chunk:
 
     def digest(self) -> str:
         """A fingerprint of the chunk's records (not a cryptographic one: it tells a changed input from the
-        same one): CRC-32 of the ids, of the sequences and of the rejected records, with their sizes."""
+        same one): CRC-32 of the ids, of the sequences as printed, of the rejected records and of the header
+        lines (db prints them), with their sizes."""
         rejected = repr([tuple(r) for r in self.rejected]).encode("utf-8", "surrogatepass")
-        parts = (self.ids_text, self.seqs_text, rejected)
+        parts = (self.ids_text, self.records.printed(), rejected, self.records.headers()[0])
         return f"{self.end}:" + ":".join(f"{len(p)}-{zlib.crc32(p):08x}" for p in parts)
 
     @property

@@ -24,6 +24,7 @@ import numpy as np
 from ... import config
 from ...alphabet import normalise
 from ...errors import InputError, SequenceTooLongError
+from ...io.fasta import Headerless, is_headerless
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
 from ...io.idtext import ID_ERRORS
 from ...io.records import Rejected
@@ -96,18 +97,21 @@ class _File:
         self.line = 1
         self.disk = 0.0                 # bytes of the file on disk (compressed, for a gzip) that the block
                                         # being taken stands for
+        self.headerless = False         # sequences one a line, without FASTA headers
 
 
 class FastaReader:
     """The records of ``paths`` as :class:`Piece` objects (see the module docstring)."""
 
     def __init__(self, paths, on_invalid: str = "error", length_check: LengthCheck | None = None,
-                 scratch: str | None = None):
+                 scratch: str | None = None, noconv: bool = False):
         check_on_invalid(on_invalid)
         if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
             paths = [paths]
         self.paths = list(paths)
         self.on_invalid = on_invalid
+        self.noconv = noconv                        # print T as given (the engines fold it as U all the same)
+        self.printed = scan.PRINT_NOCONV if noconv else scan.PRINT
         self.length_check = length_check or LengthCheck(None)
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
@@ -177,7 +181,7 @@ class FastaReader:
                     except (_FileError, _Damaged) as err:
                         error = err
                         break
-                    ahead.append((block, first, disk, None if first else pool.submit(_parse, block)))
+                    ahead.append((block, first, disk, None if first else pool.submit(_parse, block, self.printed)))
                 if not ahead:
                     break
                 yield ahead.popleft()
@@ -205,6 +209,9 @@ class FastaReader:
             raw = open_binary(state.path, state.name)
         except InputError as err:
             raise _FileError(err, partial=False) from None
+        if is_headerless(raw):                       # one sequence a line, as RNAfold reads: given as FASTA
+            raw = Headerless(raw, self.index + 1)
+            state.headerless = True
         packed = getattr(raw, "fileobj", None)       # a gzip's compressed stream
         taken = read_so_far = 0                      # bytes of the blocks given, bytes read (decompressed)
         disk_before = 0.0
@@ -270,7 +277,8 @@ class FastaReader:
         body = block
         hashes = None
         if parsed is not None:
-            count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, hashes = parsed.result()
+            (count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, heads_text, head_lens,
+             printed_text, hashes) = parsed.result()
             lines += start_line
         elif first:
             text = io.TextIOWrapper(io.BytesIO(block), encoding="utf-8-sig", errors="replace", newline=None)
@@ -282,7 +290,8 @@ class FastaReader:
             start_line = 1 + prefix.count(b"\n")
             body = block[at:]
         if parsed is None:
-            count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged = scan.parse_block(body, start_line)
+            (count, seqs_text, ids_text, lens, id_lens, lines, line_count, flagged, heads_text,
+             head_lens, printed_text) = scan.parse_block(body, start_line, self.printed)
         if flagged:
             return self._slow(block, first, state, ids)
         state.line = start_line + line_count
@@ -290,7 +299,9 @@ class FastaReader:
         self.index += count
         state.ordinal += count
         index = np.arange(first_index, first_index + count, dtype=np.int64)
-        records = Records(ids_text, seqs_text, id_lens, lens, index)
+        if state.headerless:
+            heads_text, head_lens = b"\n" * count, np.zeros(count, dtype=np.int64)
+        records = Records(ids_text, seqs_text, id_lens, lens, index, None, heads_text, head_lens, printed_text)
         self._expect(ids, state.disk, self.index)
         problems: dict[int, tuple[str, type | None]] = {}
         for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
@@ -329,15 +340,18 @@ class FastaReader:
             tracker = _LineTracker(itertools.chain([head], text), number)
         else:
             tracker = _LineTracker(text, state.line)
-        out_ids, out_seqs, out_index, rejected = [], [], [], []
+        out_ids, out_seqs, out_index, out_heads, out_printed, rejected = [], [], [], [], [], []
         try:
-            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, rejected)
+            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, out_printed, rejected)
         except InputError as err:
-            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index), [], self.index), err) from None
+            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed),
+                              [], self.index), err) from None
         state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
-        return Piece(Records.from_lists(out_ids, out_seqs, out_index), rejected, self.index)
+        return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed),
+                     rejected, self.index)
 
-    def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, rejected) -> None:
+    def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, out_heads,
+                      out_printed, rejected) -> None:
         name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
@@ -383,12 +397,14 @@ class FastaReader:
             out_ids.append(record_id)
             out_seqs.append(normalise(sequence))
             out_index.append(position)
+            out_heads.append("" if state.headerless else title)
+            out_printed.append(sequence if self.noconv else sequence.replace("T", "U").replace("t", "u"))
 
 
-def _parse(block: bytes):
+def _parse(block: bytes, printed):
     """:func:`scan.parse_block` of a block that is not a file's first, its header lines counted from 0, and
     the hashes of its ids (:func:`scan.hash_lines`) when it needs no exact reader: work for the pool."""
-    parsed = scan.parse_block(block, 0)
+    parsed = scan.parse_block(block, 0, printed)
     count, ids_text, flagged = parsed[0], parsed[2], parsed[7]
     hashes = None
     if not flagged and count:

@@ -22,6 +22,13 @@ for _c in ACCEPTED | {"T"}:
     for _b in (ord(_c), ord(_c.lower())):
         _CLASS[_b] = 1
         _NORM[_b] = ord("U") if _c == "T" else ord(_c)
+# the sequence as RNAfold prints it: the input's letters and case, T turned into U (PRINT_NOCONV: T kept)
+PRINT = np.zeros(256, dtype=np.uint8)
+PRINT_NOCONV = np.zeros(256, dtype=np.uint8)
+for _c in ACCEPTED | {"T"}:
+    for _b in (ord(_c), ord(_c.lower())):
+        PRINT_NOCONV[_b] = _b
+        PRINT[_b] = _b + (ord("U") - ord("T")) if _c == "T" else _b
 _CLASS[ord(" ")] = _CLASS[ord("\t")] = 2
 _CLASS[ord("\r")] = 3
 # bytes that end an id word without doubt (str.split() agrees); any other byte below 33 or above 126 in an
@@ -32,22 +39,27 @@ for _b in (9, 10, 13, 32):
 
 
 @njit(nogil=True, cache=True)
-def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, id_len, flags):
+def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, id_len, flags, head_out, head_len,
+               prn, prn_out):
     """Parse ``buf`` (whole records, starting at a ``>``). Per record: header line number (``line0`` is
     that of the block's first line), sequence length, and a flag (1: needs the exact reader). Normalised
-    sequences go to ``seq_out`` and ids to ``id_out``, each followed by a newline. Returns
-    ``(records, bytes of seq_out, bytes of id_out, lines in the block, any flag)``."""
+    sequences go to ``seq_out``, ids to ``id_out`` and header lines (after '>', trailing white space removed)
+    to ``head_out``, each followed by a newline; ``prn_out`` gets the sequences as printed (table ``prn``),
+    laid out as ``seq_out``. Returns ``(records, bytes of seq_out, bytes of id_out, lines
+    in the block, any flag, bytes of head_out)``."""
     n = buf.shape[0]
     p = 0
     r = 0
     so = 0
     io = 0
+    ho = 0
     line = line0
     flagged = False
     while p < n:
         flag = 0
         lines[r] = line
         p += 1                                           # the '>'
+        head = p
         while p < n and (buf[p] == 32 or buf[p] == 9):
             p += 1
         start = p
@@ -68,6 +80,15 @@ def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, i
             if buf[p] == 13 and (p + 1 >= n or buf[p + 1] != 10):
                 flag = 1                                 # a lone CR is a line end to the exact reader
             p += 1
+        end = p
+        while end > head and (buf[end - 1] == 32 or (buf[end - 1] >= 9 and buf[end - 1] <= 13)):
+            end -= 1
+        head_len[r] = end - head
+        for q in range(head, end):
+            head_out[ho] = buf[q]
+            ho += 1
+        head_out[ho] = 10
+        ho += 1
         p += 1
         line += 1
         first = so
@@ -79,6 +100,7 @@ def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, i
                 k = cls[c]
                 if k == 1:
                     seq_out[so] = norm[c]
+                    prn_out[so] = prn[c]
                     so += 1
                 elif k == 3:
                     if p + 1 >= n or buf[p + 1] != 10:
@@ -92,6 +114,7 @@ def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, i
         if so == first:
             flag = 1
         seq_out[so] = 10
+        prn_out[so] = 10
         so += 1
         id_out[io] = 10
         io += 1
@@ -99,13 +122,15 @@ def scan_block(buf, line0, cls, norm, id_end, seq_out, id_out, lines, seq_len, i
         if flag:
             flagged = True
         r += 1
-    return r, so, io, line - line0, flagged
+    return r, so, io, line - line0, flagged, ho
 
 
-def parse_block(block: bytes, line0: int):
+def parse_block(block: bytes, line0: int, printed=PRINT):
     """Run :func:`scan_block` on ``block``; returns ``(count, seqs_text, ids_text, seq_len, id_len, lines,
-    line_count, flagged)``: the normalised sequences and the ids' bytes, each followed by a newline,
-    lengths and header line numbers (int64 arrays)."""
+    line_count, flagged, heads_text, head_len, printed_text)``: the normalised sequences, the ids' bytes and
+    the header lines, each followed by a newline, lengths and header line numbers (int64 arrays), and the
+    sequences as printed (``printed``: :data:`PRINT` or :data:`PRINT_NOCONV`; None where that is the
+    normalised text)."""
     buf = np.frombuffer(block, dtype=np.uint8)
     most = count_byte(buf, 62) + 1
     seq_out = np.empty(len(block) + most, dtype=np.uint8)
@@ -114,10 +139,15 @@ def parse_block(block: bytes, line0: int):
     seq_len = np.empty(most, dtype=np.int64)
     id_len = np.empty(most, dtype=np.int64)
     flags = np.empty(most, dtype=np.uint8)
-    count, so, io, line_count, flagged = scan_block(buf, line0, _CLASS, _NORM, _ID_END, seq_out, id_out, lines,
-                                                    seq_len, id_len, flags)
-    return (count, seq_out[:so].tobytes(), id_out[:io].tobytes(), seq_len[:count], id_len[:count], lines[:count],
-            line_count, flagged)
+    head_out = np.empty(len(block) + most, dtype=np.uint8)
+    head_len = np.empty(most, dtype=np.int64)
+    prn_out = np.empty(len(block) + most, dtype=np.uint8)
+    count, so, io, line_count, flagged, ho = scan_block(buf, line0, _CLASS, _NORM, _ID_END, seq_out, id_out, lines,
+                                                        seq_len, id_len, flags, head_out, head_len, printed, prn_out)
+    seqs_text, printed_text = seq_out[:so].tobytes(), prn_out[:so].tobytes()
+    return (count, seqs_text, id_out[:io].tobytes(), seq_len[:count], id_len[:count], lines[:count],
+            line_count, flagged, head_out[:ho].tobytes(), head_len[:count],
+            None if printed_text == seqs_text else printed_text)
 
 
 @njit(nogil=True, cache=True)

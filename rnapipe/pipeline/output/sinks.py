@@ -82,8 +82,8 @@ def _lock(fd: int, path: str, part: str) -> None:
 def chunk_bytes(fmt: str, algorithm: str, records, structures_text: bytes, scores):
     """Uncompressed output bytes (a bytes-like object) of the :class:`~..records.Records` ``records`` folded
     (``structures_text``: their structures, packed in the records' layout; ``scores``: int64 array)."""
-    return render.render(fmt, algorithm, records.ids_text, records.id_lens, records.seqs_text, records.lens,
-                         structures_text, scores)
+    return render.render(fmt, algorithm, records.ids_text, records.id_lens, records.printed(), records.lens,
+                         structures_text, scores, None, *records.headers())
 
 
 class Sink:

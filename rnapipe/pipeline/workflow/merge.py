@@ -84,7 +84,7 @@ class _Cursor:
             readline = self.handle.readline
             k = min(n, self.left)
             for _ in range(k):
-                ids.append(readline()[1:-1])
+                ids.append(readline()[1:-1])          # the whole header line
                 seqs.append(readline()[:-1])
                 line = readline()
                 cut = line.index(b" ")
@@ -203,9 +203,12 @@ def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sin
     else:
         values = np.array([int(x) for x in scores], dtype=np.int64)
     lens = np.fromiter(map(len, seqs), dtype=np.int64, count=n)
+    heads = ids
+    ids = [head.split(None, 1)[0] for head in heads]          # an id is its header's first word
     id_lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+    head_lens = np.fromiter(map(len, heads), dtype=np.int64, count=n)
     records = Records(b"\n".join(ids) + b"\n", b"\n".join(seqs) + b"\n", id_lens, lens,
-                      np.arange(first, first + n, dtype=np.int64))
+                      np.arange(first, first + n, dtype=np.int64), None, b"\n".join(heads) + b"\n", head_lens)
     structures_text = b"\n".join(structures) + b"\n"
     made: dict = {}
     for sink in sinks:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import config
+from ...errors import InputError
+from ...io.fasta import _display
 from ...io.formats import REJECTED_HEADER, rejected_rows
 from ...io.idtext import ID_ERRORS
 from ..folding.folder import Folder
@@ -150,8 +152,11 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
             if int(bins.max()) > 255:
                 raise ValueError("a sequence longer than 2^64 nt")   # bins are one byte in the manifest
             manifest.write(bins.astype(np.uint8).tobytes())
-            ids = recs.ids_text.split(b"\n")
-            seqs = recs.seqs_text.split(b"\n")
+            ids = recs.headers()[0].split(b"\n")        # the whole header lines: db output prints them
+            if not ids[0]:
+                raise InputError("sequences without FASTA headers: the workflow reads FASTA files (rnapipe fold "
+                                 "reads sequences one a line)", file=_display(path))
+            seqs = recs.printed().split(b"\n")           # as printed: the fold jobs print what they read
             for k in range(n):
                 b = int(bins[k])
                 item = open_.get(b)

@@ -1,0 +1,263 @@
+"""``rnapipe fold`` against RNAfold's standard output, byte for byte.
+
+The reference printer below builds what RNAfold prints for an MFE fold from ViennaRNA's Python API, after
+RNAfold's own source (src/bin/RNAfold.c, ViennaRNA 2.x): for each record ``>`` and the whole FASTA header line
+(trailing white space removed; no line for a sequence read without a header), the sequence in the case it
+was given with T turned into U (kept with --noconv), then the MFE structure, a space and the energy as ``(%6.2f)``. ViennaRNA folds; rnapipe's code takes no
+part in the expected bytes.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from shared_data import DATA
+from test_cli import one_error_line, rnapipe
+
+RNA = pytest.importorskip("RNA")
+
+
+def rnafold_stdout(records, temperature: float | None = None, dangles: int | None = None,
+                   noconv: bool = False) -> bytes:
+    """RNAfold's stdout (no -p) for ``records``: (header line without '>', or None for a headerless sequence,
+    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T, -d and --noconv."""
+    md = RNA.md()
+    if temperature is not None:
+        md.temperature = temperature
+    if dangles is not None:
+        md.dangles = dangles
+    out = []
+    for header, sequence in records:
+        printed = sequence if noconv else sequence.replace("T", "U").replace("t", "u")    # vrna_seq_toRNA
+        structure, mfe = RNA.fold_compound(printed.upper(), md).mfe()
+        if header is not None:
+            out.append(f">{header.rstrip()}\n")
+        out.append(f"{printed}\n{structure} ({mfe:6.2f})\n")
+    return "".join(out).encode()
+
+
+def fasta(records) -> str:
+    return "".join(f">{h}\n{s}\n" for h, s in records)
+
+
+def sample_of_shared_data(count: int, seed: int) -> list[tuple[str, str]]:
+    """``count`` records (whole header lines kept) drawn from every set of ../shared/data: the FASTA
+    transcripts and the sequences of the known structures (.dbn: header, sequence, structure)."""
+    pools = []
+    for path in sorted((DATA / "transcripts").glob("*.fa")):
+        records, header, seq = [], None, []
+        for line in path.read_text().splitlines() + [">"]:
+            if line.startswith(">"):
+                if header is not None and seq:
+                    records.append((header, "".join(seq)))
+                header, seq = line[1:], []
+            else:
+                seq.append(line.strip())
+        pools.append(records)
+    for path in sorted((DATA / "known").glob("*.dbn")):
+        lines = path.read_text().splitlines()
+        pools.append([(lines[k][1:], lines[k + 1].strip()) for k in range(0, len(lines) - 2, 3)
+                      if lines[k].startswith(">")])
+    rng = random.Random(seed)
+    per_pool = max(1, count // len(pools))
+    picked = []
+    for pool in pools:
+        pool = [r for r in pool if len(r[1]) <= 400]
+        picked += rng.sample(pool, min(per_pool, len(pool)))
+    seen, out = set(), []
+    for header, seq in picked:                      # rnapipe refuses duplicate ids (a header's first word)
+        key = header.split(None, 1)[0] if header.split() else ""
+        if key and key not in seen:
+            seen.add(key)
+            out.append((header, seq))
+    return out
+
+
+def random_records(count: int, seed: int) -> list[tuple[str, str]]:
+    """Random sequences with N and T (DNA letters become U in the output), some in lower case, headers with
+    descriptions."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(count):
+        n = rng.randint(1, 160)
+        seq = "".join("N" if rng.random() < 0.03 else rng.choice("ACGUT") for _ in range(n))
+        if k % 3 == 1:
+            seq = seq.lower()
+        elif k % 3 == 2:
+            seq = "".join(c.lower() if rng.random() < 0.3 else c for c in seq)
+        out.append((f"r{k} random sequence {k}  with N", seq))
+    return out
+
+
+OPTIONS = {"default": ([], {}), "d0": (["-d0"], {"dangles": 0}), "T25": (["-T", "25"], {"temperature": 25.0}),
+           "d2-T60": (["-d", "2", "--temperature", "60"], {"dangles": 2, "temperature": 60.0})}
+
+
+@pytest.mark.skipif(not (DATA / "transcripts").is_dir(), reason="../shared/data not present")
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_shared_data_prints_as_rnafold(tmp_path, name):
+    flags, md = OPTIONS[name]
+    records = sample_of_shared_data(300 if name == "default" else 120, seed=len(name))
+    assert len(records) > 50
+    path = tmp_path / "in.fa"
+    path.write_text(fasta(records))
+    proc = rnapipe("fold", str(path), "-q", *flags, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.encode() == rnafold_stdout(records, **md)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_random_sequences_with_n_print_as_rnafold(tmp_path, name):
+    flags, md = OPTIONS[name]
+    records = random_records(80, seed=7 + len(name))
+    path = tmp_path / "in.fa"
+    path.write_text(fasta(records))
+    out = tmp_path / "out.db"
+    proc = rnapipe("fold", str(path), "-o", str(out), "-j2", "-q", *flags, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == rnafold_stdout(records, **md)
+
+
+def test_low_energies_and_long_sequences_print_as_rnafold(tmp_path):
+    """Energies of -100 kcal/mol and below take more than %6.2f's six characters; long sequences stay on
+    one line."""
+    rng = random.Random(3)
+    stem = "".join(rng.choice("GC") for _ in range(60))
+    pair = {"G": "C", "C": "G"}
+    hairpin = stem + "GAAA" + "".join(pair[c] for c in reversed(stem))
+    records = [("gc-hairpin", hairpin), ("long", "".join(rng.choice("ACGU") for _ in range(1200)))]
+    expected = rnafold_stdout(records)
+    assert b"(-1" in expected.split(b"\n")[2] and len(expected.split(b"\n")[2]) == len(hairpin) + 10
+    path = tmp_path / "in.fa"
+    path.write_text(fasta(records))
+    proc = rnapipe("fold", str(path), "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.encode() == expected
+
+
+HEADERLESS = ["GGGGAAAACCCC", "acgtNNacguGGGAAACCC", "UUUUUUUUUU", "GCGCAAAAGCGCttttGCGCAAAAGCGC"]
+
+
+def test_headerless_stdin_prints_as_rnafold(tmp_path):
+    """``echo SEQ | rnapipe fold -`` and ``... | rnapipe fold`` (no INPUT, stdin not a terminal): one
+    sequence a line, no header line printed, as RNAfold; blank and comment lines skipped."""
+    text = "\n".join(HEADERLESS[:2]) + "\n\n# a comment\n" + "\n".join(HEADERLESS[2:]) + "\n"
+    expected = rnafold_stdout([(None, s) for s in HEADERLESS])
+    for args in (("fold", "-", "-q"), ("fold", "-q")):
+        proc = rnapipe(*args, cwd=tmp_path, stdin=text)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.encode() == expected
+
+
+def test_headerless_file_ids_in_the_other_formats(tmp_path):
+    """A headerless file's records take RNAfold's --auto-id ids (sequence_0001, counted over all inputs) in
+    TSV; db prints no header line."""
+    first = tmp_path / "a.fa"
+    first.write_text(">x one\nGGGGAAAACCCC\n")
+    plain = tmp_path / "seqs.txt"
+    plain.write_text("\n".join(HEADERLESS) + "\n")
+    proc = rnapipe("fold", str(first), str(plain), "-o", str(tmp_path / "out"), "--format", "db,tsv", "-q",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    records = [("x one", "GGGGAAAACCCC")] + [(None, s) for s in HEADERLESS]
+    assert (tmp_path / "out.db").read_bytes() == rnafold_stdout(records)
+    rows = (tmp_path / "out.tsv").read_text().splitlines()[1:]
+    assert [r.split("\t")[0] for r in rows] == ["x", "sequence_0002", "sequence_0003", "sequence_0004",
+                                                "sequence_0005"]
+
+
+def test_noconv_prints_t_as_given(tmp_path):
+    """--noconv: the input's letters as given (T, t, case) in db, the fold the same as with U."""
+    records = random_records(40, seed=5)
+    path = tmp_path / "in.fa"
+    path.write_text(fasta(records))
+    proc = rnapipe("fold", str(path), "--noconv", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.encode() == rnafold_stdout(records, noconv=True)
+    assert b"T" in proc.stdout.encode()
+
+
+def test_rnafold_options(tmp_path):
+    """-j (bare: every core; attached or apart: a number), --noPS ignored, stdout without -o; -d1 and -d3
+    refused in one line (not supported yet); --threads with -j refused."""
+    path = tmp_path / "in.fa"
+    records = random_records(10, seed=11)
+    path.write_text(fasta(records))
+    expected = rnafold_stdout(records)
+    for flags in (["-j"], ["-j2"], ["-j", "2"], ["--jobs=1"], ["--jobs"], ["--noPS"], ["-j0"]):
+        order = [*flags, str(path)] if flags in (["-j"], ["--jobs"]) else [str(path), *flags]
+        proc = rnapipe("fold", *order, "-q", cwd=tmp_path)
+        assert proc.returncode == 0, (flags, proc.stderr)
+        assert proc.stdout.encode() == expected, flags
+    for flags, words in ((["-d1"], "-d1"), (["-d", "3"], "-d3"),
+                         (["-j", "2", "--threads", "2"], "not both")):
+        proc = rnapipe("fold", str(path), *flags, cwd=tmp_path)
+        assert proc.returncode == 2 and words in one_error_line(proc), (flags, proc.stderr)
+
+
+def test_no_input_on_a_terminal_is_refused(tmp_path):
+    """No INPUT and stdin a terminal: one line, not a wait for typing."""
+    import os
+    import pty
+
+    main, child = pty.openpty()
+    try:
+        proc = subprocess.run(rnapipe_command("fold"), stdin=child, capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120, env=_env())
+    finally:
+        os.close(child)
+        os.close(main)
+    assert proc.returncode == 2 and "no input" in proc.stderr
+
+
+def rnapipe_command(*args) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "rnapipe", *args]
+
+
+def _env() -> dict:
+    from test_cli import _env as env
+
+    return env()
+
+
+def test_format_conflicts_are_refused_in_one_line(tmp_path):
+    path = tmp_path / "in.fa"
+    path.write_text(">a\nGGGGAAAACCCC\n")
+    for args, words in (
+            (["--format", "db", "--format", "tsv"], "given twice"),
+            (["-o", "x.tsv", "--format", "db"], "make them agree"),
+            (["-o", "x.tsv", "--format", "db,tsv"], "has no format suffix"),
+            (["-o", "x", "--format", "db,db"], "names a format twice"),
+            (["--gpus", "0"], "--device gpu or hybrid")):
+        proc = rnapipe("fold", str(path), *args, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert words in one_error_line(proc), (args, proc.stderr)
+    assert not list(tmp_path.glob("x*"))
+
+
+def test_gz_prefix_with_several_formats_gzips_each(tmp_path):
+    import gzip
+
+    path = tmp_path / "in.fa"
+    records = [("a first", "GGGGAAAACCCC"), ("b", "GCGCAAAAGCGC")]
+    path.write_text(fasta(records))
+    proc = rnapipe("fold", str(path), "-o", str(tmp_path / "out.gz"), "--format", "db,tsv", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.glob("out*")) == ["out.db.gz", "out.tsv.gz"]
+    assert gzip.decompress((tmp_path / "out.db.gz").read_bytes()) == rnafold_stdout(records)
+    assert gzip.decompress((tmp_path / "out.tsv.gz").read_bytes()).startswith(b"id\tlength")
+
+
+def test_api_errors_speak_no_command_line():
+    import rnapipe as api
+    from rnapipe.errors import RnapipeError
+
+    with pytest.raises(RnapipeError) as err:
+        api.fold(["GGGGAAAACCCC"], gpus=[0])
+    assert "--" not in str(err.value), str(err.value)
