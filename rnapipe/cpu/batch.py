@@ -41,6 +41,11 @@ class MemoryGate:
             self.held -= need
             self._cv.notify_all()
 
+    def set_budget(self, budget: int) -> None:
+        with self._cv:
+            self.budget = budget
+            self._cv.notify_all()
+
 
 class Relay:
     """Engine calls made one after another on the same cores, each started while the one before folds its last
@@ -63,8 +68,7 @@ class Relay:
             if self._gate is None:
                 self._gate = MemoryGate(budget)
             else:
-                with self._gate._cv:
-                    self._gate.budget = budget
+                self._gate.set_budget(budget)
             return self._gate
 
 
