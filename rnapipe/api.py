@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from . import config
 from .errors import UsageError
-from .io import Rejected
+from .io import Record, Rejected
 from .model import Model
 
 
@@ -47,7 +47,7 @@ class Results(list):
 def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
          device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
          progress: Callable[[int], None] | None = None, gpus: Sequence[int] | None = None,
-         **options) -> Results:
+         constraints: Sequence[str] | str | None = None, **options) -> Results:
     """Fold sequences and return a :class:`Results` list in input order.
 
     ``sequences_or_records``: one sequence string, or an iterable of strings, ``(id, sequence)`` pairs,
@@ -58,12 +58,17 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     ``gpus`` (with ``device='gpu'``): CUDA device numbers to spread the sequences over, one host thread
     each (default: the current device only).
 
-    ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params`` (Zuker).
+    ``constraints`` (Zuker on the CPU): RNAfold's hard-constraint line of each sequence (``-C``: symbols
+    ``. x | < > ( )``, one per nucleotide, see :mod:`rnapipe.constraints`), in the order of the sequences;
+    ``enforce_constraint=True`` is RNAfold's ``--enforceConstraint``. A bad line is refused as a bad sequence is.
+
+    ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params``,
+    ``enforce_constraint`` (Zuker).
     ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
     rejected: list[Rejected] = []
     results = list(fold_iter(sequences_or_records, algorithm, variant, device, threads, on_invalid, rejected,
-                             progress, gpus, **options))
+                             progress, gpus, constraints=constraints, **options))
     rejected.sort(key=lambda r: r.index)
     return Results(results, rejected)
 
@@ -71,7 +76,8 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
 def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
               device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
               rejected: list | None = None, progress: Callable[[int], None] | None = None,
-              gpus: Sequence[int] | None = None, **options) -> Iterator[Result]:
+              gpus: Sequence[int] | None = None, constraints: Sequence[str] | str | None = None,
+              **options) -> Iterator[Result]:
     """Fold a stream of sequences, yielding :class:`Result` objects in input order as chunks finish.
 
     Takes what :func:`fold` takes, any iterable (a generator, a Biopython ``SeqIO.parse``), and reads it a
@@ -87,14 +93,43 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
     _check_request(sequences_or_records, algorithm, threads, options)
+    if constraints is not None:
+        sequences_or_records, constraints = _with_constraints(sequences_or_records, constraints, algorithm)
+        device = cpu_only(device, "constraints")
     folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
-    pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected)
+    pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected,
+                           constraints=constraints)
     pace = Pace(folder.device, folder.threads)
     for chunk, results in fold_chunks(chunked(pieces, pace=pace), folder, pace=pace):
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
+
+
+def cpu_only(device: str, what: str) -> str:
+    """The device for a fold with per-record data that only the CPU engine applies (``what``: constraints):
+    'cpu' for 'cpu' or 'auto', else :class:`UsageError`."""
+    if device in ("cpu", "auto"):
+        return "cpu"
+    raise UsageError(f"{what} are supported on the CPU engine for now (device 'cpu'), not on device '{device}'")
+
+
+def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, list[str]]:
+    """The sequences as a list and the constraint lines, one for each (a lone sequence may have its line as a
+    string); refused for another algorithm than Zuker or a count that differs."""
+    if algorithm != "zuker":
+        raise UsageError(f"constraints apply to algorithm 'zuker' only, not {algorithm!r}")
+    items = [sequences] if isinstance(sequences, (str, bytes)) else list(sequences)
+    lines = [constraints] if isinstance(constraints, str) else list(constraints)
+    if any(not isinstance(line, str) for line in lines):
+        raise UsageError("constraints must be strings (RNAfold's constraint lines), one for each sequence")
+    if len(lines) != len(items):
+        raise UsageError(f"{len(lines)} constraint lines for {len(items)} sequences: give one for each")
+    # a record's line is found by its index: a Record's own index is its place here
+    items = [Record(item.id, item.sequence, k, item.file) if isinstance(item, Record) and item.index != k else item
+             for k, item in enumerate(items)]
+    return items, lines
 
 
 # The options of Zuker's model, as fold() takes them by name (the Nussinov engines refuse what they do not take).

@@ -180,7 +180,13 @@ def multi_stem(T, t, n5d, n3d):
 def exterior_stem_at(T, S, n, i, j):
     """Exterior-loop contribution of the helix closed by i·j (no neighbour past either end; none with
     dangles=0)."""
-    t = PAIR_TYPE[S[i], S[j]]
+    return exterior_stem_of_type(T, S, n, i, j, PAIR_TYPE[S[i], S[j]])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exterior_stem_of_type(T, S, n, i, j, t):
+    """:func:`exterior_stem_at` with the pair's type ``t`` given (a pair that a hard constraint makes, canonical
+    or not: :data:`NONSTANDARD`)."""
     if T.scalars[_DANGLES] == 0:
         return exterior_stem(T, t, -1, -1)
     n5d = S[i - 1] if i > 1 else -1
@@ -191,7 +197,12 @@ def exterior_stem_at(T, S, n, i, j):
 @njit(cache=True, nogil=True, inline="always")
 def multi_stem_at(T, S, i, j):
     """Multiloop contribution of the branch i·j seen from outside (neighbours S[i-1], S[j+1])."""
-    t = PAIR_TYPE[S[i], S[j]]
+    return multi_stem_of_type(T, S, i, j, PAIR_TYPE[S[i], S[j]])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def multi_stem_of_type(T, S, i, j, t):
+    """:func:`multi_stem_at` with the pair's type ``t`` given."""
     if T.scalars[_DANGLES] == 0:
         return multi_stem(T, t, -1, -1)
     return multi_stem(T, t, S[i - 1], S[j + 1])
@@ -201,7 +212,13 @@ def multi_stem_at(T, S, i, j):
 def multi_closing(T, S, i, j):
     """Multiloop closed by i·j: ML closing penalty plus the closing pair as a branch seen from inside
     (type of j·i, neighbours S[j-1] and S[i+1])."""
-    t = RTYPE[PAIR_TYPE[S[i], S[j]]]
+    return multi_closing_of_type(T, S, i, j, PAIR_TYPE[S[i], S[j]])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def multi_closing_of_type(T, S, i, j, tij):
+    """:func:`multi_closing` with the closing pair's type ``tij`` (of i·j) given."""
+    t = RTYPE[tij]
     e = np.int64(T.scalars[_ML_CLOSING])
     if T.scalars[_DANGLES] == 0:
         return e + multi_stem(T, t, -1, -1)
@@ -211,8 +228,14 @@ def multi_closing(T, S, i, j):
 @njit(cache=True, nogil=True, inline="always")
 def interior_energy_at(T, S, i, j, p, q):
     """Loop between the pairs i·j and p·q (i < p < q < j)."""
-    t = PAIR_TYPE[S[i], S[j]]
-    t2 = RTYPE[PAIR_TYPE[S[p], S[q]]]
+    return interior_energy_of_types(T, S, i, j, p, q, PAIR_TYPE[S[i], S[j]], PAIR_TYPE[S[p], S[q]])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def interior_energy_of_types(T, S, i, j, p, q, tij, tpq):
+    """:func:`interior_energy_at` with the pairs' types (of i·j and of p·q) given."""
+    t = tij
+    t2 = RTYPE[tpq]
     return interior_energy(T, p - i - 1, j - q - 1, t, t2, S[i + 1], S[j - 1], S[p - 1], S[q + 1])
 
 

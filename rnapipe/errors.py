@@ -56,6 +56,16 @@ class InputError(RnapipeError):
         return f"{prefix}: {self.reason}" if prefix else self.reason
 
 
+class NoStructure(InputError):
+    """A record's hard constraints leave no structure that can form; ``index``: its input index (the stream adds
+    the file's name)."""
+
+    def __init__(self, message: str, file: str | None = None, record: str | None = None,
+                 position: int | None = None, index: int | None = None):
+        self.index = index
+        super().__init__(message, file, record, position)
+
+
 class UsageError(RnapipeError):
     """An option or a combination of options that cannot be honoured."""
 

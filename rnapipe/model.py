@@ -5,13 +5,16 @@ interior loops of at most 30 unpaired nucleotides, special hairpins (tri-, tetra
 allowed, no G-quadruplexes, standard salt (no correction), N and other IUPAC codes never pair.
 Adjustable: ``temperature`` (°C, RNAfold ``-T``), ``dangles`` (0 or 2, RNAfold ``-d0`` / ``-d2``; 2 is
 the default) and ``params`` (a ViennaRNA v2.0 parameter file, RNAfold ``--paramFile``; ``None`` is
-Turner 2004).
+Turner 2004) and ``enforce_constraint`` (RNAfold ``--enforceConstraint``: the pairs of a hard-constraint line,
+and its ``|``, must form; the constraint lines themselves are per-record data, rnapipe.constraints).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 from pathlib import Path
 
 from .errors import UsageError
@@ -30,6 +33,7 @@ class Model:
     temperature: float = 37.0
     dangles: int = 2
     params: str | Path | None = None
+    enforce_constraint: bool = False
 
     def __post_init__(self):
         try:
@@ -43,12 +47,16 @@ class Model:
         if self.dangles not in DANGLE_MODELS or isinstance(self.dangles, bool):
             raise UsageError(f"dangles must be 0 or 2 (RNAfold -d0 or -d2), not {self.dangles!r}")
         object.__setattr__(self, "dangles", int(self.dangles))
+        if not isinstance(self.enforce_constraint, (bool, np.bool_)):
+            raise UsageError(f"enforce_constraint must be True or False, not {self.enforce_constraint!r}")
+        object.__setattr__(self, "enforce_constraint", bool(self.enforce_constraint))
 
     @classmethod
     def from_options(cls, options: dict | None) -> "Model":
-        """Build from an engine options dict (keys temperature, dangles, params; others are ignored)."""
+        """Build from an engine options dict (keys temperature, dangles, params, enforce_constraint; others are
+        ignored)."""
         options = options or {}
-        kwargs = {k: options[k] for k in ("temperature", "dangles", "params")
+        kwargs = {k: options[k] for k in ("temperature", "dangles", "params", "enforce_constraint")
                   if k in options and options[k] is not None}
         return cls(**kwargs)
 

@@ -163,8 +163,9 @@ def test_traceback_on_matrices_copied_out():
         n = len(seq)
         S = padded_codes(seq)
         a, b = zuker.workspace_sizes(n)
-        W, V, WM, WM1T, ptype = zuker._fill(tables, S, n, np.empty(a, dtype=np.int32), np.empty(b, dtype=np.int8))
-        pt = zuker.traceback(tables, S, n, W.copy(), V.copy(), WM.copy(), ptype.copy())
+        W, V, WM, WM1T, ptype, *_ = zuker._fill(tables, S, n, np.empty(a, dtype=np.int32),
+                                                np.empty(b, dtype=np.int8), zuker.NO_DATA8, False, zuker.NO_DATA32)
+        pt = zuker.traceback(tables, S, n, W.copy(), V.copy(), WM.copy(), ptype.copy(), *zuker.free_runs(n))
         assert (int(W[n]), zuker.dot_bracket(pt, n).tobytes().decode("ascii")) == zuker.fold_one(seq, tables)
 
 

@@ -271,6 +271,11 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
     rnafold.add_argument("--noPS", action="store_true", help="accepted and ignored: rnapipe draws no structure plots")
     rnafold.add_argument("--noconv", action="store_true",
                          help="as RNAfold --noconv: print T as the input gives it, not as U (it folds as U)")
+    rnafold.add_argument("-C", "--constraint", action="store_true",
+                         help="as RNAfold -C: each FASTA record's sequence is followed by its hard-constraint line "
+                         "(. x | < > ( ), one per nucleotide); Zuker on the CPU")
+    rnafold.add_argument("--enforceConstraint", action="store_true", dest="enforce_constraint",
+                         help="as RNAfold --enforceConstraint: the pairs ( ) of -C must form, and | must pair")
     parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
@@ -349,6 +354,9 @@ def _add_prepare_command(commands, algorithms) -> None:
                          help="the algorithm the shards will be folded with (for the length limit)")
     prepare.add_argument("--on-invalid", choices=("error", "skip"), default="error",
                          help="a bad record stops the run (error, default) or is skipped and listed (skip)")
+    prepare.add_argument("-C", "--constraint", action="store_true",
+                         help="each record's sequence is followed by its constraint line (as rnapipe fold -C); "
+                         "checked here and written to the shards")
     prepare.add_argument("--shard-records", type=_positive_int, default=None, metavar="N",
                          help=f"records per shard at most (default {config.SHARD_RECORDS})")
     prepare.add_argument("--shard-cost", type=_positive_float, default=None, metavar="C",
@@ -428,8 +436,10 @@ def _prepare(args) -> int:
     from . import workflow
     from ..pipeline.workflow.prepare import SHARD_COST, SHARD_RECORDS
 
+    if args.constraint and args.algorithm != "zuker":
+        raise UsageError("-C applies to --algorithm zuker only")
     workflow.run_prepare(args.input, args.output, args.algorithm, args.on_invalid,
-                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST)
+                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST, args.constraint)
     return errors.EXIT_OK
 
 
@@ -465,6 +475,8 @@ def _engine_options(args) -> dict:
     options = {}
     if args.algorithm == "nussinov":
         given = [flag for flag, value in zuker_only.items() if value is not None]
+        given += [flag for flag, on in (("-C", getattr(args, "constraint", False)),
+                                         ("--enforceConstraint", getattr(args, "enforce_constraint", False))) if on]
         if given:
             raise UsageError(f"{', '.join(given)} applies to --algorithm zuker only")
         if args.min_loop is not None:
@@ -474,7 +486,20 @@ def _engine_options(args) -> dict:
             raise UsageError("--min-loop applies to --algorithm nussinov only (Zuker's hairpins follow the "
                              "energy model)")
         options.update({flag[2:]: value for flag, value in zuker_only.items() if value is not None})
+        if getattr(args, "enforce_constraint", False):
+            options["enforce_constraint"] = True
     return options
+
+
+def _cpu_only(args) -> None:
+    """-C is folded by the CPU engine only: --device auto folds on the CPU, gpu and hybrid are refused."""
+    if not args.constraint:
+        return
+    if args.device == "auto":
+        args.device = "cpu"
+    elif args.device != "cpu":
+        raise UsageError(f"-C/--constraint is supported on the CPU engine for now (--device cpu), not on "
+                         f"--device {args.device}")
 
 
 def _describe(rejected) -> str:
@@ -567,6 +592,7 @@ def _fold(args) -> int:
 
     _rnafold_conventions(args)
     options = _engine_options(args)
+    _cpu_only(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")
     if args.split is not None and args.device not in ("hybrid", "auto"):
@@ -585,7 +611,7 @@ def _fold(args) -> int:
     try:
         outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, say=say,
                           progress_to=None if args.quiet else sys.stderr, report_skipped=report,
-                          noconv=args.noconv)
+                          noconv=args.noconv, constraints=args.constraint)
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:

@@ -18,10 +18,10 @@ def say(text: str) -> None:
 
 
 def run_prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
-                shard_cost: float) -> None:
+                shard_cost: float, constraints: bool = False) -> None:
     from ..pipeline.workflow.prepare import length_check, prepare
 
-    counts = prepare(path, directory, on_invalid, length_check(algorithm), shard_records, shard_cost)
+    counts = prepare(path, directory, on_invalid, length_check(algorithm), shard_records, shard_cost, constraints)
     if counts["rejected"]:
         say(f"skipped {counts['rejected']:,} record(s), listed in {os.path.join(directory, 'rejected.tsv')}")
     say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")

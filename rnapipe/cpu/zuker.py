@@ -147,6 +147,85 @@ def _terminal_au(T):
     return AU
 
 
+# RNAfold's constraint symbols (``-C``), as the codes of H that _hard_constraints reads; '.' is 0 (none).
+HC_SYMBOLS = ".x|<>()"
+HC_CODES = np.full(256, -1, dtype=np.int8)
+for _k, _c in enumerate(HC_SYMBOLS):
+    HC_CODES[ord(_c)] = _k
+HC_CODES.setflags(write=False)
+_HC_X, _HC_PIPE, _HC_DOWN, _HC_UP, _HC_OPEN, _HC_CLOSE = 1, 2, 3, 4, 5, 6
+NO_DATA8 = np.zeros(0, dtype=np.int8)          # H of a sequence without hard constraints
+NO_DATA32 = np.zeros(0, dtype=np.int32)        # SH of a sequence without SHAPE data
+
+
+@njit(cache=True, nogil=True)
+def _hard_constraints(ptype, S, n, H, enforce):
+    """Apply RNAfold's constraint line (codes H, see HC_SYMBOLS; empty: none) to the pair types, as
+    ViennaRNA's ``vrna_hc_add_from_db`` with ``VRNA_CONSTRAINT_DB_DEFAULT`` (and ``..._ENFORCE_BP`` when
+    ``enforce``) does for one strand:
+
+    * ``x``: the nucleotide pairs with nothing; ``<`` / ``>``: it pairs, if at all, with a nucleotide
+      downstream / upstream;
+    * ``( )``: the pair, canonical or not (a non-canonical one has ViennaRNA's non-standard type 7), and no
+      other pair of either nucleotide nor one that crosses it; a pair closing fewer than 3 unpaired
+      nucleotides is dropped, as ViennaRNA drops it (a warning there);
+    * with ``enforce``, the nucleotides of ``( )`` and ``|`` may not stay unpaired (``|`` says nothing
+      without it).
+
+    Returns UP[i], how many nucleotides from i on may stay unpaired in a row (n - i + 1 without constraints),
+    and DN[j], how many up to j (ViennaRNA's ``hc->up_*``: here every loop type alike). H's brackets are
+    balanced (the reader checks)."""
+    UP = np.zeros(n + 2, dtype=np.int64)
+    DN = np.zeros(n + 2, dtype=np.int64)
+    free = np.ones(n + 2, dtype=np.bool_)
+    if H.shape[0] > 0:
+        partner = np.zeros(n + 2, dtype=np.int64)
+        opened = np.zeros(n + 2, dtype=np.int64)
+        top = 0
+        for k in range(1, n + 1):
+            if H[k] == _HC_OPEN:
+                opened[top] = k
+                top += 1
+            elif H[k] == _HC_CLOSE and top > 0:
+                top -= 1
+                i = opened[top]
+                if k - i - 1 >= TURN:
+                    partner[i] = k
+                    partner[k] = i
+        # enc[k]: the 5' end of the innermost constrained pair around k (0: none). A pair of two free
+        # nucleotides crosses no constrained pair exactly when both have the same.
+        enc = np.zeros(n + 2, dtype=np.int64)
+        top = 0
+        for k in range(1, n + 1):
+            if partner[k] and partner[k] < k:
+                top -= 1
+            enc[k] = opened[top - 1] if top > 0 else 0
+            if partner[k] > k:
+                opened[top] = k
+                top += 1
+        for i in range(1, n + 1):
+            hi = H[i]
+            for j in range(i + TURN + 1, n + 1):
+                if partner[i] or partner[j]:
+                    if partner[i] == j:
+                        if ptype[i, j] == 0:
+                            ptype[i, j] = E.NONSTANDARD
+                    else:
+                        ptype[i, j] = 0
+                elif (hi == _HC_X or hi == _HC_UP or H[j] == _HC_X or H[j] == _HC_DOWN
+                      or enc[i] != enc[j]):
+                    ptype[i, j] = 0
+        if enforce:
+            for k in range(1, n + 1):
+                if H[k] == _HC_PIPE or partner[k]:
+                    free[k] = False
+    for i in range(n, 0, -1):
+        UP[i] = UP[i + 1] + 1 if free[i] else 0
+    for j in range(1, n + 1):
+        DN[j] = DN[j - 1] + 1 if free[j] else 0
+    return UP, DN
+
+
 # The loop-type helpers below are inlined into _fill's loop over cells (inline="always", at the level of
 # Numba's IR). The inliner copies each argument into a variable of the helper's own, and array variables
 # are reference-counted: Numba's refprune pass (in LLVM) removes the count's atomic increments and
@@ -161,14 +240,16 @@ def _terminal_au(T):
 # negative-index checks and LLVM vectorises them: q runs upwards.
 
 @njit(cache=True, nogil=True, inline="always")
-def _start_block(UB, VI, V1N, VAU, i0, ilo, N, ml_base):
+def _start_block(UB, VI, V1N, VAU, UP, i0, ilo, N, ml_base):
     """Rows i0 down to ilo of a block: U_i(k) = (k - i) unpaired nucleotides up to k = i + TURN + 1
-    (WM[i, k-1] is INF there), and the ring rows of VI, V1N and VAU they take over set to INF."""
+    (WM[i, k-1] is INF there; INF too where a hard constraint keeps one of them paired, ``UP``), and the
+    ring rows of VI, V1N and VAU they take over set to INF."""
     for i in range(i0, ilo - 1, -1):
         U = UB[i0 - i]
         U[i] = 0
+        free = UP[i]
         for k in range(i + 1, min(i + TURN + 2, N + 1)):
-            U[k] = min((k - i) * ml_base, INF)
+            U[k] = min((k - i) * ml_base, INF) if k - i <= free else INF
         ri = i & (RING - 1)
         VI[ri, :] = INF
         V1N[ri, :] = INF
@@ -183,9 +264,11 @@ def _hairpin(HPL, mmH, S, i, j, t):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU, int11, int21, int22, mm23, il5):
+def _VBI_tabulated(ptype, V, S, i, j, t, maxu, a5, a3, stack, bulge1, BUL, AU, int11, int21, int22, mm23, il5,
+                   sstack):
     """VBI (eq. 3) over the loops with tables of their own: the stack, bulges of 1 and 2, 1x1, 1x2, 2x1,
-    2x2, 2x3 and 3x2 (n1 + n2 <= maxu, the inner pair p·q of type t2 = type(p, q)); INF if none pairs.
+    2x2, 2x3 and 3x2 (n1 + n2 <= maxu, n1 <= a5 and n2 <= a3, the inner pair p·q of type t2 = type(p, q));
+    INF if none pairs. ``sstack`` is the stack's soft-constraint term (SHAPE; 0 without).
     Each candidate's energy is read whether it fits or not (p and q stay inside the matrices, and t2 is 0
     where q - p <= TURN) and kept where t2 is a pair and n1 + n2 <= maxu: see the note above _start_block."""
     RT = E.RTYPE
@@ -194,75 +277,76 @@ def _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU, int11, in
     m23 = np.int64(il5) + mm23[t, si1, sj1]
     v = np.int64(INF)
     t2 = ptype[i + 1, j - 1]                                # stack
-    e = np.int64(stack[t, RT[t2]]) + V[i + 1, j - 1]
+    e = np.int64(stack[t, RT[t2]]) + V[i + 1, j - 1] + sstack
     if t2:
         v = min(v, e)
     t2 = ptype[i + 1, j - 2]                                # bulge of 1 (3' side): stacking across it
     e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 1, j - 2]
-    if t2 and maxu >= 1:
+    if t2 and maxu >= 1 and a3 >= 1:
         v = min(v, e)
     t2 = ptype[i + 1, j - 3]                                # bulge of 2 (3' side): terminal AU/GU both sides
     e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 1, j - 3]
-    if t2 and maxu >= 2:
+    if t2 and maxu >= 2 and a3 >= 2:
         v = min(v, e)
     t2 = ptype[i + 2, j - 1]                                # bulge of 1 (5' side)
     e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 2, j - 1]
-    if t2 and maxu >= 1:
+    if t2 and maxu >= 1 and a5 >= 1:
         v = min(v, e)
     t2 = ptype[i + 3, j - 1]                                # bulge of 2 (5' side)
     e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 3, j - 1]
-    if t2 and maxu >= 2:
+    if t2 and maxu >= 2 and a5 >= 2:
         v = min(v, e)
     p = i + 2                                               # 1x1
     q = j - 2
     t2 = ptype[p, q]
     e = np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q]
-    if t2 and maxu >= 2:
+    if t2 and maxu >= 2 and a5 >= 1 and a3 >= 1:
         v = min(v, e)
     p = i + 2                                               # 1x2: n1 = 1, n2 = 2
     q = j - 3
     t2 = ptype[p, q]
     e = np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q]
-    if t2 and maxu >= 3:
+    if t2 and maxu >= 3 and a5 >= 1 and a3 >= 2:
         v = min(v, e)
     p = i + 3                                               # 2x1: n1 = 2, n2 = 1
     q = j - 2
     t2 = ptype[p, q]
     e = np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q]
-    if t2 and maxu >= 3:
+    if t2 and maxu >= 3 and a5 >= 2 and a3 >= 1:
         v = min(v, e)
     p = i + 3                                               # 2x2
     q = j - 3
     t2 = ptype[p, q]
     e = np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q]
-    if t2 and maxu >= 4:
+    if t2 and maxu >= 4 and a5 >= 2 and a3 >= 2:
         v = min(v, e)
     p = i + 3                                               # 2x3
     q = j - 4
     t2 = ptype[p, q]
     e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
-    if t2 and maxu >= 5:
+    if t2 and maxu >= 5 and a5 >= 2 and a3 >= 3:
         v = min(v, e)
     p = i + 4                                               # 3x2
     q = j - 3
     t2 = ptype[p, q]
     e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
-    if t2 and maxu >= 5:
+    if t2 and maxu >= 5 and a5 >= 3 and a3 >= 2:
         v = min(v, e)
     return v
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu):
-    """VBI (eq. 3) over bulges of 3 nt or more: VAU carries the inner pair's terminal AU/GU, the closing
-    pair's is added here; INF if none."""
-    rv = VAU[(i + 1) & (RING - 1), j - 1 - maxu:j - 3]              # bulge on the 3' side, n2 = maxu..3
-    rs = BULR[MAXLOOP - maxu:MAXLOOP - 2]
+def _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu, a5, a3):
+    """VBI (eq. 3) over bulges of 3 nt or more (at most a5 on the 5' side, a3 on the 3' side): VAU carries
+    the inner pair's terminal AU/GU, the closing pair's is added here; INF if none."""
+    m3 = min(maxu, a3)
+    rv = VAU[(i + 1) & (RING - 1), j - 1 - m3:j - 3]                # bulge on the 3' side, n2 = m3..3
+    rs = BULR[MAXLOOP - m3:MAXLOOP - 2]
     au = AU[t]
     best = INF
     for m in range(rv.shape[0]):
         best = min(best, rv[m] + rs[m])
-    for m in range(3, maxu + 1):                                    # on the 5' side (a column)
+    for m in range(3, min(maxu, a5) + 1):                           # on the 5' side (a column)
         best = min(best, VAU[(i + 1 + m) & (RING - 1), j - 1] + BUL[m])
     if best < HALF_INF:
         return best + au
@@ -270,16 +354,17 @@ def _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu):
-    """VBI (eq. 3) over 1xn and nx1 loops, n >= 3: V1N carries the inner pair's 1xn mismatch, the closing
-    pair's is added here; INF if none."""
-    rv = V1N[(i + 2) & (RING - 1), j - maxu:j - 3]                  # 1 x n2, n2 = maxu-1..3
-    rs = L1NR[MAXLOOP - maxu + 1:MAXLOOP - 2]
+def _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu, a5, a3):
+    """VBI (eq. 3) over 1xn and nx1 loops, n >= 3 (at most a5 unpaired on the 5' side, a3 on the 3' side):
+    V1N carries the inner pair's 1xn mismatch, the closing pair's is added here; INF if none."""
+    top = min(maxu - 1, a3) if a5 >= 1 else 0
+    rv = V1N[(i + 2) & (RING - 1), j - 1 - top:j - 3]               # 1 x n2, n2 = top..3
+    rs = L1NR[MAXLOOP - top:MAXLOOP - 2]
     mm = mm1n[t, S[i + 1], S[j - 1]]
     best = INF
     for m in range(rv.shape[0]):
         best = min(best, rv[m] + rs[m])
-    for m in range(3, maxu):                                        # n1 x 1 (a column)
+    for m in range(3, min(maxu - 1, a5) + 1 if a3 >= 1 else 0):     # n1 x 1 (a column)
         best = min(best, V1N[(i + 1 + m) & (RING - 1), j - 2] + L1N[m])
     if best < HALF_INF:
         return best + mm
@@ -287,13 +372,13 @@ def _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _VBI_generic(VI, GR, mmI, S, i, j, t, maxu):
-    """VBI (eq. 3) over generic interior loops, n1, n2 >= 2: VI carries the inner pair's mismatch, GR the
-    size and Ninio terms, the closing pair's mismatch is added here; INF if none."""
+def _VBI_generic(VI, GR, mmI, S, i, j, t, maxu, a5, a3):
+    """VBI (eq. 3) over generic interior loops, n1, n2 >= 2 (n1 <= a5, n2 <= a3): VI carries the inner pair's
+    mismatch, GR the size and Ninio terms, the closing pair's mismatch is added here; INF if none."""
     mm = mmI[t, S[i + 1], S[j - 1]]
     best = INF
-    for n1 in range(2, maxu - 1):
-        top = maxu - n1                                             # n2 = top..2, q = j-1-top..j-3
+    for n1 in range(2, min(maxu - 2, a5) + 1):
+        top = min(maxu - n1, a3)                                    # n2 = top..2, q = j-1-top..j-3
         rv = VI[(i + 1 + n1) & (RING - 1), j - 1 - top:j - 2]
         rs = GR[n1, MAXLOOP - top:MAXLOOP - 1]
         for m in range(rv.shape[0]):
@@ -331,21 +416,22 @@ def _VBI_inner(VI, V1N, VAU, S, i, j, t, v, mmI, mm1n, AU):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern):
-    """WM1[i, j] = min(WM1[i, j-1] + ML base, V[i, j] + branch stem(i, j)) (ViennaRNA's fM1), stored at
-    WM1T[j, i]."""
+def _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern, j_free):
+    """WM1[i, j] = min(WM1[i, j-1] + ML base (if j may be unpaired: ``j_free``), V[i, j] + branch stem(i, j))
+    (ViennaRNA's fM1), stored at WM1T[j, i]."""
     vij = V[i, j]
     stem = np.int64(ml_intern) + mmM[t, S[i - 1], S[j + 1]] + AU[t]
-    w1 = np.int64(WM1T[j - 1, i]) + ml_base
+    w1 = np.int64(WM1T[j - 1, i]) + ml_base if j_free else np.int64(INF)
     if vij < HALF_INF:
         w1 = min(w1, vij + stem)
     WM1T[j, i] = min(w1, INF)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _WM(WM, WM1T, U, i, j, ml_base):
+def _WM(WM, WM1T, U, i, j, ml_base, i_free):
     """WM (eq. 5): WM[i, j] = the least U_i(k) + WM1[k, j]; then U_i(j+1), the cheaper of j+1-i unpaired
-    nucleotides and WM[i, j], for the cells of row i to come."""
+    nucleotides (if hard constraints let them be: ``i_free`` is how many from i may) and WM[i, j], for the
+    cells of row i to come."""
     ru = U[i:j - TURN]
     rw = WM1T[j, i:j - TURN]
     best = INF
@@ -353,12 +439,13 @@ def _WM(WM, WM1T, U, i, j, ml_base):
         best = min(best, ru[m] + rw[m])
     best = min(best, INF)
     WM[i, j] = best
-    U[j + 1] = min((j + 1 - i) * ml_base, best)
+    U[j + 1] = min((j + 1 - i) * ml_base, best) if j + 1 - i <= i_free else best
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _W(T, S, n, V, ptype, AU):
-    """W (eq. 1), the exterior loop: W[j] = min(W[j-1], the least W[i-1] + V[i, j] + exterior stem(i, j)).
+def _W(T, S, n, V, ptype, AU, UP):
+    """W (eq. 1), the exterior loop: W[j] = min(W[j-1] (if j may be unpaired, ``UP[j] > 0``), the least
+    W[i-1] + V[i, j] + exterior stem(i, j)); INF where hard constraints leave no structure.
 
     The stem terms are energy.exterior_stem_at's (mismatch inside the sequence, a dangle at either end, none
     with dangles=0), written out with local tables to keep Python objects out of the O(n²) loop."""
@@ -368,7 +455,7 @@ def _W(T, S, n, V, ptype, AU):
     dangles = T.scalars[E._DANGLES]
     W = np.zeros(n + 1, dtype=np.int64)
     for j in range(1, n + 1):
-        w = W[j - 1]
+        w = W[j - 1] if UP[j] > 0 else np.int64(INF)
         for i in range(1, j - TURN):
             if V[i, j] < HALF_INF:
                 t = ptype[i, j]
@@ -381,13 +468,18 @@ def _W(T, S, n, V, ptype, AU):
                     elif j < n:
                         e += d3[t, S[j + 1]]
                 w = min(w, e)
-        W[j] = w
+        W[j] = min(w, INF)
     return W
 
 
 @njit(cache=True, nogil=True)
-def _fill(T, S, n, work32, work8):
-    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them and the pair types.
+def _fill(T, S, n, work32, work8, H, enforce, SH):
+    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them, the pair types and the
+    unpaired runs UP, DN (see :func:`_hard_constraints`).
+
+    ``H``: the hard-constraint codes of S's positions (:data:`HC_CODES`, padded as S; empty for none) and
+    ``enforce`` (RNAfold's --enforceConstraint); ``SH``: each position's SHAPE stacking pseudo-energy (dcal/mol,
+    padded as S; empty for none), added four to a stack (ViennaRNA's soft-constraint stack term).
 
     The matrices are views into ``work32`` and ``work8`` (at least ``workspace_sizes(n)`` words), which a
     thread keeps from one sequence to the next: a fresh (n+2)² allocation per sequence costs page faults
@@ -397,6 +489,11 @@ def _fill(T, S, n, work32, work8):
     for i in range(1, n + 1):
         for j in range(i + TURN + 1, n + 1):
             ptype[i, j] = E.PAIR_TYPE[S[i], S[j]]
+    UP, DN = _hard_constraints(ptype, S, n, H, enforce)
+    SS = np.zeros(N, dtype=np.int64)                    # SH as int64, zero where there is none
+    if SH.shape[0] > 0:
+        for i in range(1, n + 1):
+            SS[i] = SH[i]
     V = _take(work32, 0, N, N, INF)
     WM = _take(work32, N * N, N, N, INF)
     WM1T = _take(work32, 2 * N * N, N, N, INF)
@@ -438,33 +535,39 @@ def _fill(T, S, n, work32, work8):
     # at 1,000 nt, and 16 threads streaming it each were far from 16 times one).
     for i0 in range(n - TURN - 1, 0, -ROWS):
         ilo = max(1, i0 - ROWS + 1)
-        _start_block(UB, VI, V1N, VAU, i0, ilo, N, ml_base)
+        _start_block(UB, VI, V1N, VAU, UP, i0, ilo, N, ml_base)
         for j in range(ilo + TURN + 1, n + 1):
+            j_free = UP[j] > 0
+            a3 = DN[j - 1]                                      # unpaired nucleotides that may end at j-1
             for i in range(min(i0, j - TURN - 1), ilo - 1, -1):
                 t = ptype[i, j]
+                a5 = UP[i + 1]                                  # ... and that may start at i+1
+                sstack = SS[i] + SS[i + 1] + SS[j - 1] + SS[j]
                 if t:
                     # V (eq. 2): the hairpin, VBI and VM
                     size = j - i - 1
                     if size == 3 or size == 4 or size == 6:     # may be a tabulated tri-, tetra- or hexaloop,
-                        v = np.int64(E.hairpin_energy(T, S, i, j))   # which needs T (see above _start_block)
+                        v = E.hairpin_energy_of_type(T, S, i, j, t)   # which needs T (see above _start_block)
                     else:
                         v = _hairpin(HPL, mmH, S, i, j, t)
+                    if a5 < size:                               # a hard constraint keeps one of them paired
+                        v = np.int64(INF)
                     maxu = min(MAXLOOP, j - i - TURN - 3)
-                    v = min(v, _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU,
-                                              int11, int21, int22, mm23, il5))
-                    v = min(v, _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu))
-                    v = min(v, _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu))
-                    v = min(v, _VBI_generic(VI, GR, mmI, S, i, j, t, maxu))
+                    v = min(v, _VBI_tabulated(ptype, V, S, i, j, t, maxu, a5, a3, stack, bulge1, BUL, AU,
+                                              int11, int21, int22, mm23, il5, sstack))
+                    v = min(v, _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu, a5, a3))
+                    v = min(v, _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu, a5, a3))
+                    v = min(v, _VBI_generic(VI, GR, mmI, S, i, j, t, maxu, a5, a3))
                     v = min(v, _VM(WM, WM1T, S, i, j, t, AU, mmM, ml_closing, ml_intern))
                     V[i, j] = v
                     _VBI_inner(VI, V1N, VAU, S, i, j, t, v, mmI, mm1n, AU)
-                _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern)
-                _WM(WM, WM1T, UB[i0 - i], i, j, ml_base)
-    return _W(T, S, n, V, ptype, AU), V, WM, WM1T, ptype
+                _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern, j_free)
+                _WM(WM, WM1T, UB[i0 - i], i, j, ml_base, UP[i])
+    return _W(T, S, n, V, ptype, AU, UP), V, WM, WM1T, ptype, UP, DN, SS
 
 
 @njit(cache=True, nogil=True)
-def traceback(T, S, n, W, V, WM, ptype):
+def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
     """Pair table of the optimal structure RNAfold prints: re-derive which term of each recursion gave the
     stored value, trying the terms in the order of ViennaRNA's MFE backtracking, so that among co-optimal
     structures the same one comes out (``backtrack`` in mfe/mfe.c and src/ViennaRNA/backtrack/):
@@ -479,8 +582,9 @@ def traceback(T, S, n, W, V, WM, ptype):
       WM[i, j] = WM[i, j-1] + ML base, then off the 5' end while WM[i, j] = WM[i+1, j] + ML base, then one
       branch i·j, then the split WM[i, u] + WM[u+1, j] with u ascending.
 
-    Reads the matrices as ``_fill`` stores them (V and WM (n+2)² int32, W int64 of n + 1, the pair types);
-    the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices copied
+    Reads the matrices as ``_fill`` stores them (V and WM (n+2)² int32, W int64 of n + 1, the pair types,
+    the unpaired runs UP and DN of hard constraints and the SHAPE stacking terms SS: :func:`free_runs` for
+    none); the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices copied
     back from the device, and the GPU tracebacks (``zk_traceback``, ``zk_traceback_block``,
     ``zs_traceback``) take the same decisions in the same order."""
     pt = np.zeros(n + 2, dtype=np.int32)
@@ -491,12 +595,12 @@ def traceback(T, S, n, W, V, WM, ptype):
     top = 0
     j = n
     while j > TURN + 1:
-        if W[j] == W[j - 1]:
+        if UP[j] > 0 and W[j] == W[j - 1]:
             j -= 1
             continue
         found = False
         for i in range(j - TURN - 1, 0, -1):
-            if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + E.exterior_stem_at(T, S, n, i, j) == W[j]:
+            if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + E.exterior_stem_of_type(T, S, n, i, j, ptype[i, j]) == W[j]:
                 stack[top, 0] = 0
                 stack[top, 1] = i
                 stack[top, 2] = j
@@ -515,15 +619,19 @@ def traceback(T, S, n, W, V, WM, ptype):
             pt[i] = j
             pt[j] = i
             target = V[i, j]
-            if E.hairpin_energy(T, S, i, j) == target:
+            t = ptype[i, j]
+            if UP[i + 1] >= j - i - 1 and E.hairpin_energy_of_type(T, S, i, j, t) == target:
                 continue
             found = False
             maxu = min(MAXLOOP, j - i - TURN - 3)
-            for n1 in range(0, maxu + 1):
+            for n1 in range(0, min(maxu, UP[i + 1]) + 1):
                 p = i + 1 + n1
-                for n2 in range(0, maxu - n1 + 1):
+                for n2 in range(0, min(maxu - n1, DN[j - 1]) + 1):
                     q = j - 1 - n2
-                    if ptype[p, q] and E.interior_energy_at(T, S, i, j, p, q) + V[p, q] == target:
+                    e = E.interior_energy_of_types(T, S, i, j, p, q, t, ptype[p, q])
+                    if n1 == 0 and n2 == 0:
+                        e += SS[i] + SS[p] + SS[q] + SS[j]
+                    if ptype[p, q] and e + V[p, q] == target:
                         stack[top, 0] = 0
                         stack[top, 1] = p
                         stack[top, 2] = q
@@ -534,7 +642,7 @@ def traceback(T, S, n, W, V, WM, ptype):
                     break
             if found:
                 continue
-            rest = target - E.multi_closing(T, S, i, j)
+            rest = target - E.multi_closing_of_type(T, S, i, j, t)
             for k in range(i + TURN + 3, j - TURN - 1):
                 if np.int64(WM[i + 1, k - 1]) + WM[k, j - 1] == rest:
                     stack[top, 0] = 1
@@ -547,11 +655,11 @@ def traceback(T, S, n, W, V, WM, ptype):
                     break
         else:
             target = WM[i, j]
-            while j - 1 > i and WM[i, j - 1] + ml_base == target:
+            while j - 1 > i and UP[j] > 0 and WM[i, j - 1] + ml_base == target:
                 j -= 1
-            while i + 1 < j and WM[i + 1, j] + ml_base == target:
+            while i + 1 < j and UP[i] > 0 and WM[i + 1, j] + ml_base == target:
                 i += 1
-            if V[i, j] < HALF_INF and V[i, j] + E.multi_stem_at(T, S, i, j) == target:
+            if V[i, j] < HALF_INF and V[i, j] + E.multi_stem_of_type(T, S, i, j, ptype[i, j]) == target:
                 stack[top, 0] = 0
                 stack[top, 1] = i
                 stack[top, 2] = j
@@ -571,6 +679,17 @@ def traceback(T, S, n, W, V, WM, ptype):
 
 
 @njit(cache=True, nogil=True)
+def free_runs(n):
+    """UP, DN and SS of a sequence of n nt without hard constraints or SHAPE data (see :func:`traceback`)."""
+    UP = np.zeros(n + 2, dtype=np.int64)
+    DN = np.zeros(n + 2, dtype=np.int64)
+    for i in range(1, n + 1):
+        UP[i] = n - i + 1
+        DN[i] = i
+    return UP, DN, np.zeros(n + 2, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
 def dot_bracket(pt, n):
     """The dot-bracket bytes of pair table ``pt`` (1-based, 0 unpaired) of n nt; the GPU engine's host traceback
     uses it too."""
@@ -586,8 +705,8 @@ def dot_bracket(pt, n):
 def fold_codes_in(T, S, work32, work8):
     """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
-    W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
-    pt = traceback(T, S, n, W, V, WM, ptype)
+    W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, NO_DATA8, False, NO_DATA32)
+    pt = traceback(T, S, n, W, V, WM, ptype, UP, DN, SS)
     return W[n], dot_bracket(pt, n)
 
 
@@ -629,11 +748,13 @@ def _thread_tables(tables):
 
 
 @njit(cache=True, nogil=True)
-def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
+def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out, hc, enforce, shape):
     """Fold sequences lo .. hi-1 of an encoded batch: sequence k's padded codes are
     ``codes[starts[k]:starts[k+1]]``; its MFE goes to ``energies[k]`` and its dot-bracket to the same
     positions of ``out`` as its nucleotides in ``codes``. The workspaces hold ``workspace_sizes`` of the
     longest. Groups of one batch write disjoint parts of ``energies`` and ``out``, from any thread.
+    ``hc`` and ``shape`` (empty for none) are laid out as ``codes``: each position's hard-constraint code
+    and SHAPE stacking term (see :func:`_fill`), ``enforce`` RNAfold's --enforceConstraint.
 
     Each sequence is :func:`fold_codes_in`'s steps, called here directly and its structure copied with a loop:
     on a cold cache Numba compiles (and optimizes again) every caller of the fill and the traceback, so one
@@ -642,8 +763,10 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out):
         S = codes[starts[k]:starts[k + 1]]
         n = S.shape[0] - 2
         if n > 0:
-            W, V, WM, WM1T, ptype = _fill(T, S, n, work32, work8)
-            db = dot_bracket(traceback(T, S, n, W, V, WM, ptype), n)
+            H = hc[starts[k]:starts[k + 1]] if hc.shape[0] > 0 else NO_DATA8
+            SH = shape[starts[k]:starts[k + 1]] if shape.shape[0] > 0 else NO_DATA32
+            W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, H, enforce, SH)
+            db = dot_bracket(traceback(T, S, n, W, V, WM, ptype, UP, DN, SS), n)
             energies[k] = W[n]
             a = starts[k] + 1
             for p in range(n):
@@ -745,9 +868,10 @@ def signatures(tables) -> dict:
 
     T = numba.typeof(tables_copy(tables))
     i8, i32, i64, u8, n = array(np.int8), array(np.int32), array(np.int64), array(np.uint8), numba.int64
-    return {"fold_range": (T, i8, i64, n, n, i32, i8, i64, u8),
-            "_fill": (T, i8, n, i32, i8),
-            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int8, 2))}
+    b = numba.boolean
+    return {"fold_range": (T, i8, i64, n, n, i32, i8, i64, u8, i8, b, i32),
+            "_fill": (T, i8, n, i32, i8, i8, b, i32),
+            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int8, 2), i64, i64, i64)}
 
 
 def compile_alone(name: str) -> None:
@@ -793,6 +917,13 @@ def fold_one(sequence: str, tables) -> tuple[int, str]:
     return int(mfe), db.tobytes().decode("ascii")
 
 
+def _padded(texts: list[str], table: np.ndarray, pad: str) -> np.ndarray:
+    """``table`` of the bytes of every text, each with one ``pad`` before and after, end to end (laid out as
+    fold_batch lays out the codes)."""
+    joined = pad + (pad + pad).join(texts) + pad
+    return table[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]
+
+
 def _budget(options: dict | None, threads: int) -> int:
     """Bytes the large workspaces of one fold_batch may take together: the host budget less what the small
     workspaces may keep."""
@@ -802,13 +933,17 @@ def _budget(options: dict | None, threads: int) -> int:
 
 
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
-               progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
-    """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params
-    (and ``memory_budget``, bytes, for tests). Threads fold long sequences only as many at once as fit in
-    memory together."""
+               progress: Callable[[int], None] | None = None, constraints: list[str] | None = None,
+               shape: list[np.ndarray] | None = None) -> list[tuple[int, str]]:
+    """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
+    enforce_constraint (and ``memory_budget``, bytes, for tests). ``constraints``: RNAfold's constraint line
+    of each sequence (checked: rnapipe.constraints), ``shape``: the SHAPE stacking pseudo-energies of each
+    (int32 dcal/mol per nucleotide, rnapipe.constraints.deigan); None for none. Threads fold long sequences
+    only as many at once as fit in memory together."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
-    tables = Model.from_options(options).tables()
+    model = Model.from_options(options)
+    tables = model.tables()
     compile_ahead(tables)
     order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
     ordered = [sequences[k] for k in order]
@@ -816,6 +951,15 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     codes = encode("N" + "NN".join(ordered) + "N")
     starts = np.zeros(len(ordered) + 1, dtype=np.int64)
     np.cumsum([len(s) + 2 for s in ordered], out=starts[1:])
+    hc = NO_DATA8
+    if constraints is not None:
+        hc = _padded([constraints[k] for k in order], HC_CODES, ".")
+    sh = NO_DATA32
+    if shape is not None:
+        sh = np.zeros(codes.shape[0], dtype=np.int32)
+        for pos, k in enumerate(order):
+            sh[starts[pos] + 1:starts[pos + 1] - 1] = shape[k]
+    enforce = bool(model.enforce_constraint)
     energies = np.zeros(len(ordered), dtype=np.int64)
     out = np.full(codes.shape[0], 46, dtype=np.uint8)
     groups = _groups([len(s) for s in ordered], threads)
@@ -833,7 +977,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
         taken = memory.take(work, group.longest)
         try:
             fold_range(_thread_tables(tables), codes, starts, group.lo, group.hi, work.work32, work.work8,
-                       energies, out)
+                       energies, out, hc, enforce, sh)
         finally:
             memory.give_back(work, taken)
         with lock:

@@ -244,7 +244,7 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
         S = E.padded_codes(seq)
         Sd = cupy.asarray(S, dtype=cupy.int32)
         ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1).get()
-        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype, dtype=np.int8))
+        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype, dtype=np.int8), *cpu.free_runs(n))
         results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
     return results
 

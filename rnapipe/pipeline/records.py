@@ -6,7 +6,9 @@ A record read from a file also has its header line (``heads``): the whole line a
 white space removed, as RNAfold prints it in db output, or empty for a sequence read without a header (db
 output then prints no header line, as RNAfold does). Records without heads (the API's) print their ids.
 The sequences the outputs print (``printed_text``, laid out as ``seqs_text``) keep the input's case, with T
-turned into U unless asked not to, as RNAfold prints them; None where they are the normalised sequences."""
+turned into U unless asked not to, as RNAfold prints them; None where they are the normalised sequences.
+Records read with hard constraints (RNAfold's -C) carry each one's constraint line (``cons_text``, laid out as
+``seqs_text``; None without)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from ..io.packed import offsets, pack
 class Records:
     def __init__(self, ids_text: bytes, seqs_text: bytes, id_lens: np.ndarray, lens: np.ndarray,
                  index: np.ndarray, tags: list | None = None, heads_text: bytes | None = None,
-                 head_lens: np.ndarray | None = None, printed_text: bytes | None = None):
+                 head_lens: np.ndarray | None = None, printed_text: bytes | None = None,
+                 cons_text: bytes | None = None):
         self.ids_text = ids_text
         self.heads_text = heads_text      # header lines packed as the ids are (None: the ids stand for them)
         self.head_lens = head_lens
@@ -31,18 +34,21 @@ class Records:
         self.lens = lens                  # nucleotides of each sequence
         self.index = index                # input index of each record
         self.tags = tags                  # what the caller wants back per record (the API: its indices)
+        self.cons_text = cons_text        # the constraint lines, one per record as the sequences (None: none)
 
     @classmethod
     def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None,
-                   heads: list[str] | None = None, printed: list[str] | None = None) -> "Records":
+                   heads: list[str] | None = None, printed: list[str] | None = None,
+                   constraints: list[str] | None = None) -> "Records":
         ids_text, id_lens = pack(ids, "utf-8", ID_ERRORS)
         seqs_text, lens = pack(seqs, "ascii")
         heads_text, head_lens = pack(heads, "utf-8", ID_ERRORS) if heads is not None else (None, None)
         printed_text = None
         if printed is not None and printed != seqs:
             printed_text = pack(printed, "ascii")[0]
+        cons_text = pack(constraints, "ascii")[0] if constraints is not None else None
         records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags, heads_text,
-                      head_lens, printed_text)
+                      head_lens, printed_text, cons_text)
         records.__dict__["ids"] = ids
         records.__dict__["seqs"] = seqs
         if heads is not None:
@@ -81,6 +87,12 @@ class Records:
         return self.heads_text, self.head_lens
 
     @functools.cached_property
+    def constraints(self) -> list[str] | None:
+        if self.cons_text is None:
+            return None
+        return self.cons_text[:-1].decode("ascii").split("\n") if len(self) else []
+
+    @functools.cached_property
     def seqs(self) -> list[str]:
         return self.seqs_text[:-1].decode("ascii").split("\n") if len(self) else []
 
@@ -94,18 +106,20 @@ class Records:
             ho = offsets(self.head_lens)
             heads_text, head_lens = self.heads_text[ho[a]:ho[b]], self.head_lens[a:b]
         printed_text = None if self.printed_text is None else self.printed_text[so[a]:so[b]]
+        cons_text = None if self.cons_text is None else self.cons_text[so[a]:so[b]]
         return Records(self.ids_text[io[a]:io[b]], self.seqs_text[so[a]:so[b]], self.id_lens[a:b], self.lens[a:b],
                        self.index[a:b], None if self.tags is None else self.tags[a:b], heads_text, head_lens,
-                       printed_text)
+                       printed_text, cons_text)
 
     def keep(self, mask: np.ndarray) -> "Records":
         """The records where ``mask`` is true."""
         where = np.flatnonzero(mask).tolist()
-        ids, seqs, heads = self.ids, self.seqs, self.heads
+        ids, seqs, heads, cons = self.ids, self.seqs, self.heads, self.constraints
         return Records.from_lists([ids[k] for k in where], [seqs[k] for k in where], self.index[mask],
                                   None if self.tags is None else [self.tags[k] for k in where],
                                   None if heads is None else [heads[k] for k in where],
-                                  None if self.printed_text is None else [self.printed_seqs[k] for k in where])
+                                  None if self.printed_text is None else [self.printed_seqs[k] for k in where],
+                                  None if cons is None else [cons[k] for k in where])
 
     @staticmethod
     def concat(parts: list["Records"]) -> "Records":
@@ -122,6 +136,11 @@ class Records:
         printed_text = None
         if any(p.printed_text is not None for p in parts):
             printed_text = b"".join(p.printed() for p in parts)
+        cons_text = None
+        if any(p.cons_text is not None for p in parts):
+            cons_text = b"".join(p.cons_text if p.cons_text is not None else
+                                 b"".join(b"." * int(n) + b"\n" for n in p.lens) for p in parts)
         return Records(b"".join(p.ids_text for p in parts), b"".join(p.seqs_text for p in parts),
                        np.concatenate([p.id_lens for p in parts]), np.concatenate([p.lens for p in parts]),
-                       np.concatenate([p.index for p in parts]), tags, heads_text, head_lens, printed_text)
+                       np.concatenate([p.index for p in parts]), tags, heads_text, head_lens, printed_text,
+                       cons_text)

@@ -60,6 +60,10 @@ def _gpu_jobs_asked():
     jobs = config["jobs"]
     if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
+    if config["fold"]["constraint"]:
+        if jobs["gpu"] not in ("auto", 0):
+            raise ValueError("fold.constraint is folded by the CPU engine only for now: set jobs.gpu: 0")
+        return 0
     return jobs["gpu"]
 
 
@@ -199,6 +203,10 @@ def fold_options(wildcards):
     opts = [f"--algorithm {ALGORITHM}", "--on-invalid error"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
+    if fold["constraint"]:
+        opts.append("-C")
+    if fold["enforce_constraint"]:
+        opts.append("--enforceConstraint")
     if wildcards.device == "gpu":
         opts.append(f"--device gpu --gpus {gpu_of(wildcards)}")
     else:

@@ -15,7 +15,8 @@ rule prepare:
     params:
         rnapipe=RNAPIPE,
         options=f"--algorithm {ALGORITHM} --on-invalid {config['fold']['on_invalid']}"
-        f" --shard-records {config['prepare']['shard_records']} --shard-cost {config['prepare']['shard_cost']}",
+        f" --shard-records {config['prepare']['shard_records']} --shard-cost {config['prepare']['shard_cost']}"
+        + (" -C" if config["fold"]["constraint"] else ""),
     threads: 1
     resources:
         mem_mb=config["prepare"]["mem_mb"],

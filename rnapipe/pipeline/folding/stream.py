@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ...cpu.batch import Relay, relayed
-from ...errors import OutOfMemoryError
+from ...errors import NoStructure, OutOfMemoryError
 from .. import timeline
 from ..pause import pause_point
 from .chunks import Chunk
@@ -195,6 +195,8 @@ class _Call:
             err, self.error = self.error, None
             if isinstance(err, MemoryError) and not isinstance(err, OutOfMemoryError):
                 raise out_of_memory(err, self.batch, folder, file_of) from err
+            if isinstance(err, NoStructure) and err.file is None and file_of is not None:
+                raise NoStructure(err.reason, file_of(err.index), err.record, err.position, err.index) from None
             raise err
         return self.result
 

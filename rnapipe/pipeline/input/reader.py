@@ -23,6 +23,7 @@ import numpy as np
 
 from ... import config
 from ...alphabet import normalise
+from ...constraints import is_constraint_line, problem as constraint_problem
 from ...errors import InputError, SequenceTooLongError
 from ...io.fasta import Headerless, is_headerless
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
@@ -104,7 +105,7 @@ class FastaReader:
     """The records of ``paths`` as :class:`Piece` objects (see the module docstring)."""
 
     def __init__(self, paths, on_invalid: str = "error", length_check: LengthCheck | None = None,
-                 scratch: str | None = None, noconv: bool = False):
+                 scratch: str | None = None, noconv: bool = False, constraints: bool = False):
         check_on_invalid(on_invalid)
         if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
             paths = [paths]
@@ -112,6 +113,9 @@ class FastaReader:
         self.on_invalid = on_invalid
         self.noconv = noconv                        # print T as given (the engines fold it as U all the same)
         self.printed = scan.PRINT_NOCONV if noconv else scan.PRINT
+        # RNAfold's -C: each record's sequence lines are followed by its constraint line (rnapipe.constraints),
+        # read by the per-record rules (the compiled scan reads sequences only)
+        self.constraints = constraints
         self.length_check = length_check or LengthCheck(None)
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
@@ -210,6 +214,12 @@ class FastaReader:
         except InputError as err:
             raise _FileError(err, partial=False) from None
         if is_headerless(raw):                       # one sequence a line, as RNAfold reads: given as FASTA
+            if self.constraints:
+                if state.path != "-":
+                    raw.close()
+                raise _FileError(InputError("no FASTA header: with -C, give each sequence as a FASTA record "
+                                            "('>' header line, sequence, then its constraint line)",
+                                            file=state.name), partial=False)
             raw = Headerless(raw, self.index + 1)
             state.headerless = True
         packed = getattr(raw, "fileobj", None)       # a gzip's compressed stream
@@ -273,6 +283,8 @@ class FastaReader:
     # one block
 
     def _piece(self, block: bytes, first: bool, state: _File, ids: IdSet, parsed: Future | None = None) -> Piece:
+        if self.constraints:
+            return self._slow(block, first, state, ids)
         start_line = state.line
         body = block
         hashes = None
@@ -341,17 +353,21 @@ class FastaReader:
         else:
             tracker = _LineTracker(text, state.line)
         out_ids, out_seqs, out_index, out_heads, out_printed, rejected = [], [], [], [], [], []
+        out_cons = [] if self.constraints else None
         try:
-            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, out_printed, rejected)
+            self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, out_printed, rejected,
+                               out_cons)
         except InputError as err:
-            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed),
+            raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed,
+                                                 constraints=out_cons),
                               [], self.index), err) from None
         state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
-        return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed),
+        return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed,
+                                        constraints=out_cons),
                      rejected, self.index)
 
     def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, out_heads,
-                      out_printed, rejected) -> None:
+                      out_printed, rejected, out_cons=None) -> None:
         name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
@@ -379,7 +395,15 @@ class FastaReader:
                     raise InputError(reason, file=name, record=record_id)
                 rejected.append(Rejected(position, record_id, name, reason))
                 continue
-            sequence = _WHITESPACE.sub("", raw)
+            constraint = None
+            if out_cons is not None:
+                cut = next((k for k, line in enumerate(lines) if is_constraint_line(line)), len(lines))
+                sequence = _WHITESPACE.sub("", "".join(lines[:cut]))
+                constraint = _WHITESPACE.sub("", "".join(lines[cut:]))
+                constraint_line = header_line + cut
+                lines = lines[:cut]
+            else:
+                sequence = _WHITESPACE.sub("", raw)
             problem = _problem(sequence)
             if problem is not None:
                 at, fault, hint = problem
@@ -394,6 +418,17 @@ class FastaReader:
                     raise SequenceTooLongError(reason, file=name, record=record_id)
                 rejected.append(Rejected(position, record_id, name, reason))
                 continue
+            if constraint is not None:
+                fault = constraint_problem(constraint, len(sequence))
+                if fault is not None:
+                    at, what = fault
+                    line = header_line if not constraint else constraint_line + 1
+                    reason = _reason(what, "", line)
+                    if error:
+                        raise InputError(reason, file=name, record=record_id, position=at)
+                    rejected.append(Rejected(position, record_id, name, InputError(reason, position=at).format()))
+                    continue
+                out_cons.append(constraint)
             out_ids.append(record_id)
             out_seqs.append(normalise(sequence))
             out_index.append(position)
@@ -445,10 +480,11 @@ def _cut(buf: bytes) -> int:
 
 
 def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: list[Rejected],
-                  size: int = 1 << 14) -> Iterator[Piece]:
+                  size: int = 1 << 14, constraints: list[str] | None = None) -> Iterator[Piece]:
     """Pieces from what :func:`rnapipe.fold` accepts (strings, pairs, Records, SeqRecords; see
     :func:`rnapipe.io.as_records`). Chunks count records by their place in this stream; each record's own
-    index (a Record's, or its place) comes back as its tag. Rejected records go to ``rejected``."""
+    index (a Record's, or its place) comes back as its tag. Rejected records go to ``rejected``.
+    ``constraints``: the constraint line of each record by that index (checked here: rnapipe.constraints)."""
     from ...io.fasta import as_records
 
     check_on_invalid(on_invalid)
@@ -460,6 +496,7 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
         if not batch:
             return
         ids, seqs, index, tags = [], [], [], []
+        cons = None if constraints is None else []
         for record in batch:
             if longest is not None and len(record.sequence) > longest:
                 reason = length_check.reason(len(record.sequence))
@@ -467,9 +504,20 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
                     raise SequenceTooLongError(reason, file=record.file, record=record.id)
                 rejected.append(Rejected(record.index, record.id, record.file, reason))
                 continue
+            if cons is not None:
+                line = constraints[record.index]
+                fault = constraint_problem("".join(line.split()), len(record.sequence))
+                if fault is not None:
+                    error = InputError(f"{fault[1]} (constraints[{record.index}])", file=record.file,
+                                       record=record.id, position=fault[0])
+                    if on_invalid == "error":
+                        raise error
+                    rejected.append(Rejected(record.index, record.id, record.file, error.format()))
+                    continue
+                cons.append("".join(line.split()))
             ids.append(record.id)
             seqs.append(record.sequence)
             index.append(position)
             tags.append(record.index)
             position += 1
-        yield Piece(Records.from_lists(ids, seqs, index, tags), [], position)
+        yield Piece(Records.from_lists(ids, seqs, index, tags, constraints=cons), [], position)

@@ -65,16 +65,22 @@ def _with_defaults(algorithm: str, options: dict) -> dict:
         if model.params is not None:
             model.tables()                  # the parameter file read and checked (one line if it cannot be)
         full.update(temperature=model.temperature, dangles=model.dangles, params=model.params)
+        if model.enforce_constraint:
+            full["enforce_constraint"] = True
+        else:
+            full.pop("enforce_constraint", None)
     elif algorithm == "nussinov":
         full.setdefault("min_loop", config.NUSSINOV_MIN_LOOP)
     return full
 
 
 def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_invalid: str, options: dict,
-                   noconv: bool = False) -> dict:
+                   noconv: bool = False, constraints: bool = False) -> dict:
     opts = {"algorithm": algorithm, "variant": variant, "on_invalid": on_invalid}
     if noconv:
         opts["noconv"] = True
+    if constraints:
+        opts["constraint"] = True
     for key, value in sorted(_with_defaults(algorithm, options).items()):
         if key == "params" and value is not None:
             opts["params"] = [os.path.abspath(value), _file_digest(value)]
@@ -89,16 +95,17 @@ def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_i
 
 def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", restart: bool = False,
         say: Callable[[str], None] | None = None, progress_to: TextIO | None = None,
-        report_skipped=None, noconv: bool = False) -> Outcome:
+        report_skipped=None, noconv: bool = False, constraints: bool = False) -> Outcome:
     """Fold ``inputs`` into every sink. ``say`` takes the notes for the user (none when None); the progress
     line is drawn on ``progress_to`` (no progress when None). Raises what the reader or the engine raises
     (:class:`.journal.ResumeRefused` where the journal cannot be resumed); the journal and the parts of the
     chunks finished so far stay for a rerun (unless no chunk was finished). ``noconv``: the outputs print T as
-    the input gives it (RNAfold's --noconv), not as U."""
+    the input gives it (RNAfold's --noconv), not as U. ``constraints``: each record has its constraint line
+    (RNAfold's -C), folded on the CPU engine."""
     started = timeline.since_start()
     files = [s for s in sinks if not s.stdout]
     side = Sink(str(rejected_path(files[0].path)), "rejected", compressed=False) if files else None
-    journal = _open_journal(inputs, sinks, files, folder, on_invalid, restart, say, noconv)
+    journal = _open_journal(inputs, sinks, files, folder, on_invalid, restart, say, noconv, constraints)
     outcome = Outcome(rejected_path=str(side.path) if side else None)
     if journal is not None and journal.entries and not journal.complete:
         _truncate_journal_to_parts(journal, files, side)
@@ -112,7 +119,8 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         _open_parts(sinks, side, last)
         _fill_counts(outcome, last, done)
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
-        reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None, noconv=noconv)
+        reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None, noconv=noconv,
+                             constraints=constraints)
         pace = Pace(folder.device, folder.threads)
         ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
         failed: list[BaseException] = []             # the writer's error: no further engine call after it
@@ -135,13 +143,15 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
 
 
 def _open_journal(inputs, sinks: list[Sink], files: list[Sink], folder: Folder, on_invalid: str, restart: bool,
-                  say: Callable[[str], None] | None, noconv: bool = False) -> Journal | None:
+                  say: Callable[[str], None] | None, noconv: bool = False,
+                  constraints: bool = False) -> Journal | None:
     """The run's journal beside the first output, or None where an output is standard output (it cannot
     be resumed). A journal of a complete run whose outputs are gone is started afresh: nothing is left to
     finish."""
     if not files or len(files) != len(sinks):
         return None
-    head = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options, noconv)
+    head = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options, noconv,
+                          constraints)
     journal = Journal(journal_path(files[0].path), head, restart)
     if journal.complete and any(not os.path.exists(s.part) and not os.path.exists(s.path) for s in files):
         # the run was done but an output went (removed before the journal was)

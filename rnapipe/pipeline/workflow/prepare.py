@@ -104,17 +104,19 @@ def length_check(algorithm: str) -> LengthCheck:
 
 
 def prepare(path: str, directory: str, on_invalid: str = "error", length_check: LengthCheck | None = None,
-            shard_records: int = SHARD_RECORDS, shard_cost: float = SHARD_COST) -> dict:
+            shard_records: int = SHARD_RECORDS, shard_cost: float = SHARD_COST, constraints: bool = False) -> dict:
     """Cut ``path`` into shards under ``directory`` (see the module docstring), made as ``directory.part`` and
     renamed when complete (an existing ``directory`` is replaced). Returns counts: records, rejected, shards.
-    Raises the reader's errors (a bad record under ``on_invalid='error'``), leaving nothing behind."""
+    Raises the reader's errors (a bad record under ``on_invalid='error'``), leaving nothing behind.
+    ``constraints``: each record has its constraint line (RNAfold's -C), checked and written to its shard after
+    the sequence, where ``rnapipe fold -C`` reads it."""
     final = directory
     directory = f"{final.rstrip(os.sep)}.part"
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(directory)
     os.makedirs(os.path.join(directory, "shards"))
     try:
-        counts = _cut(path, directory, on_invalid, length_check, shard_records, shard_cost)
+        counts = _cut(path, directory, on_invalid, length_check, shard_records, shard_cost, constraints)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
@@ -125,7 +127,7 @@ def prepare(path: str, directory: str, on_invalid: str = "error", length_check: 
 
 
 def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck | None, shard_records: int,
-         shard_cost: float) -> dict:
+         shard_cost: float, constraints: bool = False) -> dict:
     shards: list[Shard] = []
     open_: dict[int, _Open] = {}
     records = rejected = 0
@@ -138,7 +140,7 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
     side = open(os.path.join(directory, "rejected.tsv"), "w", encoding="utf-8", errors=ID_ERRORS)
     try:
         side.write(REJECTED_HEADER)
-        for piece in FastaReader([path], on_invalid, length_check):
+        for piece in FastaReader([path], on_invalid, length_check, constraints=constraints):
             if piece.rejected:
                 side.write(rejected_rows(piece.rejected))
                 rejected += sum(1 for r in piece.rejected if r.id is not None)
@@ -157,6 +159,7 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
                 raise InputError("sequences without FASTA headers: the workflow reads FASTA files (rnapipe fold "
                                  "reads sequences one a line)", file=_display(path))
             seqs = recs.printed().split(b"\n")           # as printed: the fold jobs print what they read
+            cons = recs.cons_text.split(b"\n") if recs.cons_text is not None else None
             for k in range(n):
                 b = int(bins[k])
                 item = open_.get(b)
@@ -166,6 +169,8 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
                     item = open_[b] = _Open(shard, os.path.join(directory, "shards", shard_name(shard.number)))
                 length = int(lens[k])
                 item.handle.write(b">" + ids[k] + b"\n" + seqs[k] + b"\n")
+                if cons is not None:
+                    item.handle.write(cons[k] + b"\n")
                 s = item.shard
                 s.shortest = length if not s.records else min(s.shortest, length)
                 s.longest = max(s.longest, length)
