@@ -8,6 +8,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from . import config
 from .errors import UsageError
 from .io import Record, Rejected
@@ -47,7 +49,8 @@ class Results(list):
 def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, variant: str | None = None,
          device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
          progress: Callable[[int], None] | None = None, gpus: Sequence[int] | None = None,
-         constraints: Sequence[str] | str | None = None, **options) -> Results:
+         constraints: Sequence[str] | str | None = None, shape: Sequence | None = None, shape_method: str = "D",
+         **options) -> Results:
     """Fold sequences and return a :class:`Results` list in input order.
 
     ``sequences_or_records``: one sequence string, or an iterable of strings, ``(id, sequence)`` pairs,
@@ -61,6 +64,9 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     ``constraints`` (Zuker on the CPU): RNAfold's hard-constraint line of each sequence (``-C``: symbols
     ``. x | < > ( )``, one per nucleotide, see :mod:`rnapipe.constraints`), in the order of the sequences;
     ``enforce_constraint=True`` is RNAfold's ``--enforceConstraint``. A bad line is refused as a bad sequence is.
+    ``shape`` (Zuker on the CPU): the SHAPE reactivities of each sequence (one number a nucleotide, a negative
+    one or None missing; None for a sequence without data), applied by Deigan's method as RNAfold's ``--shape``
+    with ``--shapeMethod`` ``shape_method`` (``"D"``, ``"Dm1.8b-0.6"``: slope and intercept, kcal/mol).
 
     ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params``,
     ``enforce_constraint`` (Zuker).
@@ -68,7 +74,8 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     """
     rejected: list[Rejected] = []
     results = list(fold_iter(sequences_or_records, algorithm, variant, device, threads, on_invalid, rejected,
-                             progress, gpus, constraints=constraints, **options))
+                             progress, gpus, constraints=constraints, shape=shape, shape_method=shape_method,
+                             **options))
     rejected.sort(key=lambda r: r.index)
     return Results(results, rejected)
 
@@ -77,7 +84,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
               device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
               rejected: list | None = None, progress: Callable[[int], None] | None = None,
               gpus: Sequence[int] | None = None, constraints: Sequence[str] | str | None = None,
-              **options) -> Iterator[Result]:
+              shape: Sequence | None = None, shape_method: str = "D", **options) -> Iterator[Result]:
     """Fold a stream of sequences, yielding :class:`Result` objects in input order as chunks finish.
 
     Takes what :func:`fold` takes, any iterable (a generator, a Biopython ``SeqIO.parse``), and reads it a
@@ -96,11 +103,19 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     if constraints is not None:
         sequences_or_records, constraints = _with_constraints(sequences_or_records, constraints, algorithm)
         device = cpu_only(device, "constraints")
+    method = None
+    if shape is not None:
+        from .constraints import shape_method as parse_method
+
+        method = parse_method(shape_method)
+        sequences_or_records, shape = _per_sequence(sequences_or_records, shape, algorithm, "shape",
+                                                    "SHAPE reactivities")
+        device = cpu_only(device, "SHAPE data")
     folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected,
-                           constraints=constraints)
+                           constraints=constraints, shape=shape, shape_method=method)
     pace = Pace(folder.device, folder.threads)
     for chunk, results in fold_chunks(chunked(pieces, pace=pace), folder, pace=pace):
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
@@ -118,14 +133,24 @@ def cpu_only(device: str, what: str) -> str:
 def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, list[str]]:
     """The sequences as a list and the constraint lines, one for each (a lone sequence may have its line as a
     string); refused for another algorithm than Zuker or a count that differs."""
-    if algorithm != "zuker":
-        raise UsageError(f"constraints apply to algorithm 'zuker' only, not {algorithm!r}")
-    items = [sequences] if isinstance(sequences, (str, bytes)) else list(sequences)
     lines = [constraints] if isinstance(constraints, str) else list(constraints)
     if any(not isinstance(line, str) for line in lines):
         raise UsageError("constraints must be strings (RNAfold's constraint lines), one for each sequence")
+    return _per_sequence(sequences, lines, algorithm, "constraints", "constraint lines")
+
+
+def _per_sequence(sequences, data, algorithm: str, name: str, what: str) -> tuple[list, list]:
+    """The sequences as a list and ``data`` (``name``, one item for each: ``what``) as a list; refused for
+    another algorithm than Zuker or a count that differs."""
+    if algorithm != "zuker":
+        raise UsageError(f"{name} apply to algorithm 'zuker' only, not {algorithm!r}")
+    items = [sequences] if isinstance(sequences, (str, bytes)) else list(sequences)
+    lines = list(data)
+    if name == "shape" and len(items) == 1 and lines and not isinstance(lines[0], (list, tuple, np.ndarray,
+                                                                                    type(None))):
+        lines = [lines]                     # one sequence's reactivities, not a list of them
     if len(lines) != len(items):
-        raise UsageError(f"{len(lines)} constraint lines for {len(items)} sequences: give one for each")
+        raise UsageError(f"{len(lines)} {what} for {len(items)} sequences: give one for each")
     # a record's line is found by its index: a Record's own index is its place here
     items = [Record(item.id, item.sequence, k, item.file) if isinstance(item, Record) and item.index != k else item
              for k, item in enumerate(items)]

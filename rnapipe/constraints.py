@@ -1,4 +1,5 @@
-"""Per-record folding data beside the sequence: RNAfold's hard-constraint line (``-C``).
+"""Per-record folding data beside the sequence: RNAfold's hard-constraint line (``-C``) and SHAPE
+reactivities (``--shape``, Deigan's method).
 
 A constraint line has one symbol per nucleotide, as RNAfold reads it after the sequence of a record
 (``RNAfold -C``; ViennaRNA's ``vrna_hc_add_from_db`` with ``VRNA_CONSTRAINT_DB_DEFAULT``):
@@ -18,6 +19,13 @@ brackets that balance. How the engine applies a line: rnapipe.cpu.zuker._hard_co
 """
 
 from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
 
 SYMBOLS = ".x|<>()"
 _SYMBOLS = frozenset(SYMBOLS)
@@ -50,7 +58,7 @@ def problem(constraint: str, length: int) -> tuple[int, str] | None:
             return at, f"invalid constraint character {shown} (the symbols are {' '.join(SYMBOLS)})"
     if len(constraint) != length:
         if not constraint:
-            return 1, f"no constraint line (-C: every record needs one, {length} symbols; '.' leaves a nucleotide free)"
+            return 1, f"no constraint line (every record needs one, {length} symbols; '.' leaves a nucleotide free)"
         side = "shorter" if len(constraint) < length else "longer"
         return (min(len(constraint), length) + 1,
                 f"constraint line {side} than the sequence ({len(constraint)} symbols for {length} nt)")
@@ -77,3 +85,158 @@ def check(constraint: str, length: int, record: str | None = None, file: str | N
     if fault is not None:
         raise InputError(fault[1], file=file, record=record, position=fault[0])
     return constraint
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SHAPE (Deigan et al. 2009, RNAfold --shape FILE --shapeMethod D[mX][bY])
+
+DEIGAN_SLOPE = 1.8          # RNAfold's defaults for --shapeMethod D (kcal/mol)
+DEIGAN_INTERCEPT = -0.6
+_METHOD = re.compile(r"D(?:m(?P<m>[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))?"
+                     r"(?:b(?P<b>[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))?")
+
+
+def shape_method(text: str) -> tuple[float, float]:
+    """(slope m, intercept b) of RNAfold's ``--shapeMethod`` string ``D``, ``Dm1.9``, ``Db-0.7``, ``Dm1.9b-0.7``;
+    :class:`~rnapipe.errors.UsageError` for anything else (Zarringhalam's ``Z`` and Washietl's ``W`` are not
+    supported)."""
+    from .errors import UsageError
+
+    match = _METHOD.fullmatch(text.strip())
+    if match is None:
+        raise UsageError(f"SHAPE method {text!r}: only Deigan's method is supported, as 'D', 'Dm1.8', 'Db-0.6' "
+                         "or 'Dm1.8b-0.6'")
+    m = float(match["m"]) if match["m"] is not None else DEIGAN_SLOPE
+    b = float(match["b"]) if match["b"] is not None else DEIGAN_INTERCEPT
+    return m, b
+
+
+def deigan(reactivities, m: float = DEIGAN_SLOPE, b: float = DEIGAN_INTERCEPT) -> np.ndarray:
+    """The stacking pseudo-energy of each nucleotide (int32, dcal/mol) from its SHAPE reactivity (a negative or
+    NaN one is missing), as ViennaRNA's ``vrna_sc_add_SHAPE_deigan`` computes it from RNAfold's values
+    (``values[0] = 0``, then one a nucleotide): a reactivity r of 0 up to the largest one, M, is projected onto
+    [0, M] (``r / M * M``), then ``m·ln(r + 1) + b`` kcal/mol, missing ones 0; ×100 as a C ``float`` and
+    rounded half away from zero (``roundf``). The engine adds the terms of the four nucleotides of each
+    stacked pair of pairs (ViennaRNA's soft-constraint stack term)."""
+    r = np.asarray(reactivities, dtype=np.float64)
+    r = np.where(np.isnan(r), -1.0, r)
+    top = max(0.0, float(r.max())) if r.size else 0.0
+    out = np.zeros(r.shape[0], dtype=np.int32)
+    for k, v in enumerate(r.tolist()):
+        if v < 0:
+            continue
+        if v < top:
+            v = v / top * top
+        else:
+            v = top
+        e = np.float32((m * math.log(v + 1.0) + b) * 100.0)
+        out[k] = int(math.copysign(math.floor(abs(float(e)) + 0.5), float(e)))
+    return out
+
+
+@dataclass
+class ShapeData:
+    """SHAPE reactivities read from ``path``: RNAfold's file of one sequence (``table`` False: ``single`` holds
+    position → reactivity), or a table of ``id position reactivity`` rows for many (``rows``: id → position →
+    reactivity). ``slope``, ``intercept``: Deigan's m and b."""
+
+    path: str
+    table: bool
+    slope: float = DEIGAN_SLOPE
+    intercept: float = DEIGAN_INTERCEPT
+    single: dict = field(default_factory=dict)
+    rows: dict = field(default_factory=dict)
+
+    def for_record(self, record: str, ordinal: int, length: int, file: str | None = None) -> np.ndarray | None:
+        """The pseudo-energies of the record ``record`` (the ``ordinal``-th of the input, from 0) of ``length``
+        nt, or None where the data has none for it; :class:`~rnapipe.errors.InputError` (naming the SHAPE file,
+        the record and the position) for a position past its end; :class:`~rnapipe.errors.UsageError` for
+        RNAfold's file of one sequence given to a second record."""
+        from .errors import InputError
+
+        if self.table:
+            values = self.rows.get(record)
+        else:
+            if ordinal > 0:
+                from .errors import UsageError
+
+                raise UsageError(f"the SHAPE file {self.path} is RNAfold's file of one sequence's reactivities, and the "
+                                 f"input has more than one record ('{record}' is another): give a table of "
+                                 "'id position reactivity' rows")
+            values = self.single
+        if not values:
+            return None
+        beyond = [p for p in values if p > length]
+        if beyond:
+            raise InputError(f"SHAPE data in {self.path} for position {min(beyond)}, past the end of the "
+                             f"sequence ({length} nt)", file=file, record=record, position=min(beyond))
+        r = np.full(length, -1.0)
+        for p, v in values.items():
+            r[p - 1] = v
+        return deigan(np.concatenate([[0.0], r]), self.slope, self.intercept)[1:]
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def read_shape(path: str, slope: float = DEIGAN_SLOPE, intercept: float = DEIGAN_INTERCEPT) -> ShapeData:
+    """Read a SHAPE file (see :class:`ShapeData`): lines ``position [nucleotide] reactivity`` (RNAfold's
+    format; a line without a reactivity, or with a negative one, marks the position missing, as in RNAfold)
+    or ``id position reactivity`` (a table: three fields, the second a whole number). Blank lines and lines
+    starting with ``#`` are skipped. Anything else is :class:`~rnapipe.errors.InputError` naming the file and
+    the line."""
+    from .errors import InputError
+
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        raise InputError("no such SHAPE file", file=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a SHAPE file", file=path) from None
+    except OSError as err:
+        raise InputError(f"cannot read the SHAPE file: {err.strerror or err}", file=path) from None
+    data = ShapeData(path, table=False, slope=slope, intercept=intercept)
+    kind = None
+    for number, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        table = len(fields) == 3 and fields[1].lstrip("+").isdigit()
+        if kind is None:
+            kind = table
+            data.table = table
+        if table != kind or len(fields) > 3:
+            what = "'id position reactivity'" if kind else "'position [nucleotide] reactivity'"
+            raise InputError(f"line {number}: expected {what} as the file's first line has", file=path)
+        key, pos_text, value_text = (fields[0], fields[1], fields[2]) if table else (None, fields[0], fields[-1])
+        if not pos_text.lstrip("+").isdigit() or int(pos_text) < 1:
+            raise InputError(f"line {number}: position {pos_text!r} is not a whole number of at least 1", file=path)
+        position = int(pos_text)
+        if not table and len(fields) == 2 and _number(fields[1]) is None:
+            value = -1.0                                # position and nucleotide: no reactivity (missing)
+        else:
+            value = _number(value_text)
+            if value is None:
+                raise InputError(f"line {number}: reactivity {value_text!r} is not a number", file=path)
+        target = data.rows.setdefault(key, {}) if table else data.single
+        if position in target:
+            raise InputError(f"line {number}: position {position} given twice" + (f" for '{key}'" if table else ""),
+                             file=path)
+        target[position] = value
+    if kind is None:
+        raise InputError("empty SHAPE file: no reactivities", file=path)
+    return data
+
+
+def shape_identity(path: str) -> list:
+    """The SHAPE file's absolute path and content digest, for the resume journal."""
+    import hashlib
+
+    with open(path, "rb") as handle:
+        return [os.path.abspath(path), hashlib.sha256(handle.read()).hexdigest()]

@@ -276,6 +276,13 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                          "(. x | < > ( ), one per nucleotide); Zuker on the CPU")
     rnafold.add_argument("--enforceConstraint", action="store_true", dest="enforce_constraint",
                          help="as RNAfold --enforceConstraint: the pairs ( ) of -C must form, and | must pair")
+    rnafold.add_argument("--shape", metavar="FILE",
+                         help="SHAPE reactivities, as RNAfold --shape: RNAfold's file of one sequence ('position "
+                         "[nucleotide] reactivity' lines), or a table of 'id position reactivity' lines for many; "
+                         "Zuker on the CPU")
+    rnafold.add_argument("--shapeMethod", metavar="D[mX][bY]", dest="shape_method",
+                         help="as RNAfold --shapeMethod: Deigan's method (D) with slope m and intercept b "
+                         "(default D: m 1.8, b -0.6)")
     parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
@@ -492,14 +499,29 @@ def _engine_options(args) -> dict:
 
 
 def _cpu_only(args) -> None:
-    """-C is folded by the CPU engine only: --device auto folds on the CPU, gpu and hybrid are refused."""
-    if not args.constraint:
+    """-C and --shape are folded by the CPU engine only: --device auto folds on the CPU, gpu and hybrid are
+    refused."""
+    given = [flag for flag, on in (("-C/--constraint", args.constraint), ("--shape", args.shape)) if on]
+    if args.shape_method is not None and not args.shape:
+        raise UsageError("--shapeMethod needs --shape FILE")
+    if not given:
         return
+    if args.algorithm != "zuker":
+        raise UsageError(f"{given[0]} applies to --algorithm zuker only")
     if args.device == "auto":
         args.device = "cpu"
     elif args.device != "cpu":
-        raise UsageError(f"-C/--constraint is supported on the CPU engine for now (--device cpu), not on "
-                         f"--device {args.device}")
+        raise UsageError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} supported on the CPU engine "
+                         f"for now (--device cpu), not on --device {args.device}")
+
+
+def _shape(args):
+    """The --shape file read (rnapipe.constraints.ShapeData), or None."""
+    if not args.shape:
+        return None
+    from ..constraints import read_shape, shape_method
+
+    return read_shape(args.shape, *shape_method(args.shape_method or "D"))
 
 
 def _describe(rejected) -> str:
@@ -593,6 +615,7 @@ def _fold(args) -> int:
     _rnafold_conventions(args)
     options = _engine_options(args)
     _cpu_only(args)
+    shape = _shape(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")
     if args.split is not None and args.device not in ("hybrid", "auto"):
@@ -611,7 +634,7 @@ def _fold(args) -> int:
     try:
         outcome = job.run(args.inputs, sinks, folder, args.on_invalid, args.restart, say=say,
                           progress_to=None if args.quiet else sys.stderr, report_skipped=report,
-                          noconv=args.noconv, constraints=args.constraint)
+                          noconv=args.noconv, constraints=args.constraint, shape=shape)
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:

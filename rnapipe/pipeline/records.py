@@ -8,7 +8,8 @@ output then prints no header line, as RNAfold does). Records without heads (the 
 The sequences the outputs print (``printed_text``, laid out as ``seqs_text``) keep the input's case, with T
 turned into U unless asked not to, as RNAfold prints them; None where they are the normalised sequences.
 Records read with hard constraints (RNAfold's -C) carry each one's constraint line (``cons_text``, laid out as
-``seqs_text``; None without)."""
+``seqs_text``; None without); records read with SHAPE data each one's stacking pseudo-energies (``shape``: an
+int32 array of one value a nucleotide, or None for a record without data; None without SHAPE)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class Records:
     def __init__(self, ids_text: bytes, seqs_text: bytes, id_lens: np.ndarray, lens: np.ndarray,
                  index: np.ndarray, tags: list | None = None, heads_text: bytes | None = None,
                  head_lens: np.ndarray | None = None, printed_text: bytes | None = None,
-                 cons_text: bytes | None = None):
+                 cons_text: bytes | None = None, shape: list | None = None):
         self.ids_text = ids_text
         self.heads_text = heads_text      # header lines packed as the ids are (None: the ids stand for them)
         self.head_lens = head_lens
@@ -35,11 +36,12 @@ class Records:
         self.index = index                # input index of each record
         self.tags = tags                  # what the caller wants back per record (the API: its indices)
         self.cons_text = cons_text        # the constraint lines, one per record as the sequences (None: none)
+        self.shape = shape                # SHAPE pseudo-energies per record (None: none)
 
     @classmethod
     def from_lists(cls, ids: list[str], seqs: list[str], index, tags: list | None = None,
                    heads: list[str] | None = None, printed: list[str] | None = None,
-                   constraints: list[str] | None = None) -> "Records":
+                   constraints: list[str] | None = None, shape: list | None = None) -> "Records":
         ids_text, id_lens = pack(ids, "utf-8", ID_ERRORS)
         seqs_text, lens = pack(seqs, "ascii")
         heads_text, head_lens = pack(heads, "utf-8", ID_ERRORS) if heads is not None else (None, None)
@@ -48,7 +50,7 @@ class Records:
             printed_text = pack(printed, "ascii")[0]
         cons_text = pack(constraints, "ascii")[0] if constraints is not None else None
         records = cls(ids_text, seqs_text, id_lens, lens, np.asarray(index, dtype=np.int64), tags, heads_text,
-                      head_lens, printed_text, cons_text)
+                      head_lens, printed_text, cons_text, shape)
         records.__dict__["ids"] = ids
         records.__dict__["seqs"] = seqs
         if heads is not None:
@@ -96,6 +98,12 @@ class Records:
     def seqs(self) -> list[str]:
         return self.seqs_text[:-1].decode("ascii").split("\n") if len(self) else []
 
+    def shape_bytes(self) -> bytes | None:
+        """The SHAPE pseudo-energies as bytes for the chunk digest (a record without data: an empty entry)."""
+        if self.shape is None:
+            return None
+        return b"".join(b"-" if v is None else np.asarray(v, dtype="<i4").tobytes() + b"+" for v in self.shape)
+
     def take(self, a: int, b: int) -> "Records":
         """Records a .. b-1."""
         if a == 0 and b == len(self):
@@ -109,7 +117,7 @@ class Records:
         cons_text = None if self.cons_text is None else self.cons_text[so[a]:so[b]]
         return Records(self.ids_text[io[a]:io[b]], self.seqs_text[so[a]:so[b]], self.id_lens[a:b], self.lens[a:b],
                        self.index[a:b], None if self.tags is None else self.tags[a:b], heads_text, head_lens,
-                       printed_text, cons_text)
+                       printed_text, cons_text, None if self.shape is None else self.shape[a:b])
 
     def keep(self, mask: np.ndarray) -> "Records":
         """The records where ``mask`` is true."""
@@ -119,7 +127,8 @@ class Records:
                                   None if self.tags is None else [self.tags[k] for k in where],
                                   None if heads is None else [heads[k] for k in where],
                                   None if self.printed_text is None else [self.printed_seqs[k] for k in where],
-                                  None if cons is None else [cons[k] for k in where])
+                                  None if cons is None else [cons[k] for k in where],
+                                  None if self.shape is None else [self.shape[k] for k in where])
 
     @staticmethod
     def concat(parts: list["Records"]) -> "Records":
@@ -140,7 +149,10 @@ class Records:
         if any(p.cons_text is not None for p in parts):
             cons_text = b"".join(p.cons_text if p.cons_text is not None else
                                  b"".join(b"." * int(n) + b"\n" for n in p.lens) for p in parts)
+        shape = None
+        if any(p.shape is not None for p in parts):
+            shape = [v for p in parts for v in (p.shape if p.shape is not None else [None] * len(p))]
         return Records(b"".join(p.ids_text for p in parts), b"".join(p.seqs_text for p in parts),
                        np.concatenate([p.id_lens for p in parts]), np.concatenate([p.lens for p in parts]),
                        np.concatenate([p.index for p in parts]), tags, heads_text, head_lens, printed_text,
-                       cons_text)
+                       cons_text, shape)

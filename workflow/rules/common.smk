@@ -60,9 +60,10 @@ def _gpu_jobs_asked():
     jobs = config["jobs"]
     if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
-    if config["fold"]["constraint"]:
+    if config["fold"]["constraint"] or config["fold"]["shape"]:
         if jobs["gpu"] not in ("auto", 0):
-            raise ValueError("fold.constraint is folded by the CPU engine only for now: set jobs.gpu: 0")
+            raise ValueError("fold.constraint and fold.shape are folded by the CPU engine only for now: set "
+                             "jobs.gpu: 0")
         return 0
     return jobs["gpu"]
 
@@ -207,6 +208,8 @@ def fold_options(wildcards):
         opts.append("-C")
     if fold["enforce_constraint"]:
         opts.append("--enforceConstraint")
+    if fold["shape"]:
+        opts.append(f"--shape {shlex.quote(os.path.abspath(fold['shape']))} --shapeMethod {fold['shape_method']}")
     if wildcards.device == "gpu":
         opts.append(f"--device gpu --gpus {gpu_of(wildcards)}")
     else:

@@ -75,11 +75,13 @@ class Chunk:
     def digest(self) -> str:
         """A fingerprint of the chunk's records (not a cryptographic one: it tells a changed input from the
         same one): CRC-32 of the ids, of the sequences as printed, of the rejected records, of the header
-        lines (db prints them) and of the constraint lines where there are any, with their sizes."""
+        lines (db prints them) and of the constraint lines and SHAPE data where there are any, with their sizes."""
         rejected = repr([tuple(r) for r in self.rejected]).encode("utf-8", "surrogatepass")
         parts = (self.ids_text, self.records.printed(), rejected, self.records.headers()[0])
         if self.records.cons_text is not None:
             parts += (self.records.cons_text,)
+        if self.records.shape is not None:
+            parts += (self.records.shape_bytes(),)
         return f"{self.end}:" + ":".join(f"{len(p)}-{zlib.crc32(p):08x}" for p in parts)
 
     @property

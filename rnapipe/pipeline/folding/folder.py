@@ -65,10 +65,16 @@ class Folder:
         count = sum(len(p) for p in parts)
         if count == 0:
             return np.zeros(0, dtype=np.int64), b""
-        if any(p.cons_text is not None for p in parts):
-            constraints = [c for p in parts for c in (p.constraints or ["." * int(n) for n in p.lens])]
+        if any(p.cons_text is not None or p.shape is not None for p in parts):
+            constraints = shape = None
+            if any(p.cons_text is not None for p in parts):
+                constraints = [c for p in parts for c in (p.constraints or ["." * int(n) for n in p.lens])]
+            if any(p.shape is not None for p in parts):
+                shape = [v for p in parts for v in (p.shape or [None] * len(p))]
+                shape = [np.zeros(int(n), dtype=np.int32) if v is None else v
+                         for v, n in zip(shape, np.concatenate([p.lens for p in parts]))]
             results = self.engine.fold_batch([s for p in parts for s in p.seqs], self.variant, self.threads,
-                                             self.options, self.progress, constraints=constraints)
+                                             self.options, self.progress, constraints=constraints, shape=shape)
             scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=count)
             _check_solutions(scores, parts)
             return scores, ("\n".join([r[1] for r in results]) + "\n").encode("ascii")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import config
 from ...alphabet import normalise
-from ...constraints import is_constraint_line, problem as constraint_problem
+from ...constraints import deigan, is_constraint_line, problem as constraint_problem
 from ...errors import InputError, SequenceTooLongError
 from ...io.fasta import Headerless, is_headerless
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
@@ -105,7 +105,7 @@ class FastaReader:
     """The records of ``paths`` as :class:`Piece` objects (see the module docstring)."""
 
     def __init__(self, paths, on_invalid: str = "error", length_check: LengthCheck | None = None,
-                 scratch: str | None = None, noconv: bool = False, constraints: bool = False):
+                 scratch: str | None = None, noconv: bool = False, constraints: bool = False, shape=None):
         check_on_invalid(on_invalid)
         if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
             paths = [paths]
@@ -116,6 +116,7 @@ class FastaReader:
         # RNAfold's -C: each record's sequence lines are followed by its constraint line (rnapipe.constraints),
         # read by the per-record rules (the compiled scan reads sequences only)
         self.constraints = constraints
+        self.shape = shape                          # rnapipe.constraints.ShapeData, or None
         self.length_check = length_check or LengthCheck(None)
         self.names = [_display(p) for p in self.paths]
         self.scratch = scratch
@@ -217,8 +218,8 @@ class FastaReader:
             if self.constraints:
                 if state.path != "-":
                     raw.close()
-                raise _FileError(InputError("no FASTA header: with -C, give each sequence as a FASTA record "
-                                            "('>' header line, sequence, then its constraint line)",
+                raise _FileError(InputError("no FASTA header: with constraint lines, give each sequence as a FASTA "
+                                            "record ('>' header line, sequence, then its constraint line)",
                                             file=state.name), partial=False)
             raw = Headerless(raw, self.index + 1)
             state.headerless = True
@@ -318,6 +319,13 @@ class FastaReader:
         problems: dict[int, tuple[str, type | None]] = {}
         for k, (f, line) in ids.add(lambda: records.ids, ids_text, state.file_index, lines, hashes).items():
             problems[k] = self._duplicate(f, line, state.name, int(lines[k])), None
+        if self.shape is not None:
+            records.shape = []
+            for k, (record_id, n) in enumerate(zip(records.ids, lens.tolist())):
+                energies, fault = self._shape_of(record_id, first_index + k, n)
+                records.shape.append(energies)
+                if fault is not None and k not in problems:
+                    problems[k] = fault, None
         longest = self.length_check.longest
         if longest is not None and count and int(lens.max()) > longest:
             for k in np.flatnonzero(lens > longest).tolist():
@@ -335,6 +343,13 @@ class FastaReader:
         keep = np.ones(count, dtype=bool)
         keep[list(problems)] = False
         return Piece(records.keep(keep), rejected, self.index)
+
+    def _shape_of(self, record_id: str, index: int, length: int):
+        """(the record's SHAPE pseudo-energies or None, the reason it is refused or None)."""
+        try:
+            return self.shape.for_record(record_id, index, length), None
+        except InputError as err:
+            return None, err.reason
 
     def _duplicate(self, f: int, line: int, name: str, header_line: int) -> str:
         other = self.names[f]
@@ -354,20 +369,21 @@ class FastaReader:
             tracker = _LineTracker(text, state.line)
         out_ids, out_seqs, out_index, out_heads, out_printed, rejected = [], [], [], [], [], []
         out_cons = [] if self.constraints else None
+        out_shape = [] if self.shape is not None else None
         try:
             self._slow_records(tracker, state, ids, out_ids, out_seqs, out_index, out_heads, out_printed, rejected,
-                               out_cons)
+                               out_cons, out_shape)
         except InputError as err:
             raise _Stop(Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed,
-                                                 constraints=out_cons),
+                                                 constraints=out_cons, shape=out_shape),
                               [], self.index), err) from None
         state.line += block.count(b"\n") + len(_LONE_CR.findall(block))
         return Piece(Records.from_lists(out_ids, out_seqs, out_index, heads=out_heads, printed=out_printed,
-                                        constraints=out_cons),
+                                        constraints=out_cons, shape=out_shape),
                      rejected, self.index)
 
     def _slow_records(self, tracker, state: _File, ids: IdSet, out_ids, out_seqs, out_index, out_heads,
-                      out_printed, rejected, out_cons=None) -> None:
+                      out_printed, rejected, out_cons=None, out_shape=None) -> None:
         name = state.name
         longest = self.length_check.longest
         error = self.on_invalid == "error"
@@ -428,6 +444,15 @@ class FastaReader:
                         raise InputError(reason, file=name, record=record_id, position=at)
                     rejected.append(Rejected(position, record_id, name, InputError(reason, position=at).format()))
                     continue
+            if out_shape is not None:
+                energies, fault = self._shape_of(record_id, position, len(sequence))
+                if fault is not None:
+                    if error:
+                        raise InputError(fault, file=name, record=record_id)
+                    rejected.append(Rejected(position, record_id, name, fault))
+                    continue
+                out_shape.append(energies)
+            if constraint is not None:
                 out_cons.append(constraint)
             out_ids.append(record_id)
             out_seqs.append(normalise(sequence))
@@ -480,11 +505,14 @@ def _cut(buf: bytes) -> int:
 
 
 def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: list[Rejected],
-                  size: int = 1 << 14, constraints: list[str] | None = None) -> Iterator[Piece]:
+                  size: int = 1 << 14, constraints: list[str] | None = None, shape: list | None = None,
+                  shape_method: tuple[float, float] | None = None) -> Iterator[Piece]:
     """Pieces from what :func:`rnapipe.fold` accepts (strings, pairs, Records, SeqRecords; see
     :func:`rnapipe.io.as_records`). Chunks count records by their place in this stream; each record's own
     index (a Record's, or its place) comes back as its tag. Rejected records go to ``rejected``.
-    ``constraints``: the constraint line of each record by that index (checked here: rnapipe.constraints)."""
+    ``constraints``: the constraint line of each record by that index (checked here: rnapipe.constraints);
+    ``shape``: the SHAPE reactivities of each (None: none), turned into pseudo-energies by Deigan's method with
+    ``shape_method`` (m, b)."""
     from ...io.fasta import as_records
 
     check_on_invalid(on_invalid)
@@ -497,6 +525,7 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
             return
         ids, seqs, index, tags = [], [], [], []
         cons = None if constraints is None else []
+        energies = None if shape is None else []
         for record in batch:
             if longest is not None and len(record.sequence) > longest:
                 reason = length_check.reason(len(record.sequence))
@@ -515,9 +544,22 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
                     rejected.append(Rejected(record.index, record.id, record.file, error.format()))
                     continue
                 cons.append("".join(line.split()))
+            if energies is not None:
+                values = shape[record.index]
+                if values is not None and len(values) != len(record.sequence):
+                    error = InputError(f"{len(values)} SHAPE reactivities for {len(record.sequence)} nt "
+                                       f"(shape[{record.index}])", file=record.file, record=record.id)
+                    if cons is not None:
+                        cons.pop()
+                    if on_invalid == "error":
+                        raise error
+                    rejected.append(Rejected(record.index, record.id, record.file, error.format()))
+                    continue
+                energies.append(None if values is None else
+                                deigan([0.0] + [-1.0 if v is None else float(v) for v in values], *shape_method)[1:])
             ids.append(record.id)
             seqs.append(record.sequence)
             index.append(position)
             tags.append(record.index)
             position += 1
-        yield Piece(Records.from_lists(ids, seqs, index, tags, constraints=cons), [], position)
+        yield Piece(Records.from_lists(ids, seqs, index, tags, constraints=cons, shape=energies), [], position)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
 from ... import config
+from ...constraints import shape_identity
 from ..._version import __version__
 from ...model import Model
 from ...io.formats import REJECTED_HEADER, header, rejected_rows
@@ -75,12 +76,14 @@ def _with_defaults(algorithm: str, options: dict) -> dict:
 
 
 def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_invalid: str, options: dict,
-                   noconv: bool = False, constraints: bool = False) -> dict:
+                   noconv: bool = False, constraints: bool = False, shape=None) -> dict:
     opts = {"algorithm": algorithm, "variant": variant, "on_invalid": on_invalid}
     if noconv:
         opts["noconv"] = True
     if constraints:
         opts["constraint"] = True
+    if shape is not None:
+        opts["shape"] = shape_identity(shape.path) + ["deigan", shape.slope, shape.intercept]
     for key, value in sorted(_with_defaults(algorithm, options).items()):
         if key == "params" and value is not None:
             opts["params"] = [os.path.abspath(value), _file_digest(value)]
@@ -95,17 +98,18 @@ def journal_header(inputs, sinks: list[Sink], algorithm: str, variant: str, on_i
 
 def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", restart: bool = False,
         say: Callable[[str], None] | None = None, progress_to: TextIO | None = None,
-        report_skipped=None, noconv: bool = False, constraints: bool = False) -> Outcome:
+        report_skipped=None, noconv: bool = False, constraints: bool = False, shape=None) -> Outcome:
     """Fold ``inputs`` into every sink. ``say`` takes the notes for the user (none when None); the progress
     line is drawn on ``progress_to`` (no progress when None). Raises what the reader or the engine raises
     (:class:`.journal.ResumeRefused` where the journal cannot be resumed); the journal and the parts of the
     chunks finished so far stay for a rerun (unless no chunk was finished). ``noconv``: the outputs print T as
     the input gives it (RNAfold's --noconv), not as U. ``constraints``: each record has its constraint line
-    (RNAfold's -C), folded on the CPU engine."""
+    (RNAfold's -C), folded on the CPU engine; ``shape``: SHAPE data (rnapipe.constraints.ShapeData) for the
+    records, also on the CPU engine."""
     started = timeline.since_start()
     files = [s for s in sinks if not s.stdout]
     side = Sink(str(rejected_path(files[0].path)), "rejected", compressed=False) if files else None
-    journal = _open_journal(inputs, sinks, files, folder, on_invalid, restart, say, noconv, constraints)
+    journal = _open_journal(inputs, sinks, files, folder, on_invalid, restart, say, noconv, constraints, shape)
     outcome = Outcome(rejected_path=str(side.path) if side else None)
     if journal is not None and journal.entries and not journal.complete:
         _truncate_journal_to_parts(journal, files, side)
@@ -120,7 +124,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         _fill_counts(outcome, last, done)
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None, noconv=noconv,
-                             constraints=constraints)
+                             constraints=constraints, shape=shape)
         pace = Pace(folder.device, folder.threads)
         ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
         failed: list[BaseException] = []             # the writer's error: no further engine call after it
@@ -144,14 +148,14 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
 
 def _open_journal(inputs, sinks: list[Sink], files: list[Sink], folder: Folder, on_invalid: str, restart: bool,
                   say: Callable[[str], None] | None, noconv: bool = False,
-                  constraints: bool = False) -> Journal | None:
+                  constraints: bool = False, shape=None) -> Journal | None:
     """The run's journal beside the first output, or None where an output is standard output (it cannot
     be resumed). A journal of a complete run whose outputs are gone is started afresh: nothing is left to
     finish."""
     if not files or len(files) != len(sinks):
         return None
     head = journal_header(inputs, sinks, folder.algorithm, folder.variant, on_invalid, folder.options, noconv,
-                          constraints)
+                          constraints, shape)
     journal = Journal(journal_path(files[0].path), head, restart)
     if journal.complete and any(not os.path.exists(s.part) and not os.path.exists(s.path) for s in files):
         # the run was done but an output went (removed before the journal was)
