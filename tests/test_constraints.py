@@ -50,7 +50,7 @@ def random_constraint(seq: str, rng: random.Random) -> str:
             line[i], line[j] = "(", ")"
     for k in range(n):
         if line[k] == "." and rng.random() < 0.08:
-            line[k] = rng.choice("x|<>")
+            line[k] = rng.choice("x|<>" if k else "x|<")   # a line starting with '>' reads as a FASTA header
     return "".join(line)
 
 
@@ -126,12 +126,15 @@ def test_real_sequences_fold_as_viennarna():
 
 
 def test_api_constraints():
-    seqs, lines = _cases(20, 20, 100, seed=21)
-    results = rnapipe.fold(seqs, constraints=lines, enforce_constraint=True, threads=2)
-    for r, seq, line in zip(results, seqs, lines):
-        ref = vienna(seq, line, True)
-        if ref[0] < 100_000 * 100:
-            assert (r.score_int, r.structure) == ref
+    seqs, lines = _cases(30, 20, 100, seed=21)
+    cases = [(s, c) for s, c in zip(seqs, lines) if vienna(s, c, True)[0] < 100_000 * 100]
+    assert len(cases) > 10
+    results = rnapipe.fold([s for s, _ in cases], constraints=[c for _, c in cases], enforce_constraint=True,
+                           threads=2)
+    for r, (seq, line) in zip(results, cases):
+        assert (r.score_int, r.structure) == vienna(seq, line, True)
+    with pytest.raises(InputError, match="record 'seq2': the constraint line leaves no structure"):
+        rnapipe.fold(["GGGAAACCC", "AAAAAAAAA"], constraints=[".........", "|........"], enforce_constraint=True)
 
 
 def test_api_refuses_bad_constraints_and_devices():
@@ -215,7 +218,7 @@ def test_cli_no_structure_is_one_line(tmp_path):
     assert f"{path}, record 'none': the constraint line leaves no structure" in one_error_line(proc)
 
 
-@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+@pytest.mark.parametrize("device", ["gpu", "hybrid"], ids=["device-gpu", "device-hybrid"])
 def test_cli_refuses_constraints_on_gpu_engines(tmp_path, device):
     path = tmp_path / "in.fa"
     path.write_text(">a\nGGGAAACCC\n(((...)))\n")
@@ -243,24 +246,31 @@ def test_constraints_travel_through_chunks_and_the_journal(tmp_path):
     assert "constraint" not in journal_header(["in.fa"], [], "zuker", "default", "error", {})["options"]
 
 
-def test_resumed_run_with_constraints(tmp_path):
-    """A run cut into chunks of 3 records resumes from its journal and gives what one run gives."""
-    import os
+def test_killed_run_with_constraints_resumes_and_a_changed_line_is_refused(tmp_path):
+    """A run killed after its first chunk resumes from its journal to RNAfold's bytes; a rerun after a
+    constraint line changed inside the finished chunks is refused (the chunk digest covers the lines)."""
+    from test_resume import cli, killed_at
 
     rng = random.Random(2)
-    seqs = random_seqs(10, 20, 60, seed=2, n_rate=0.0)
+    seqs = random_seqs(40, 20, 60, seed=2, n_rate=0.0)
     records = [(f"r{k}", s, random_constraint(s, rng)) for k, s in enumerate(seqs)]
-    records = [r for r in records if vienna(r[1], r[2])[0] < 100_000 * 100]
+    records = [r for r in records if vienna(r[1], r[2], True)[0] < 100_000 * 100]
     path = tmp_path / "in.fa"
     path.write_text(_fasta_with_constraints(records))
-    out = tmp_path / "out.db"
-    env = dict(os.environ, RNAPIPE_CHUNK_RECORDS="3")
-    import subprocess
-    import sys
-    proc = subprocess.run([sys.executable, "-m", "rnapipe", "fold", str(path), "-C", "-o", str(out), "-q"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert out.read_bytes() == rnafold_constrained_stdout(records, False)
+    args = ["fold", "in.fa", "-C", "--enforceConstraint", "-o", "out.db", "-q"]
+    killed_at("written:0", tmp_path, args)
+    assert (tmp_path / "out.db.journal").exists()
+    again = cli(args, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "out.db").read_bytes() == rnafold_constrained_stdout(records, True)
+    killed_at("written:1", tmp_path, args + ["--restart"])
+    h, s, c = records[0]
+    k = c.rfind(".")
+    records[0] = (h, s, c[:k] + "x" + c[k + 1:])                        # another line, still valid
+    path.write_text(_fasta_with_constraints(records))
+    changed = cli(args, tmp_path)
+    assert changed.returncode == 2 and "changed" in one_error_line(changed)
+    assert cli(args[:-1] + ["--enforceConstraint"], tmp_path).returncode == 2     # same header: refused again
 
 
 def test_prepare_carries_constraint_lines_into_the_shards(tmp_path):
@@ -276,3 +286,129 @@ def test_prepare_carries_constraint_lines_into_the_shards(tmp_path):
         for piece in FastaReader([str(shard)], constraints=True):
             got.update(zip(piece.records.ids, zip(piece.records.seqs, piece.records.constraints)))
     assert got == {h: (s, c) for h, s, c in records}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# SHAPE (Deigan's method): ViennaRNA's ``fc.sc_add_SHAPE_deigan(values, m, b)`` with RNAfold's values array
+# (``values[0] = 0``, then one a nucleotide, -1 where the file gives none)
+
+
+def random_reactivities(n: int, rng: random.Random) -> list:
+    out = []
+    for _ in range(n):
+        u = rng.random()
+        out.append(None if u < 0.1 else round(rng.expovariate(1.5), 3) if u < 0.9 else round(rng.uniform(0, 4), 4))
+    return out
+
+
+def vienna_shape(seq: str, values, m=1.8, b=-0.6, constraint=None, enforce=False):
+    fc = RNA.fold_compound(seq, RNA.md())
+    if constraint is not None:
+        fc.hc_add_from_db(constraint, RNA.CONSTRAINT_DB_DEFAULT | (RNA.CONSTRAINT_DB_ENFORCE_BP if enforce else 0))
+    fc.sc_add_SHAPE_deigan([0.0] + [-1.0 if v is None else v for v in values], m, b)
+    structure, mfe = fc.mfe()
+    return int(round(mfe * 100)), structure
+
+
+@pytest.mark.parametrize("method,m,b", [("D", 1.8, -0.6), ("Dm2.6b-0.8", 2.6, -0.8), ("Db0.3", 1.8, 0.3)])
+def test_shape_folds_as_viennarna(method, m, b):
+    rng = random.Random(len(method))
+    seqs = random_seqs(60, 10, 160, seed=40 + len(method))
+    values = [random_reactivities(len(s), rng) for s in seqs]
+    results = rnapipe.fold(seqs, shape=values, shape_method=method, threads=2)
+    for r, seq, v in zip(results, seqs, values):
+        assert (r.score_int, r.structure) == vienna_shape(seq, v, m, b), (seq, v)
+
+
+def test_shape_with_constraints_folds_as_viennarna():
+    rng = random.Random(8)
+    seqs = random_seqs(40, 20, 120, seed=8)
+    values = [random_reactivities(len(s), rng) for s in seqs]
+    lines = [random_constraint(s, rng) for s in seqs]
+    results = rnapipe.fold(seqs, constraints=lines, shape=values, threads=2)
+    for r, seq, v, line in zip(results, seqs, values, lines):
+        assert (r.score_int, r.structure) == vienna_shape(seq, v, constraint=line), (seq, v, line)
+
+
+def test_cli_shape_table_and_rnafold_file(tmp_path):
+    rng = random.Random(12)
+    seqs = random_seqs(12, 20, 100, seed=12, n_rate=0.0)
+    values = [random_reactivities(len(s), rng) for s in seqs]
+    values[3] = [None] * len(seqs[3])                       # a record without rows
+    fa = tmp_path / "in.fa"
+    fa.write_text("".join(f">r{k} some text\n{s}\n" for k, s in enumerate(seqs)))
+    table = tmp_path / "shape.tsv"
+    table.write_text("# id position reactivity\n" + "".join(
+        f"r{k}\t{p}\t{x}\n" for k, v in enumerate(values) for p, x in enumerate(v, start=1) if x is not None))
+    proc = run_rnapipe("fold", fa, "--shape", table, "--shapeMethod", "Dm1.9b-0.7", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    expected = "".join(f">r{k} some text\n{s}\n{st} ({e / 100:6.2f})\n"
+                       for k, (s, v) in enumerate(zip(seqs, values))
+                       for e, st in [vienna_shape(s, v, 1.9, -0.7)])
+    assert proc.stdout == expected
+    one = tmp_path / "one.fa"
+    one.write_text(f">only\n{seqs[0]}\n")
+    single = tmp_path / "one.shape"
+    single.write_text("".join(f"{p} {seqs[0][p - 1]} {x}\n" if x is not None else f"{p} {seqs[0][p - 1]}\n"
+                              for p, x in enumerate(values[0], start=1)))
+    proc = run_rnapipe("fold", one, "--shape", single, "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    e, st = vienna_shape(seqs[0], values[0])
+    assert proc.stdout == f">only\n{seqs[0]}\n{st} ({e / 100:6.2f})\n"
+
+
+def test_cli_bad_shape_input(tmp_path):
+    fa = tmp_path / "in.fa"
+    fa.write_text(">a\nGGGGAAACCCC\n>b\nGGGAAACCC\n")
+    table = tmp_path / "t.tsv"
+    table.write_text("a 1 0.5\nb 10 0.3\n")
+    proc = run_rnapipe("fold", fa, "--shape", table, "-q", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert (f"{fa}, record 'b': SHAPE data in {table} for position 10, past the end of the sequence (9 nt)"
+            in one_error_line(proc))
+    skip = run_rnapipe("fold", fa, "--shape", table, "--on-invalid", "skip", "-o", tmp_path / "o.db", cwd=tmp_path)
+    assert skip.returncode == 0 and (tmp_path / "o.db").read_text().startswith(">a\n")
+    table.write_text("a 1 0.5\na 2 high\n")
+    proc = run_rnapipe("fold", fa, "--shape", table, "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and f"{table}: line 2: reactivity 'high' is not a number" in one_error_line(proc)
+    single = tmp_path / "s.shape"
+    single.write_text("1 G 0.5\n2 G 0.1\n")
+    proc = run_rnapipe("fold", fa, "--shape", single, "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "more than one record" in one_error_line(proc)
+    proc = run_rnapipe("fold", fa, "--shape", tmp_path / "missing.tsv", "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "no such SHAPE file" in one_error_line(proc)
+    proc = run_rnapipe("fold", fa, "--shape", single, "--shapeMethod", "Z", "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "only Deigan's method" in one_error_line(proc)
+    for device in ("gpu", "hybrid"):
+        proc = run_rnapipe("fold", fa, "--shape", single, "--device", device, cwd=tmp_path)
+        assert proc.returncode == 2
+        assert "--shape is supported on the CPU engine for now" in one_error_line(proc)
+
+
+def test_api_refuses_shape_on_gpu_engines_and_bad_lengths():
+    for device in ("gpu", "hybrid"):
+        with pytest.raises(UsageError, match="supported on the CPU engine for now"):
+            rnapipe.fold("GGGAAACCC", shape=[0.1] * 9, device=device)
+    with pytest.raises(InputError, match="3 SHAPE reactivities for 9 nt"):
+        rnapipe.fold(["GGGAAACCC"], shape=[[0.1, 0.2, 0.3]])
+
+
+def test_shape_travels_through_chunks_and_the_journal(tmp_path):
+    import numpy as np
+
+    from rnapipe.constraints import read_shape
+    from rnapipe.pipeline.folding.chunks import Chunk
+    from rnapipe.pipeline.records import Records
+    from rnapipe.pipeline.resume.run import journal_header
+
+    one = Records.from_lists(["a", "b"], ["GGGAAACCC"] * 2, [0, 1], shape=[np.arange(9, dtype=np.int32), None])
+    two = Records.from_lists(["a", "b"], ["GGGAAACCC"] * 2, [0, 1], shape=[np.arange(9, dtype=np.int32) * 2, None])
+    assert Chunk(0, one, end=2).digest() != Chunk(0, two, end=2).digest()
+    assert Records.concat([one.take(1, 2), Records.from_lists(["c"], ["GGG"], [2])]).shape == [None, None]
+    path = tmp_path / "t.tsv"
+    path.write_text("a 1 0.5\n")
+    head = journal_header(["in.fa"], [], "zuker", "default", "error", {}, shape=read_shape(str(path), 1.9, -0.7))
+    assert head["options"]["shape"][0] == str(path) and head["options"]["shape"][2:] == ["deigan", 1.9, -0.7]
+    path.write_text("a 1 0.6\n")
+    again = journal_header(["in.fa"], [], "zuker", "default", "error", {}, shape=read_shape(str(path), 1.9, -0.7))
+    assert again["options"]["shape"][1] != head["options"]["shape"][1]

@@ -154,8 +154,8 @@ for _k, _c in enumerate(HC_SYMBOLS):
     HC_CODES[ord(_c)] = _k
 HC_CODES.setflags(write=False)
 _HC_X, _HC_PIPE, _HC_DOWN, _HC_UP, _HC_OPEN, _HC_CLOSE = 1, 2, 3, 4, 5, 6
-NO_DATA8 = np.zeros(0, dtype=np.int8)          # H of a sequence without hard constraints
-NO_DATA32 = np.zeros(0, dtype=np.int32)        # SH of a sequence without SHAPE data
+NO_DATA8 = np.zeros(0, dtype=np.int8)          # H of a sequence without hard constraints (from Python)
+NO_DATA32 = np.zeros(0, dtype=np.int32)        # SH of a sequence without SHAPE data (from Python)
 
 
 @njit(cache=True, nogil=True)
@@ -705,7 +705,8 @@ def dot_bracket(pt, n):
 def fold_codes_in(T, S, work32, work8):
     """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
-    W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, NO_DATA8, False, NO_DATA32)
+    W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, np.zeros(0, dtype=np.int8), False,
+                                              np.zeros(0, dtype=np.int32))
     pt = traceback(T, S, n, W, V, WM, ptype, UP, DN, SS)
     return W[n], dot_bracket(pt, n)
 
@@ -763,8 +764,8 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out, hc, enfor
         S = codes[starts[k]:starts[k + 1]]
         n = S.shape[0] - 2
         if n > 0:
-            H = hc[starts[k]:starts[k + 1]] if hc.shape[0] > 0 else NO_DATA8
-            SH = shape[starts[k]:starts[k + 1]] if shape.shape[0] > 0 else NO_DATA32
+            H = hc[starts[k]:starts[k + 1]] if hc.shape[0] > 0 else hc[0:0]
+            SH = shape[starts[k]:starts[k + 1]] if shape.shape[0] > 0 else shape[0:0]
             W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, H, enforce, SH)
             db = dot_bracket(traceback(T, S, n, W, V, WM, ptype, UP, DN, SS), n)
             energies[k] = W[n]
