@@ -412,3 +412,36 @@ def test_shape_travels_through_chunks_and_the_journal(tmp_path):
     path.write_text("a 1 0.6\n")
     again = journal_header(["in.fa"], [], "zuker", "default", "error", {}, shape=read_shape(str(path), 1.9, -0.7))
     assert again["options"]["shape"][1] != head["options"]["shape"][1]
+
+
+def test_workflow_with_constraints_and_shape(tmp_path):
+    """The workflow with ``fold.constraint``, ``fold.enforce_constraint`` and ``fold.shape``: prepare carries the
+    constraint lines into the shards, every fold job applies them and the table's SHAPE data, and the merged db
+    is ViennaRNA's fold of each record with both."""
+    import subprocess
+
+    from test_workflow import environment, needs_snakemake, snakemake_cmd
+
+    if needs_snakemake.args[0]:
+        pytest.skip("snakemake is not installed")
+    rng = random.Random(17)
+    seqs = random_seqs(30, 10, 90, seed=17, n_rate=0.0)
+    records = []
+    for k, seq in enumerate(seqs):
+        line, values = random_constraint(seq, rng), random_reactivities(len(seq), rng)
+        expected = vienna_shape(seq, values, constraint=line, enforce=True)
+        if expected[0] < 100_000 * 100:
+            records.append((f"r{k}", seq, line, values, expected))
+    (tmp_path / "in.fa").write_text("".join(f">{h}\n{s}\n{c}\n" for h, s, c, _, _ in records))
+    (tmp_path / "shape.tsv").write_text("".join(f"{h} {p} {x}\n" for h, _, _, v, _ in records
+                                                for p, x in enumerate(v, start=1) if x is not None))
+    config = {"inputs": "[in.fa]", "outdir": "out", "formats": "[db]",
+              "fold": "{constraint: true, enforce_constraint: true, shape: shape.tsv}",
+              "prepare": "{shard_records: 5}"}
+    run = subprocess.run(snakemake_cmd(tmp_path, config), env=environment(tmp_path), capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert any(line and line[0] in ".x|<(" for shard in (tmp_path / "out" / "work" / "in" / "prepared" /
+                                                          "shards").iterdir() for line in shard.read_text().split("\n"))
+    assert (tmp_path / "out" / "in.zuker.db").read_text() == "".join(
+        f">{h}\n{s}\n{st} ({e / 100:6.2f})\n" for h, s, _, _, (e, st) in records)
