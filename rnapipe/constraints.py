@@ -137,8 +137,9 @@ def deigan(reactivities, m: float = DEIGAN_SLOPE, b: float = DEIGAN_INTERCEPT) -
 @dataclass
 class ShapeData:
     """SHAPE reactivities read from ``path``: RNAfold's file of one sequence (``table`` False: ``single`` holds
-    position → reactivity), or a table of ``id position reactivity`` rows for many (``rows``: id → position →
-    reactivity). ``slope``, ``intercept``: Deigan's m and b."""
+    position → reactivity), a table of ``id position reactivity`` rows for many (``rows``: id → position →
+    reactivity), or a directory of RNAfold's files, one a record, named ``ID.shape`` (``directory``: read as
+    the records come). ``slope``, ``intercept``: Deigan's m and b."""
 
     path: str
     table: bool
@@ -146,6 +147,7 @@ class ShapeData:
     intercept: float = DEIGAN_INTERCEPT
     single: dict = field(default_factory=dict)
     rows: dict = field(default_factory=dict)
+    directory: bool = False
 
     def for_record(self, record: str, ordinal: int, length: int, file: str | None = None) -> np.ndarray | None:
         """The pseudo-energies of the record ``record`` (the ``ordinal``-th of the input, from 0) of ``length``
@@ -154,7 +156,17 @@ class ShapeData:
         RNAfold's file of one sequence given to a second record."""
         from .errors import InputError
 
-        if self.table:
+        source = self.path
+        if self.directory:
+            source = os.path.join(self.path, record + ".shape")
+            if os.sep in record or not os.path.isfile(source):
+                return None
+            one = _read_file(source, self.slope, self.intercept)
+            if one.table:
+                raise InputError(f"{source} is a table: a file of the directory {self.path} holds one record's "
+                                 "'position [nucleotide] reactivity' lines", file=file, record=record)
+            values = one.single
+        elif self.table:
             values = self.rows.get(record)
         else:
             if ordinal > 0:
@@ -168,7 +180,7 @@ class ShapeData:
             return None
         beyond = [p for p in values if p > length]
         if beyond:
-            raise InputError(f"SHAPE data in {self.path} for position {min(beyond)}, past the end of the "
+            raise InputError(f"SHAPE data in {source} for position {min(beyond)}, past the end of the "
                              f"sequence ({length} nt)", file=file, record=record, position=min(beyond))
         r = np.full(length, -1.0)
         for p, v in values.items():
@@ -185,11 +197,17 @@ def _number(text: str) -> float | None:
 
 
 def read_shape(path: str, slope: float = DEIGAN_SLOPE, intercept: float = DEIGAN_INTERCEPT) -> ShapeData:
-    """Read a SHAPE file (see :class:`ShapeData`): lines ``position [nucleotide] reactivity`` (RNAfold's
-    format; a line without a reactivity, or with a negative one, marks the position missing, as in RNAfold)
-    or ``id position reactivity`` (a table: three fields, the second a whole number). Blank lines and lines
-    starting with ``#`` are skipped. Anything else is :class:`~rnapipe.errors.InputError` naming the file and
-    the line."""
+    """Read a SHAPE file, or take a directory of them (see :class:`ShapeData`): lines ``position [nucleotide]
+    reactivity`` (RNAfold's format; a line without a reactivity, or with a negative one, marks the position
+    missing, as in RNAfold) or ``id position reactivity`` (a table: three fields, the second a whole number).
+    Blank lines and lines starting with ``#`` are skipped. Anything else is :class:`~rnapipe.errors.InputError`
+    naming the file and the line."""
+    if os.path.isdir(path):
+        return ShapeData(path, table=False, slope=slope, intercept=intercept, directory=True)
+    return _read_file(path, slope, intercept)
+
+
+def _read_file(path: str, slope: float, intercept: float) -> ShapeData:
     from .errors import InputError
 
     try:
@@ -235,8 +253,16 @@ def read_shape(path: str, slope: float = DEIGAN_SLOPE, intercept: float = DEIGAN
 
 
 def shape_identity(path: str) -> list:
-    """The SHAPE file's absolute path and content digest, for the resume journal."""
+    """The SHAPE file's (or directory's) absolute path and content digest, for the resume journal: a directory's
+    digest covers the names and contents of its ``.shape`` files."""
     import hashlib
 
+    if os.path.isdir(path):
+        digest = hashlib.sha256()
+        for name in sorted(n for n in os.listdir(path) if n.endswith(".shape")):
+            with open(os.path.join(path, name), "rb") as handle:
+                digest.update(name.encode("utf-8", "surrogateescape") + b"\0"
+                              + hashlib.sha256(handle.read()).digest())
+        return [os.path.abspath(path), digest.hexdigest()]
     with open(path, "rb") as handle:
         return [os.path.abspath(path), hashlib.sha256(handle.read()).hexdigest()]

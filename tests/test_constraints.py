@@ -9,6 +9,7 @@ and a few on real sequences of ../shared/data.
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -445,3 +446,27 @@ def test_workflow_with_constraints_and_shape(tmp_path):
                                                           "shards").iterdir() for line in shard.read_text().split("\n"))
     assert (tmp_path / "out" / "in.zuker.db").read_text() == "".join(
         f">{h}\n{s}\n{st} ({e / 100:6.2f})\n" for h, s, _, _, (e, st) in records)
+
+
+def test_cli_shape_directory_of_rnafold_files(tmp_path):
+    """``--shape DIR``: RNAfold's file of each record, ``DIR/ID.shape``; a record without one folds without data."""
+    rng = random.Random(13)
+    seqs = random_seqs(6, 20, 80, seed=13, n_rate=0.0)
+    values = [random_reactivities(len(s), rng) for s in seqs]
+    (tmp_path / "in.fa").write_text("".join(f">r{k}\n{s}\n" for k, s in enumerate(seqs)))
+    (tmp_path / "shape").mkdir()
+    for k, (s, v) in enumerate(zip(seqs, values)):
+        if k == 2:
+            values[k] = [None] * len(s)
+            continue
+        (tmp_path / "shape" / f"r{k}.shape").write_text(
+            "".join(f"{p} {s[p - 1]} {x}\n" for p, x in enumerate(v, start=1) if x is not None))
+    proc = run_rnapipe("fold", "in.fa", "--shape", "shape", "-q", "-o", "out.db", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.db").read_text() == "".join(
+        f">r{k}\n{s}\n{st} ({e / 100:6.2f})\n" for k, (s, v) in enumerate(zip(seqs, values))
+        for e, st in [vienna_shape(s, v)])
+    (tmp_path / "shape" / "r1.shape").write_text(f"{len(seqs[1]) + 1} A 0.5\n")
+    proc = run_rnapipe("fold", "in.fa", "--shape", "shape", "-q", "-o", "out.db", "--restart", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"record 'r1': SHAPE data in {os.path.join('shape', 'r1.shape')} for position" in one_error_line(proc)
