@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -88,7 +89,8 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     """Fold a stream of sequences, yielding :class:`Result` objects in input order as chunks finish.
 
     Takes what :func:`fold` takes, any iterable (a generator, a Biopython ``SeqIO.parse``), and reads it a
-    chunk at a time: memory holds the chunks in flight, not the whole input. Records skipped under
+    chunk at a time: memory holds the chunks in flight, not the whole input (with ``constraints`` or ``shape``,
+    one item for each sequence, the sequences are taken into a list first). Records skipped under
     ``on_invalid='skip'`` are appended to ``rejected`` (a list, if given) as they are met.
     """
     from .pipeline.folding.chunks import chunked
@@ -144,7 +146,12 @@ def _per_sequence(sequences, data, algorithm: str, name: str, what: str) -> tupl
     another algorithm than Zuker or a count that differs."""
     if algorithm != "zuker":
         raise UsageError(f"{name} apply to algorithm 'zuker' only, not {algorithm!r}")
-    items = [sequences] if isinstance(sequences, (str, bytes)) else list(sequences)
+    if isinstance(sequences, (str, bytes, bytearray, Record)) or hasattr(sequences, "seq"):    # one, a SeqRecord too
+        items = [sequences]
+    elif isinstance(sequences, Mapping):
+        items = list(sequences.items())
+    else:
+        items = list(sequences)
     lines = list(data)
     if name == "shape" and len(items) == 1 and lines and not isinstance(lines[0], (list, tuple, np.ndarray,
                                                                                     type(None))):

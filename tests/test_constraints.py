@@ -470,3 +470,17 @@ def test_cli_shape_directory_of_rnafold_files(tmp_path):
     proc = run_rnapipe("fold", "in.fa", "--shape", "shape", "-q", "-o", "out.db", "--restart", cwd=tmp_path)
     assert proc.returncode == 2
     assert f"record 'r1': SHAPE data in {os.path.join('shape', 'r1.shape')} for position" in one_error_line(proc)
+
+
+def test_api_constraints_for_every_kind_of_input():
+    """A mapping, pairs, Records and one string take their constraint lines in their order."""
+    from rnapipe.io import Record
+
+    seqs = {"a": "GGGGAAAACCCC", "b": "GGGAAAUCCCAA"}
+    lines = ["((((....))))", "xxx........."]
+    want = [vienna(s, c) for s, c in zip(seqs.values(), lines)]
+    for given in (seqs, list(seqs.items()), [Record(k, v, 7 + i) for i, (k, v) in enumerate(seqs.items())]):
+        got = rnapipe.fold(given, constraints=lines)
+        assert [(r.id, r.score_int, r.structure) for r in got] == [(k, *w) for k, w in zip(seqs, want)]
+    one = rnapipe.fold("GGGGAAAACCCC", constraints="((((....))))")
+    assert (one[0].score_int, one[0].structure) == want[0]

@@ -278,8 +278,8 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                          help="as RNAfold --enforceConstraint: the pairs ( ) of -C must form, and | must pair")
     rnafold.add_argument("--shape", metavar="FILE",
                          help="SHAPE reactivities, as RNAfold --shape: RNAfold's file of one sequence ('position "
-                         "[nucleotide] reactivity' lines), or a table of 'id position reactivity' lines for many; "
-                         "Zuker on the CPU")
+                         "[nucleotide] reactivity' lines), a table of 'id position reactivity' lines for many, or "
+                         "a directory of RNAfold's files named ID.shape; Zuker on the CPU")
     rnafold.add_argument("--shapeMethod", metavar="D[mX][bY]", dest="shape_method",
                          help="as RNAfold --shapeMethod: Deigan's method (D) with slope m and intercept b "
                          "(default D: m 1.8, b -0.6)")
