@@ -132,18 +132,18 @@ def cpu_only(device: str, what: str) -> str:
     raise UsageError(f"{what} are supported on the CPU engine for now (device 'cpu'), not on device '{device}'")
 
 
-def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, list[str]]:
-    """The sequences as a list and the constraint lines, one for each (a lone sequence may have its line as a
-    string); refused for another algorithm than Zuker or a count that differs."""
+def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, dict]:
+    """The sequences as a list and the constraint lines by record index (see :func:`_per_sequence`; a lone
+    sequence may have its line as a string); refused for another algorithm than Zuker or a count that differs."""
     lines = [constraints] if isinstance(constraints, str) else list(constraints)
     if any(not isinstance(line, str) for line in lines):
         raise UsageError("constraints must be strings (RNAfold's constraint lines), one for each sequence")
     return _per_sequence(sequences, lines, algorithm, "constraints", "constraint lines")
 
 
-def _per_sequence(sequences, data, algorithm: str, name: str, what: str) -> tuple[list, list]:
-    """The sequences as a list and ``data`` (``name``, one item for each: ``what``) as a list; refused for
-    another algorithm than Zuker or a count that differs."""
+def _per_sequence(sequences, data, algorithm: str, name: str, what: str) -> tuple[list, dict]:
+    """The sequences as a list and ``data`` (``name``, one item for each: ``what``) by the index each record will
+    have (a Record's own, else its place); refused for another algorithm than Zuker or a count that differs."""
     if algorithm != "zuker":
         raise UsageError(f"{name} apply to algorithm 'zuker' only, not {algorithm!r}")
     if isinstance(sequences, (str, bytes, bytearray, Record)) or hasattr(sequences, "seq"):    # one, a SeqRecord too
@@ -158,10 +158,11 @@ def _per_sequence(sequences, data, algorithm: str, name: str, what: str) -> tupl
         lines = [lines]                     # one sequence's reactivities, not a list of them
     if len(lines) != len(items):
         raise UsageError(f"{len(lines)} {what} for {len(items)} sequences: give one for each")
-    # a record's line is found by its index: a Record's own index is its place here
-    items = [Record(item.id, item.sequence, k, item.file) if isinstance(item, Record) and item.index != k else item
-             for k, item in enumerate(items)]
-    return items, lines
+    # the reader finds a record's item by the record's index: a Record's own, else its place
+    by_index = {item.index if isinstance(item, Record) else k: line for k, (item, line) in enumerate(zip(items, lines))}
+    if len(by_index) != len(items):
+        raise UsageError(f"{name}: Records with the same index cannot be told apart")
+    return items, by_index
 
 
 # The options of Zuker's model, as fold() takes them by name (the Nussinov engines refuse what they do not take).

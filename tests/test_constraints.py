@@ -482,5 +482,7 @@ def test_api_constraints_for_every_kind_of_input():
     for given in (seqs, list(seqs.items()), [Record(k, v, 7 + i) for i, (k, v) in enumerate(seqs.items())]):
         got = rnapipe.fold(given, constraints=lines)
         assert [(r.id, r.score_int, r.structure) for r in got] == [(k, *w) for k, w in zip(seqs, want)]
+        records = isinstance(given, list) and isinstance(given[0], Record)
+        assert [r.index for r in got] == ([7, 8] if records else [0, 1])          # a Record keeps its index
     one = rnapipe.fold("GGGGAAAACCCC", constraints="((((....))))")
     assert (one[0].score_int, one[0].structure) == want[0]

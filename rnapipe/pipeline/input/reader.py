@@ -510,7 +510,8 @@ def record_pieces(obj, on_invalid: str, length_check: LengthCheck, rejected: lis
     """Pieces from what :func:`rnapipe.fold` accepts (strings, pairs, Records, SeqRecords; see
     :func:`rnapipe.io.as_records`). Chunks count records by their place in this stream; each record's own
     index (a Record's, or its place) comes back as its tag. Rejected records go to ``rejected``.
-    ``constraints``: the constraint line of each record by that index (checked here: rnapipe.constraints);
+    ``constraints``: the constraint line of each record by that index (a mapping; checked here:
+    rnapipe.constraints);
     ``shape``: the SHAPE reactivities of each (None: none), turned into pseudo-energies by Deigan's method with
     ``shape_method`` (m, b)."""
     from ...io.fasta import as_records
