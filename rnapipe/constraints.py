@@ -172,9 +172,9 @@ class ShapeData:
             if ordinal > 0:
                 from .errors import UsageError
 
-                raise UsageError(f"the SHAPE file {self.path} is RNAfold's file of one sequence's reactivities, and the "
-                                 f"input has more than one record ('{record}' is another): give a table of "
-                                 "'id position reactivity' rows")
+                raise UsageError(f"the SHAPE file {self.path} is RNAfold's file of one sequence's reactivities, "
+                                 f"and the input has more than one record ('{record}' is another): give a table "
+                                 "of 'id position reactivity' rows")
             values = self.single
         if not values:
             return None

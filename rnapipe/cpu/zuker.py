@@ -474,8 +474,8 @@ def _W(T, S, n, V, ptype, AU, UP):
 
 @njit(cache=True, nogil=True)
 def _fill(T, S, n, work32, work8, H, enforce, SH):
-    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them, the pair types and the
-    unpaired runs UP, DN (see :func:`_hard_constraints`).
+    """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them, the pair types, the unpaired runs
+    UP, DN (see :func:`_hard_constraints`) and the SHAPE stacking terms SS, all of which the traceback reads.
 
     ``H``: the hard-constraint codes of S's positions (:data:`HC_CODES`, padded as S; empty for none) and
     ``enforce`` (RNAfold's --enforceConstraint); ``SH``: each position's SHAPE stacking pseudo-energy (dcal/mol,
@@ -539,10 +539,11 @@ def _fill(T, S, n, work32, work8, H, enforce, SH):
         for j in range(ilo + TURN + 1, n + 1):
             j_free = UP[j] > 0
             a3 = DN[j - 1]                                      # unpaired nucleotides that may end at j-1
+            s3 = SS[j - 1] + SS[j]
             for i in range(min(i0, j - TURN - 1), ilo - 1, -1):
                 t = ptype[i, j]
                 a5 = UP[i + 1]                                  # ... and that may start at i+1
-                sstack = SS[i] + SS[i + 1] + SS[j - 1] + SS[j]
+                sstack = SS[i] + SS[i + 1] + s3
                 if t:
                     # V (eq. 2): the hairpin, VBI and VM
                     size = j - i - 1
@@ -600,7 +601,8 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
             continue
         found = False
         for i in range(j - TURN - 1, 0, -1):
-            if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + E.exterior_stem_of_type(T, S, n, i, j, ptype[i, j]) == W[j]:
+            stem = E.exterior_stem_of_type(T, S, n, i, j, ptype[i, j])
+            if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + stem == W[j]:
                 stack[top, 0] = 0
                 stack[top, 1] = i
                 stack[top, 2] = j
