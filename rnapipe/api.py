@@ -96,7 +96,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     from .pipeline.folding.chunks import chunked
     from .pipeline.input.reader import record_pieces
     from .pipeline.folding.pace import Pace
-    from .pipeline.folding.stream import fold_chunks
+    from .pipeline.folding.stream import NO_STRUCTURE, fold_chunks, without_empty_solutions
     from .pipeline.choose import folder_for
 
     if on_invalid not in ("error", "skip"):
@@ -120,6 +120,9 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
                            constraints=constraints, shape=shape, shape_method=method)
     pace = Pace(folder.device, folder.threads)
     for chunk, results in fold_chunks(chunked(pieces, pace=pace), folder, pace=pace):
+        if constraints is not None:
+            chunk, results = without_empty_solutions(chunk, results, on_invalid)
+            rejected.extend(r for r in chunk.rejected if r.reason == NO_STRUCTURE)
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 

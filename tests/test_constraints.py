@@ -211,12 +211,26 @@ def test_cli_bad_constraint_lines(tmp_path, name):
     assert "bad" in skip.stderr and message.split(": ", 1)[1][:20] in skip.stderr
 
 
-def test_cli_no_structure_is_one_line(tmp_path):
+def test_cli_no_structure_is_one_line_or_skipped(tmp_path):
+    """A record whose constraints leave no structure (ViennaRNA's INF) stops the run, as RNAfold stops; under
+    --on-invalid skip it is left out and listed, and a rerun of the finished output does not refold."""
     path = tmp_path / "in.fa"
-    path.write_text(">none\nAAAAAAAAAA\n|.........\n")
+    path.write_text(">ok\nGGGGAAACCCC\n|..........\n>none\nAAAAAAAAAA\n|.........\n>ok2\nGGGAAACCC\n.........\n")
+    assert vienna("AAAAAAAAAA", "|.........", True)[0] >= 100_000 * 100
     proc = run_rnapipe("fold", path, "-C", "--enforceConstraint", "-q", cwd=tmp_path)
     assert proc.returncode == 2
     assert f"{path}, record 'none': the constraint line leaves no structure" in one_error_line(proc)
+    out = tmp_path / "out.db"
+    proc = run_rnapipe("fold", path, "-C", "--enforceConstraint", "--on-invalid", "skip", "-o", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "none" in proc.stderr and "leaves no structure" in proc.stderr
+    expected = [("ok", "GGGGAAACCCC", "|.........."), ("ok2", "GGGAAACCC", ".........")]
+    assert out.read_bytes() == rnafold_constrained_stdout(expected, True)
+    rejected = (tmp_path / "out.db.rejected.tsv").read_text().splitlines()
+    assert [row.split("\t")[:2] for row in rejected[1:]] == [["1", "none"]]
+    skipped = rnapipe.fold(["GGGAAACCC", "AAAAAAAAA"], constraints=[".........", "|........"],
+                           enforce_constraint=True, on_invalid="skip")
+    assert [r.id for r in skipped] == ["seq1"] and [r.id for r in skipped.rejected] == ["seq2"]
 
 
 @pytest.mark.parametrize("device", ["gpu", "hybrid"], ids=["device-gpu", "device-hybrid"])
@@ -486,3 +500,21 @@ def test_api_constraints_for_every_kind_of_input():
         assert [r.index for r in got] == ([7, 8] if records else [0, 1])          # a Record keeps its index
     one = rnapipe.fold("GGGGAAAACCCC", constraints="((((....))))")
     assert (one[0].score_int, one[0].structure) == want[0]
+
+
+def test_resume_after_a_record_without_structure_was_skipped(tmp_path):
+    """The chunk that lost a record after folding keeps the digest of what was read: the rerun resumes."""
+    from test_resume import cli, killed_at
+
+    rng = random.Random(23)
+    seqs = random_seqs(16, 20, 50, seed=23, n_rate=0.0)
+    records = [(f"r{k}", s, random_constraint(s, rng)) for k, s in enumerate(seqs)]
+    records = [r for r in records if vienna(r[1], r[2], True)[0] < 100_000 * 100]
+    records.insert(1, ("none", "AAAAAAAAAA", "|........."))
+    (tmp_path / "in.fa").write_text(_fasta_with_constraints(records))
+    args = ["fold", "in.fa", "-C", "--enforceConstraint", "--on-invalid", "skip", "-o", "out.db", "-q"]
+    killed_at("written:1", tmp_path, args)
+    again = cli(args[:-1], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "resumed an interrupted run: 2 chunk(s) were done already" in again.stderr
+    assert (tmp_path / "out.db").read_bytes() == rnafold_constrained_stdout(records[:1] + records[2:], True)

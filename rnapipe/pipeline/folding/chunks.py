@@ -40,6 +40,7 @@ class Chunk:
     rejected: list[Rejected] = field(default_factory=list)
     end: int = 0              # input index after the chunk's last record
     cost: float = 0.0         # its work (pace.work)
+    as_read: str | None = None  # the digest of the chunk as read, where records were left out after folding
 
     @property
     def ids(self) -> list[str]:
@@ -76,6 +77,8 @@ class Chunk:
         """A fingerprint of the chunk's records (not a cryptographic one: it tells a changed input from the
         same one): CRC-32 of the ids, of the sequences as printed, of the rejected records, of the header
         lines (db prints them) and of the constraint lines and SHAPE data where there are any, with their sizes."""
+        if self.as_read is not None:
+            return self.as_read
         rejected = repr([tuple(r) for r in self.rejected]).encode("utf-8", "surrogatepass")
         parts = (self.ids_text, self.records.printed(), rejected, self.records.headers()[0])
         if self.records.cons_text is not None:

@@ -76,7 +76,6 @@ class Folder:
             results = self.engine.fold_batch([s for p in parts for s in p.seqs], self.variant, self.threads,
                                              self.options, self.progress, constraints=constraints, shape=shape)
             scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=count)
-            _check_solutions(scores, parts)
             return scores, ("\n".join([r[1] for r in results]) + "\n").encode("ascii")
         packed = getattr(self.engine, "fold_packed", None)
         if packed is not None and not (self.gpus and len(self.gpus) > 1):
@@ -104,20 +103,3 @@ class Folder:
                 return self.engine.fold_batch(sequences, self.variant, self.threads, self.options, self.progress)
         return self.engine.fold_batch(sequences, self.variant, self.threads, self.options, self.progress)
 
-
-def _check_solutions(scores: np.ndarray, parts: list) -> None:
-    """A record whose hard constraints leave no structure that can form (its score the engine's INF) stops the
-    run, as RNAfold stops (``Supplied structure constraints create empty solution set``)."""
-    from ...errors import NoStructure
-    from ...params import INF
-
-    bad = np.flatnonzero(scores >= INF)
-    if not len(bad):
-        return
-    k = int(bad[0])
-    for part in parts:
-        if k < len(part):
-            break
-        k -= len(part)
-    raise NoStructure("the constraint line leaves no structure that can form (RNAfold: empty solution set)",
-                      record=part.ids[k], index=int(part.index[k]))

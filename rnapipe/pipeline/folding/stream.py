@@ -18,6 +18,8 @@ import numpy as np
 
 from ...cpu.batch import Relay, relayed
 from ...errors import NoStructure, OutOfMemoryError
+from ...io.records import Rejected
+from ...params import INF
 from .. import timeline
 from ..pause import pause_point
 from .chunks import Chunk
@@ -128,6 +130,34 @@ class ChunkResults:
         return list(zip(self.scores.tolist(), text))
 
 
+NO_STRUCTURE = "the constraint line leaves no structure that can form (RNAfold: empty solution set)"
+
+
+def without_empty_solutions(chunk: Chunk, results: ChunkResults, on_invalid: str,
+                            file_of: Callable[[int], str | None] | None = None) -> tuple[Chunk, ChunkResults]:
+    """The chunk and its results without the records whose hard constraints leave no structure (the engine's
+    score INF; only --enforceConstraint's can): under on_invalid 'error' the first one raises
+    :class:`~rnapipe.errors.NoStructure` naming it (RNAfold stops there too), under 'skip' they join the chunk's
+    rejected records. The chunk keeps the digest of what was read, so that a resumed run reads it the same."""
+    bad = np.flatnonzero(results.scores >= INF)
+    if not len(bad):
+        return chunk, results
+    ids, index = chunk.ids, chunk.index
+    if on_invalid == "error":
+        k = int(bad[0])
+        raise NoStructure(NO_STRUCTURE, file_of(int(index[k])) if file_of is not None else None, ids[k],
+                          index=int(index[k]))
+    keep = np.ones(len(chunk), dtype=bool)
+    keep[bad] = False
+    rejected = chunk.rejected + [Rejected(int(index[k]), ids[k], file_of(int(index[k])) if file_of else None,
+                                          NO_STRUCTURE) for k in bad.tolist()]
+    rejected.sort(key=lambda r: r.index)
+    lines = results.structures.split(b"\n")
+    structures = b"".join(lines[k] + b"\n" for k in np.flatnonzero(keep).tolist())
+    kept = Chunk(chunk.number, chunk.records.keep(keep), rejected, chunk.end, chunk.cost, as_read=chunk.digest())
+    return kept, ChunkResults(results.scores[keep], structures)
+
+
 def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
                 check: Callable[[Chunk], None] | None = None,
                 file_of: Callable[[int], str | None] | None = None,
@@ -195,8 +225,6 @@ class _Call:
             err, self.error = self.error, None
             if isinstance(err, MemoryError) and not isinstance(err, OutOfMemoryError):
                 raise out_of_memory(err, self.batch, folder, file_of) from err
-            if isinstance(err, NoStructure) and err.file is None and file_of is not None:
-                raise NoStructure(err.reason, file_of(err.index), err.record, err.position, err.index) from None
             raise err
         return self.result
 

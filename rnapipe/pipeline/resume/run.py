@@ -27,7 +27,7 @@ from .journal import InputChanged, Journal, journal_path
 from ..output.sinks import Sink, chunk_bytes, fsync_directory
 from .progress import Progress
 from ..input.reader import PARSE_THREADS, FastaReader
-from ..folding.stream import DEPTH, fold_chunks
+from ..folding.stream import DEPTH, fold_chunks, without_empty_solutions
 from ..folding.folder import Folder
 from ..folding.pace import Pace
 from ..pause import pause_point
@@ -131,7 +131,8 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         stream = fold_chunks(_chunks.chunked(reader, pace=pace, ends=ends), folder, done, _digest_check(journal),
                              reader.file_of, pace, lambda: bool(failed))
         try:
-            _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm, failed)
+            _write_all(stream, sinks, side, journal, outcome, progress, report_skipped, folder.algorithm, failed,
+                       lambda c, r: without_empty_solutions(c, r, on_invalid, reader.file_of))
         finally:
             if progress is not None:
                 progress.stop()
@@ -254,10 +255,11 @@ def _entry(number: int, digest: str, sinks, side, outcome: Outcome) -> dict:
 
 
 def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_skipped, algorithm: str,
-               failed: list) -> None:
+               failed: list, screen=None) -> None:
     """Write the folded chunks in order on a thread of their own; their text is made (formatted and, for a
     .gz output, compressed) on a pool of threads, several chunks at once, while the next ones fold. The
-    writer's error goes into ``failed`` (which the stream reads to stop folding) and is raised here."""
+    writer's error goes into ``failed`` (which the stream reads to stop folding) and is raised here.
+    ``screen(chunk, results)``: the chunk and results to write (records left out after folding)."""
     q: queue.Queue = queue.Queue(maxsize=DEPTH + RENDER_THREADS)   # chunks whose text is under way
     pool = ThreadPoolExecutor(RENDER_THREADS, thread_name_prefix="rnapipe-render")
 
@@ -290,6 +292,8 @@ def _write_all(stream, sinks, side, journal, outcome: Outcome, progress, report_
                 continue
             if failed:
                 break
+            if screen is not None:
+                chunk, results = screen(chunk, results)
             future = pool.submit(_texts, chunk, results, sinks, algorithm, journal is not None)
             # what waits for the writer is the chunk's text: its records and results go once it is made
             q.put((_Done.of(chunk), future))
