@@ -518,3 +518,20 @@ def test_resume_after_a_record_without_structure_was_skipped(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "resumed an interrupted run: 2 chunk(s) were done already" in again.stderr
     assert (tmp_path / "out.db").read_bytes() == rnafold_constrained_stdout(records[:1] + records[2:], True)
+
+
+def test_cli_constraint_lines_over_several_lines_and_headerless_input(tmp_path):
+    """A record's sequence and its constraint line may each go over several lines (RNAfold reads them so);
+    headerless input with -C is refused in one line."""
+    seq, line = "GGGGAAAACCCCAUAUGGGAAAUCCC", "((((....))))..xx(((...)))."
+    (tmp_path / "in.fa").write_text(f">a\n{seq[:10]}\n{seq[10:]}\n{line[:13]}\n{line[13:]}\n")
+    proc = run_rnapipe("fold", "in.fa", "-C", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.encode() == rnafold_constrained_stdout([("a", seq, line)], False)
+    proc = run_rnapipe("fold", "-", "-C", "-q", cwd=tmp_path, stdin=f"{seq}\n{line}\n")
+    assert proc.returncode == 2 and "no FASTA header" in one_error_line(proc)
+
+
+def test_model_refuses_a_non_boolean_enforce_constraint():
+    with pytest.raises(UsageError, match="enforce_constraint must be True or False"):
+        rnapipe.fold("GGGAAACCC", constraints=".........", enforce_constraint="yes")
