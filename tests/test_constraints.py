@@ -535,3 +535,20 @@ def test_cli_constraint_lines_over_several_lines_and_headerless_input(tmp_path):
 def test_model_refuses_a_non_boolean_enforce_constraint():
     with pytest.raises(UsageError, match="enforce_constraint must be True or False"):
         rnapipe.fold("GGGAAACCC", constraints=".........", enforce_constraint="yes")
+
+
+@pytest.mark.parametrize("dangles, temperature", [(0, 37.0), (2, 25.0)])
+def test_shape_and_constraints_under_other_model_options(dangles, temperature):
+    rng = random.Random(dangles + int(temperature))
+    seqs = random_seqs(40, 20, 150, seed=dangles + int(temperature))
+    values = [random_reactivities(len(s), rng) for s in seqs]
+    lines = [random_constraint(s, rng) for s in seqs]
+    results = rnapipe.fold(seqs, constraints=lines, shape=values, dangles=dangles, temperature=temperature, threads=2)
+    for r, seq, v, line in zip(results, seqs, values, lines):
+        md = RNA.md()
+        md.dangles, md.temperature = dangles, temperature
+        fc = RNA.fold_compound(seq, md)
+        fc.hc_add_from_db(line, RNA.CONSTRAINT_DB_DEFAULT)
+        fc.sc_add_SHAPE_deigan([0.0] + [-1.0 if x is None else x for x in v], 1.8, -0.6)
+        structure, mfe = fc.mfe()
+        assert (r.score_int, r.structure) == (int(round(mfe * 100)), structure), (seq, line, v)
