@@ -552,3 +552,25 @@ def test_shape_and_constraints_under_other_model_options(dangles, temperature):
         fc.sc_add_SHAPE_deigan([0.0] + [-1.0 if x is None else x for x in v], 1.8, -0.6)
         structure, mfe = fc.mfe()
         assert (r.score_int, r.structure) == (int(round(mfe * 100)), structure), (seq, line, v)
+
+
+def test_resume_refuses_other_constraint_options(tmp_path):
+    """The journal header holds -C, --enforceConstraint and the SHAPE file's identity: a rerun that changes one
+    is another run, refused in one line."""
+    from test_resume import cli, killed_at
+
+    rng = random.Random(29)
+    seqs = random_seqs(16, 20, 50, seed=29, n_rate=0.0)
+    records = [(f"r{k}", s, random_constraint(s, rng)) for k, s in enumerate(seqs)]
+    records = [r for r in records if vienna(r[1], r[2], True)[0] < 100_000 * 100]
+    (tmp_path / "in.fa").write_text(_fasta_with_constraints(records))
+    (tmp_path / "t.tsv").write_text("r0 1 0.5\n")
+    args = ["fold", "in.fa", "-C", "--enforceConstraint", "--shape", "t.tsv", "-o", "out.db", "-q"]
+    killed_at("written:0", tmp_path, args)
+    for other in ([a for a in args if a != "--enforceConstraint"], args[:4] + args[6:]):
+        proc = cli(other, tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert "--restart" in one_error_line(proc)
+    (tmp_path / "t.tsv").write_text("r0 1 0.6\n")
+    proc = cli(args, tmp_path)
+    assert proc.returncode == 2 and "--restart" in one_error_line(proc)
