@@ -522,14 +522,21 @@ def test_resume_after_a_record_without_structure_was_skipped(tmp_path):
 
 def test_cli_constraint_lines_over_several_lines_and_headerless_input(tmp_path):
     """A record's sequence and its constraint line may each go over several lines (RNAfold reads them so);
-    headerless input with -C is refused in one line."""
+    without headers, each sequence line is followed by its constraint line, and db prints no header line."""
     seq, line = "GGGGAAAACCCCAUAUGGGAAAUCCC", "((((....))))..xx(((...)))."
     (tmp_path / "in.fa").write_text(f">a\n{seq[:10]}\n{seq[10:]}\n{line[:13]}\n{line[13:]}\n")
     proc = run_rnapipe("fold", "in.fa", "-C", "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.encode() == rnafold_constrained_stdout([("a", seq, line)], False)
-    proc = run_rnapipe("fold", "-", "-C", "-q", cwd=tmp_path, stdin=f"{seq}\n{line}\n")
-    assert proc.returncode == 2 and "no FASTA header" in one_error_line(proc)
+    other, other_line = "GCGCAAAAGCGCAAAAAAA", "x(((....)))........"
+    proc = run_rnapipe("fold", "-", "-C", "-q", cwd=tmp_path, stdin=f"{seq}\n{line}\n\n{other}\n{other_line}\n")
+    assert proc.returncode == 0, proc.stderr
+    expected = rnafold_constrained_stdout([("a", seq, line), ("b", other, other_line)], False)
+    assert proc.stdout.encode() == b"".join(x + b"\n" for x in expected.split(b"\n") if not x.startswith(b">")
+                                            and x)
+    proc = run_rnapipe("fold", "-", "-C", "-o", "out.tsv", cwd=tmp_path, stdin=f"{seq}\n{line}\n{other}\n")
+    assert proc.returncode == 2
+    assert "record 'sequence_0002', position 1: no constraint line" in one_error_line(proc)
 
 
 def test_model_refuses_a_non_boolean_enforce_constraint():

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Iterable, Iterator, NamedTuple, TextIO
 
 from ..alphabet import normalise
+from ..constraints import is_constraint_line
 from ..errors import InputError
 from .idtext import ID_ERRORS
 from .records import Record, Rejected
@@ -185,12 +186,15 @@ class Headerless(io.RawIOBase):
     """Sequences one a line, as RNAfold reads input without FASTA headers, given as FASTA: each sequence gets
     the header ``>sequence_NNNN`` (:func:`auto_id`, numbered from ``first_number``). Blank lines and comment
     lines (starting with one of ``#%;/*`` or a space) are skipped, and a line holding only '@' ends the input,
-    as in RNAfold."""
+    as in RNAfold. With ``constraints`` (RNAfold's -C), a constraint line (rnapipe.constraints) stays with the
+    sequence before it, as the rest of its record."""
 
-    def __init__(self, raw, first_number: int):
+    def __init__(self, raw, first_number: int, constraints: bool = False):
         super().__init__()
         self._raw = raw
+        self._constraints = constraints
         self._number = first_number
+        self._first_number = first_number
         self._pending = b""
         self._done = False
         self._first = True
@@ -214,6 +218,11 @@ class Headerless(io.RawIOBase):
             if text == b"@":
                 self._done = True
                 break
+            if self._constraints and self._number > self._first_number and is_constraint_line(
+                    text.decode("ascii", "replace")):
+                out.append(text + b"\n")
+                have += len(text) + 1
+                continue
             record = b">" + auto_id(self._number).encode("ascii") + b"\n" + text + b"\n"
             self._number += 1
             out.append(record)

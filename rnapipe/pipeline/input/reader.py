@@ -215,13 +215,7 @@ class FastaReader:
         except InputError as err:
             raise _FileError(err, partial=False) from None
         if is_headerless(raw):                       # one sequence a line, as RNAfold reads: given as FASTA
-            if self.constraints:
-                if state.path != "-":
-                    raw.close()
-                raise _FileError(InputError("no FASTA header: with constraint lines, give each sequence as a FASTA "
-                                            "record ('>' header line, sequence, then its constraint line)",
-                                            file=state.name), partial=False)
-            raw = Headerless(raw, self.index + 1)
+            raw = Headerless(raw, self.index + 1, self.constraints)
             state.headerless = True
         packed = getattr(raw, "fileobj", None)       # a gzip's compressed stream
         taken = read_so_far = 0                      # bytes of the blocks given, bytes read (decompressed)
