@@ -449,6 +449,36 @@ def test_workflow_folds_example_subset(tmp_path):
 
 
 @needs_snakemake
+def test_pairing_rules_in_the_config_reach_the_cpu_jobs(tmp_path):
+    """fold.no_lp, fold.no_closing_gu and fold.max_bp_span reach the fold jobs as RNAfold's flags: the outputs
+    are ViennaRNA's with those rules. jobs.gpu auto plans no GPU job with them (the CPU engine alone takes them
+    for now); a number of GPU jobs above 0 is refused in one line before anything runs."""
+    RNA = pytest.importorskip("RNA")
+    subset = read_fasta(REPO / "workflow" / "resources" / "example.fa")[:10]
+    with open(tmp_path / "few.fa", "w") as handle:
+        for name, seq in subset:
+            handle.write(f">{name}\n{seq}\n")
+    fold = "{no_lp: true, no_closing_gu: true, max_bp_span: 50}"
+    refused = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold,
+                                                      "jobs": "{gpu: 1}"}, "-n"),
+                             env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert refused.returncode != 0
+    assert "fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone takes them for now; set " \
+           "jobs.gpu: 0" in refused.stdout + refused.stderr
+    run = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold}),
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.stderr.count("no GPU jobs (fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone") == 1
+    md = RNA.md()
+    md.noLP, md.noGUclosure, md.max_bp_span = 1, 1, 50
+    db = (tmp_path / "out" / "few.zuker.db").read_text().splitlines()
+    assert db[0::3] == [f">{name}" for name, _ in subset]
+    for (name, seq), line in zip(subset, db[2::3]):
+        structure, mfe = RNA.fold_compound(seq, md).mfe()
+        assert line == f"{structure} ({mfe:6.2f})", name
+
+
+@needs_snakemake
 def test_a_failed_jobs_reason_reaches_the_console(tmp_path):
     """A bad record stops the prepare job: Snakemake's console shows rnapipe's one-line reason from the job's
     log (and the log's name), not only 'check log file(s)'."""

@@ -167,6 +167,33 @@ def _dangles(text: str) -> int:
     return value
 
 
+def _max_bp_span(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (the most nucleotides a pair spans), not {value}; "
+                                         "leave it out for no limit")
+    return value
+
+
+# The pairing rules' options as RNAfold spells them, by the name rnapipe.fold takes them under.
+PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClosingGU",
+                 "max_bp_span": "--maxBPspan"}
+
+
+def _add_pairing_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pairing rules (Zuker, as RNAfold's; on the CPU engine for now)")
+    group.add_argument("--noLP", dest="no_lp", action="store_true",
+                       help="no lonely pairs (helices of one pair), as RNAfold --noLP")
+    group.add_argument("--noGU", dest="no_gu", action="store_true", help="no GU pairs, as RNAfold --noGU")
+    group.add_argument("--noClosingGU", dest="no_closing_gu", action="store_true",
+                       help="no GU pair closing a hairpin, bulge, interior loop or multiloop, nor enclosed by a "
+                       "bulge or interior loop (GU pairs only inside helices and at their ends towards the exterior "
+                       "loop or a multiloop), as RNAfold --noClosingGU")
+    group.add_argument("--maxBPspan", dest="max_bp_span", type=_max_bp_span, metavar="N",
+                       help="no pair i·j spans more than N nucleotides (j - i + 1 <= N), as RNAfold --maxBPspan; "
+                       "the fold's work then grows as n·N² instead of n³")
+
+
 def _add_energy_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("energy model (Zuker)")
     group.add_argument("-T", "--temperature", type=_temperature, metavar="C",
@@ -274,6 +301,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
     parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
+    _add_pairing_options(parser)
 
 
 def _add_profile_command(commands, algorithms) -> None:
@@ -462,6 +490,8 @@ def _resources(args) -> int:
 
 def _engine_options(args) -> dict:
     zuker_only = {"--temperature": args.temperature, "--dangles": args.dangles, "--params": args.params}
+    for name, flag in PAIRING_FLAGS.items():         # on fold and fold-job; a flag left out is None here
+        zuker_only[flag] = getattr(args, name, None) or None
     options = {}
     if args.algorithm == "nussinov":
         given = [flag for flag, value in zuker_only.items() if value is not None]
@@ -473,7 +503,8 @@ def _engine_options(args) -> dict:
         if args.min_loop is not None:
             raise UsageError("--min-loop applies to --algorithm nussinov only (Zuker's hairpins follow the "
                              "energy model)")
-        options.update({flag[2:]: value for flag, value in zuker_only.items() if value is not None})
+        names = {flag: name for name, flag in PAIRING_FLAGS.items()}
+        options.update({names.get(flag, flag[2:]): value for flag, value in zuker_only.items() if value is not None})
     return options
 
 
@@ -643,6 +674,7 @@ def _kept_note(sinks) -> str:
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):
     """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
+    from ..engines import CpuOnlyOption
     from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
@@ -659,6 +691,9 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
                                "and the GPU may pick different structures of the same score)") from None
     except NoGpuForHybrid:
         raise NoGpu("device 'hybrid'", "device 'cpu'") from None
+    except CpuOnlyOption as err:
+        raise UsageError(f"{PAIRING_FLAGS.get(err.option, err.option)} is supported on the CPU engine for now, "
+                         f"not on --device {err.device}: use --device cpu") from None
 
 
 def _sinks(args) -> list:
