@@ -119,7 +119,7 @@ def _check_request(sequences, algorithm: str, threads, options: dict) -> None:
         return
     for name in options:
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
+            close = difflib.get_close_matches(name.lower(), known, n=1)     # RNAfold's noLP: no_lp
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown option {name!r} for {algorithm}{hint}; its options: {', '.join(known)}")
     Model.from_options(options)             # a bad value refused now, not at the first fold

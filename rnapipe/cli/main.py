@@ -48,7 +48,8 @@ formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything
 
 Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
 sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
-no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold.
+no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold, and so do
+--noLP, --noGU, --noClosingGU and --maxBPspan (on the CPU engine for now).
 Sequences fold upper-cased with T as U; outputs print them as RNAfold does, in the input's case with T
 as U (--noconv: T as given). N and the other IUPAC codes are kept and never pair.
 With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv

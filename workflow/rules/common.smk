@@ -209,7 +209,8 @@ def input_of(wildcards):
 
 
 def fold_options(wildcards):
-    """The rnapipe options of a fold job: the configured fold, on the job's device (a GPU job on its GPU)."""
+    """The rnapipe options of a fold job: the configured fold (algorithm, variant, RNAfold's pairing rules as
+    its flags), on the job's device (a GPU job on its GPU)."""
     fold = config["fold"]
     opts = [f"--algorithm {ALGORITHM}", "--on-invalid error"]
     if fold.get("variant"):
