@@ -675,7 +675,7 @@ def _kept_note(sinks) -> str:
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):
     """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
-    from ..engines import CpuOnlyOption
+    from ..engines import CpuOnlyOption, cpu_only_options
     from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
@@ -683,8 +683,14 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
         if say is not None:
             say(f"--device auto: {device} ({why})")
 
+    device = args.device
+    cpu_only = cpu_only_options(args.algorithm, options) if device == "auto" else []
+    if cpu_only:
+        device = "cpu"
+        chosen(device, f"{', '.join(PAIRING_FLAGS.get(name, name) for name in cpu_only)}: the CPU engine alone "
+               "takes them for now")
     try:
-        return folder_for(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
+        return folder_for(args.algorithm, args.variant, device, args.threads, args.gpus, options,
                            reprofile=args.reprofile, say=say, split=args.split, chosen=chosen)
     except NoHybridMode as err:
         raise UnavailableError(f"{err.algorithm} on device 'hybrid' is not available: --device hybrid folds "
