@@ -32,8 +32,8 @@ ViennaRNA applies them (its default hard constraints, constraints/hard.c, and mf
   fill then visits only the cells i..j of span j - i + 1 <= max_bp_span (V, WM and WM1 of a longer span are
   never read: every one of them lies inside a pair), and W looks back that far: O(n·span²) work.
 * ``no_closing_gu``: a GU pair closes no hairpin, bulge, interior loop or multiloop (the closing pair's
-  ``CLOSES`` entry), and is the inner pair of no bulge or interior loop (its entries of VI, V1N and VAU are
-  INF, and the tabulated loops test ``CLOSES`` of the inner pair); stacks are allowed.
+  bit in ``CLOSES``), and is the inner pair of no bulge or interior loop (its entries of VI, V1N and VAU are
+  INF, and the tabulated loops test the inner pair's bit); stacks are allowed.
 * ``no_lp``: ViennaRNA's ``cc``: ``CC[i, j]`` is V's usual minimum (hairpin, VBI, VM) or the stack on
   ``CC[i+1, j-1]``, and ``V[i, j]`` itself only the stack: ``CC[i+1, j-1] + stack(i, j)``. Every other
   term reads V, so every pair it places has the pair i+1·j-1 inside it, which in turn has i·j around it:
@@ -110,14 +110,13 @@ def _rules(T, n):
 
 @njit(cache=True, nogil=True)
 def _closes(no_closing_gu):
-    """CLOSES[t]: 1 where a pair of type t may close a hairpin, bulge, interior loop or multiloop and be the
-    inner pair of a bulge or interior loop (every pair but none, and GU and UG under no_closing_gu)."""
-    C = np.ones(8, dtype=np.int8)
-    C[0] = 0
+    """CLOSES, a bit mask: bit t is set where a pair of type t may close a hairpin, bulge, interior loop or
+    multiloop and be the inner pair of a bulge or interior loop (every pair type but 0, none; not GU and UG,
+    3 and 4, under no_closing_gu). A mask, not a table: the inlined helpers take no array more (see the note
+    above _start_block)."""
     if no_closing_gu:
-        C[3] = 0
-        C[4] = 0
-    return C
+        return np.int64(0b11100110)
+    return np.int64(0b11111110)
 
 
 @njit(cache=True, nogil=True)
@@ -230,8 +229,8 @@ def _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU, int11, in
     """VBI (eq. 3) over the loops with tables of their own: the stack, bulges of 1 and 2, 1x1, 1x2, 2x1,
     2x2, 2x3 and 3x2 (n1 + n2 <= maxu, the inner pair p·q of type t2 = type(p, q)); INF if none pairs.
     Each candidate's energy is read whether it fits or not (p and q stay inside the matrices, and t2 is 0
-    where q - p <= TURN) and kept where t2 is a pair (for loops other than the stack, one that CLOSES allows)
-    and n1 + n2 <= maxu: see the note above _start_block."""
+    where q - p <= TURN) and kept where t2 is a pair (for loops other than the stack, one whose bit CLOSES
+    sets) and n1 + n2 <= maxu: see the note above _start_block."""
     RT = E.RTYPE
     si1 = S[i + 1]
     sj1 = S[j - 1]
@@ -243,55 +242,55 @@ def _VBI_tabulated(ptype, V, S, i, j, t, maxu, stack, bulge1, BUL, AU, int11, in
         v = min(v, e)
     t2 = ptype[i + 1, j - 2]                                # bulge of 1 (3' side): stacking across it
     e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 1, j - 2]
-    if CLOSES[t2] and maxu >= 1:
+    if (CLOSES >> t2) & 1 and maxu >= 1:
         v = min(v, e)
     t2 = ptype[i + 1, j - 3]                                # bulge of 2 (3' side): terminal AU/GU both sides
     e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 1, j - 3]
-    if CLOSES[t2] and maxu >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 2:
         v = min(v, e)
     t2 = ptype[i + 2, j - 1]                                # bulge of 1 (5' side)
     e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 2, j - 1]
-    if CLOSES[t2] and maxu >= 1:
+    if (CLOSES >> t2) & 1 and maxu >= 1:
         v = min(v, e)
     t2 = ptype[i + 3, j - 1]                                # bulge of 2 (5' side)
     e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 3, j - 1]
-    if CLOSES[t2] and maxu >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 2:
         v = min(v, e)
     p = i + 2                                               # 1x1
     q = j - 2
     t2 = ptype[p, q]
     e = np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q]
-    if CLOSES[t2] and maxu >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 2:
         v = min(v, e)
     p = i + 2                                               # 1x2: n1 = 1, n2 = 2
     q = j - 3
     t2 = ptype[p, q]
     e = np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q]
-    if CLOSES[t2] and maxu >= 3:
+    if (CLOSES >> t2) & 1 and maxu >= 3:
         v = min(v, e)
     p = i + 3                                               # 2x1: n1 = 2, n2 = 1
     q = j - 2
     t2 = ptype[p, q]
     e = np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q]
-    if CLOSES[t2] and maxu >= 3:
+    if (CLOSES >> t2) & 1 and maxu >= 3:
         v = min(v, e)
     p = i + 3                                               # 2x2
     q = j - 3
     t2 = ptype[p, q]
     e = np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q]
-    if CLOSES[t2] and maxu >= 4:
+    if (CLOSES >> t2) & 1 and maxu >= 4:
         v = min(v, e)
     p = i + 3                                               # 2x3
     q = j - 4
     t2 = ptype[p, q]
     e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
-    if CLOSES[t2] and maxu >= 5:
+    if (CLOSES >> t2) & 1 and maxu >= 5:
         v = min(v, e)
     p = i + 4                                               # 3x2
     q = j - 3
     t2 = ptype[p, q]
     e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
-    if CLOSES[t2] and maxu >= 5:
+    if (CLOSES >> t2) & 1 and maxu >= 5:
         v = min(v, e)
     return v
 
@@ -495,10 +494,10 @@ def _fill(T, S, n, work32, work8):
             for i in range(min(i0, j - TURN - 1), max(ilo, j - span + 1) - 1, -1):
                 t = ptype[i, j]
                 if t:
-                    # V (eq. 2): the hairpin, VBI and VM; a pair that CLOSES forbids closing loops (GU under
+                    # V (eq. 2): the hairpin, VBI and VM; a pair whose CLOSES bit is off (GU under
                     # no_closing_gu) keeps the stack only (maxu = 0). The hairpin and VM are computed either
                     # way and kept or not after (see the note above _start_block).
-                    closes = CLOSES[t]
+                    closes = (CLOSES >> t) & 1
                     size = j - i - 1
                     if size == 3 or size == 4 or size == 6:     # may be a tabulated tri-, tetra- or hexaloop,
                         hp = np.int64(E.hairpin_energy(T, S, i, j))  # which needs T (see above _start_block)
@@ -596,7 +595,7 @@ def traceback(T, S, n, W, V, WM, ptype):
                 stack[top, 3] = target - E.interior_energy_at(T, S, i, j, i + 1, j - 1)
                 top += 1
                 continue
-            closes = CLOSES[ptype[i, j]]
+            closes = (CLOSES >> ptype[i, j]) & 1
             if closes and E.hairpin_energy(T, S, i, j) == target:
                 continue
             found = False
@@ -609,7 +608,7 @@ def traceback(T, S, n, W, V, WM, ptype):
                     if n1 + n2 == 0:
                         allowed = t2 != 0
                     else:
-                        allowed = closes != 0 and CLOSES[t2] != 0
+                        allowed = closes != 0 and (CLOSES >> t2) & 1 != 0
                     if allowed and E.interior_energy_at(T, S, i, j, p, q) + V[p, q] == target:
                         stack[top, 0] = 0
                         stack[top, 1] = p
