@@ -242,6 +242,15 @@ def test_gpu_and_hybrid_refuse_the_rules_before_any_work(device, option):
     check_options("zuker", device, {name: None if name == "max_bp_span" else False})
 
 
+def test_the_gpu_engine_refuses_the_rules_itself():
+    """Its own guard, behind the pipeline's: a rule reaching the GPU engine is refused, not left out."""
+    from rnapipe.gpu import zuker as gpu_zuker
+
+    with pytest.raises(UsageError, match="option max_bp_span is supported on the CPU engine for now"):
+        gpu_zuker._gpu_model({"max_bp_span": 150})
+    assert gpu_zuker._gpu_model({"no_lp": False, "max_bp_span": None}) == Model()
+
+
 def test_auto_folds_the_rules_on_the_cpu():
     seqs = random_seqs(10, 20, 100, seed=13)
     chosen = []
