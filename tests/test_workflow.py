@@ -286,6 +286,32 @@ def test_fold_job_folds_links_and_resumes_as_the_workflow_needs(tmp_path):
     assert (tmp_path / "none.db").read_bytes() == b""
 
 
+def test_fold_job_links_a_finished_fold_only_when_folded_with_the_same_options(tmp_path):
+    """Snakemake runs a fold job again when its options change (fold.no_lp, fold.max_bp_span, ...), after
+    removing its output: the finished fold of other options beside it is folded again, not linked; one of the
+    same options is linked (a default spelled out is the same options)."""
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 12, seed=6, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep"], tmp_path, env).returncode == 0
+    shards = sorted(str(p) for p in (tmp_path / "prep" / "shards").iterdir())
+    (tmp_path / "job.list").write_text("".join(f"{name}\n" for name in shards))
+    job = ["fold-job", "job.list", "-o", "job.db", "--threads", "1", "--device", "cpu"]
+    direct = {}
+    for name, rules in (("plain", []), ("rules", ["--noLP", "--maxBPspan", "40"])):
+        proc = rnapipe(["fold", *shards, "-o", f"{name}.db", "-q", "--threads", "1", *rules], tmp_path, env)
+        assert proc.returncode == 0, proc.stderr
+        direct[name] = (tmp_path / f"{name}.db").read_bytes()
+    assert direct["plain"] != direct["rules"]
+    for rules, name, said in ((["--noLP", "--maxBPspan", "40"], "rules", "folded"),
+                              ([], "plain", "folded"),
+                              (["--dangles", "2"], "plain", "the fold was complete before the job was cut off"),
+                              (["--maxBPspan", "40", "--noLP"], "rules", "folded")):
+        (tmp_path / "job.db").unlink(missing_ok=True)         # Snakemake's removal before it runs the job again
+        run = rnapipe(job + rules, tmp_path, env)
+        assert run.returncode == 0 and said in run.stderr, (rules, run.stderr)
+        assert (tmp_path / "job.db").read_bytes() == direct[name], rules
+
+
 def test_resources_counts_gpus_only_when_asked(tmp_path, monkeypatch):
     """`rnapipe resources`: the GPU jobs (auto: one per GPU) and each CPU job's threads, the cores less one per
     GPU job shared by the CPU jobs; CuPy is asked for the GPU count only for auto or --count-gpus."""

@@ -759,7 +759,8 @@ def _fold_job(args) -> int:
     from ..pipeline.workflow import fold_job
 
     output, fold = args.output, fold_job.fold_path(args.output)
-    step = fold_job.next_step(args.shards, output)
+    folded_with = fold_job.options_text(args.algorithm, args.variant, _engine_options(args))
+    step = fold_job.next_step(args.shards, output, folded_with)
     if step is fold_job.Step.NO_SHARDS:
         fold_job.write_empty(output)
         _note("no shards for this job")
@@ -771,6 +772,7 @@ def _fold_job(args) -> int:
     args.inputs = fold_job.read_list(args.shards)
     args.output, args.format, args.restart = [fold], ["db"], step is fold_job.Step.RESTART
     _fold(args)
+    fold_job.record_options(output, folded_with)
     fold_job.link_or_copy(fold, output)
     return errors.EXIT_OK
 
