@@ -310,6 +310,22 @@ def test_fold_job_links_a_finished_fold_only_when_folded_with_the_same_options(t
         run = rnapipe(job + rules, tmp_path, env)
         assert run.returncode == 0 and said in run.stderr, (rules, run.stderr)
         assert (tmp_path / "job.db").read_bytes() == direct[name], rules
+    # a job of other options cut off before its first chunk: its journal is not resumed by a job of the first
+    # options, nor is the finished fold of the first options, removed as the other job started, linked
+    pause = tmp_path / "paused"
+    proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *job, "--noGU"], cwd=tmp_path,
+                            env=dict(env, RNAPIPE_PAUSE_AT="fold:0", RNAPIPE_PAUSE_FILE=str(pause)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not pause.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    kill_all(proc)
+    assert (tmp_path / "job.db.fold.journal").exists() and not (tmp_path / "job.db.fold").exists()
+    (tmp_path / "job.db").unlink()
+    run = rnapipe(job + ["--maxBPspan", "40", "--noLP"], tmp_path, env)
+    assert run.returncode == 0 and "folded" in run.stderr, run.stderr
+    assert (tmp_path / "job.db").read_bytes() == direct["rules"]
 
 
 def test_resources_counts_gpus_only_when_asked(tmp_path, monkeypatch):

@@ -771,8 +771,8 @@ def _fold_job(args) -> int:
         return errors.EXIT_OK
     args.inputs = fold_job.read_list(args.shards)
     args.output, args.format, args.restart = [fold], ["db"], step is fold_job.Step.RESTART
+    fold_job.start(output, folded_with, step)
     _fold(args)
-    fold_job.record_options(output, folded_with)
     fold_job.link_or_copy(fold, output)
     return errors.EXIT_OK
 

@@ -5,14 +5,14 @@ Snakemake removes the output of a job that was cut off before it runs the job ag
 file must not be only under that name: the fold writes ``OUTPUT.fold`` (as ``OUTPUT.fold.part``, renamed when
 complete) and keeps its journal ``OUTPUT.fold.journal`` meanwhile, so that a job cut off goes on from its
 finished chunks; the finished fold is then linked to ``OUTPUT`` (a hard link, a copy where the file system has
-none). Beside the finished fold, ``OUTPUT.fold.options`` says what it was folded with (algorithm, variant,
+none). ``OUTPUT.fold.options``, written as the fold starts, says what it is folded with (algorithm, variant,
 the model's options). The steps of a job, :func:`next_step`:
 
 - a job with no shards (its list is empty or missing) writes an empty output;
 - a fold that was complete (no journal), is newer than the list and was folded with the job's options is linked
   again, folding nothing (Snakemake runs a job again when its options change: the fold is then made again);
-- otherwise the fold runs, resuming from its journal (which refuses other options), or afresh where the list is
-  newer than the journal (the journal belongs to another plan).
+- otherwise the fold runs, resuming from its journal, or afresh where the list is newer than the journal (the
+  journal belongs to another plan) or the journal's fold had other options.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Step(enum.Enum):
     NO_SHARDS = "no shards: an empty output"
     LINK = "the fold is complete: link it"
     RESUME = "fold, resuming from the journal if there is one"
-    RESTART = "fold afresh: the journal belongs to another plan"
+    RESTART = "fold afresh: the journal belongs to another plan, or to a fold of other options"
 
 
 def fold_path(output: str) -> str:
@@ -42,7 +42,7 @@ def fold_path(output: str) -> str:
 
 
 def options_path(output: str) -> str:
-    """Where the options of the finished fold of the job whose output is ``output`` are written."""
+    """Where the options of the fold of the job whose output is ``output`` are written (see :func:`start`)."""
     return fold_path(output) + ".options"
 
 
@@ -53,22 +53,25 @@ def options_text(algorithm: str, variant: str | None, options: dict) -> str:
                        "options": _with_defaults(algorithm, options)}, sort_keys=True, default=str)
 
 
-def record_options(output: str, text: str) -> None:
-    """Write ``text`` (:func:`options_text`) beside the finished fold of ``output``."""
+def start(output: str, text: str, step: Step) -> None:
+    """Before the fold of ``output`` runs (``step`` RESUME or RESTART): a finished fold that is not resumed (of
+    other options, or of another plan) removed, so that no later job can take it for this one's, and ``text``
+    (:func:`options_text`) written beside the fold."""
+    if step is Step.RESTART or not os.path.exists(journal_path(fold_path(output))):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(fold_path(output))
     path = options_path(output)
     with open(path + ".part", "w") as handle:
         handle.write(text + "\n")
     os.replace(path + ".part", path)
 
 
-def _same_options(output: str, text: str | None) -> bool:
-    if text is None:
-        return True
+def _recorded_options(output: str) -> str | None:
     try:
         with open(options_path(output)) as handle:
-            return handle.read().strip() == text
+            return handle.read().strip()
     except OSError:
-        return False
+        return None
 
 
 def next_step(shard_list: str, output: str, options: str | None = None) -> Step:
@@ -78,10 +81,12 @@ def next_step(shard_list: str, output: str, options: str | None = None) -> Step:
     journal = journal_path(fold)
     if not _size(shard_list):
         return Step.NO_SHARDS
+    recorded = _recorded_options(output)
     if os.path.exists(fold) and not os.path.exists(journal) and _newer(fold, shard_list) \
-            and _same_options(output, options):
+            and (options is None or recorded == options):
         return Step.LINK
-    if os.path.exists(journal) and _newer(shard_list, journal):
+    if os.path.exists(journal) and (_newer(shard_list, journal) or
+                                    None not in (options, recorded) and recorded != options):
         return Step.RESTART
     return Step.RESUME
 
