@@ -508,7 +508,8 @@ def test_pairing_rules_in_the_config_reach_the_cpu_jobs(tmp_path):
     assert "fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone takes them for now; set " \
            "jobs.gpu: 0" in refused.stdout + refused.stderr
     # the README's --config form hands the values over as text ('true', '50'): taken as the schema's types
-    dry = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                          "--directory", str(tmp_path),
                           "--configfile", str(REPO / "config" / "config.yaml"), "-n", "-p", "--cores", "2",
                           "--config", "inputs=[few.fa]", "fold={no_lp: true, no_gu: false, max_bp_span: 50}"],
                          env=environment(tmp_path), capture_output=True, text=True, timeout=600)
