@@ -69,8 +69,10 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     one or None missing; None for a sequence without data), applied by Deigan's method as RNAfold's ``--shape``
     with ``--shapeMethod`` ``shape_method`` (``"D"``, ``"Dm1.8b-0.6"``: slope and intercept, kcal/mol).
 
-    ``options`` go to the engine: ``min_loop`` (Nussinov), ``temperature``, ``dangles``, ``params``,
-    ``enforce_constraint`` (Zuker).
+    ``options`` go to the engine: ``min_loop`` (Nussinov); ``temperature``, ``dangles``, ``params`` and the
+    pairing rules ``no_lp``, ``no_gu``, ``no_closing_gu`` (True or False) and ``max_bp_span`` (an int, or None
+    for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on device 'cpu' only for
+    now: device 'gpu' or 'hybrid' refuses them, and 'auto' chooses the CPU.
     ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
     rejected: list[Rejected] = []
@@ -174,8 +176,8 @@ MODEL_OPTIONS = {"zuker": tuple(f.name for f in dataclasses.fields(Model))}
 
 def _check_request(sequences, algorithm: str, threads, options: dict) -> None:
     """Refuse, before anything is read, what fold() would otherwise misread: no sequences, a thread count that
-    is not a whole number of at least 1, or an option the algorithm does not have (a misspelt one would
-    otherwise leave the default in force without a word)."""
+    is not a whole number of at least 1, an option the algorithm does not have (a misspelt one would
+    otherwise leave the default in force without a word), or a model option's bad value."""
     if sequences is None:
         raise UsageError("no sequences: give a sequence string, or an iterable of strings, (id, sequence) pairs, "
                          "Record or SeqRecord objects")
@@ -187,6 +189,7 @@ def _check_request(sequences, algorithm: str, threads, options: dict) -> None:
         return
     for name in options:
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
+            close = difflib.get_close_matches(name.lower(), known, n=1)     # RNAfold's noLP: no_lp
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown option {name!r} for {algorithm}{hint}; its options: {', '.join(known)}")
+    Model.from_options(options)             # a bad value refused now, not at the first fold

@@ -42,6 +42,37 @@ _VARIANT_MODULES: dict[tuple[str, str, str], str] = {
 
 
 
+# Model options that only the CPU engines take for now (the GPU engines, and so the hybrid, do not yet).
+CPU_ONLY_OPTIONS = ("no_lp", "no_gu", "no_closing_gu", "max_bp_span")
+
+
+class CpuOnlyOption(UsageError):
+    """A model option that the engines of ``device`` do not take yet; ``option`` is its name as
+    :func:`rnapipe.fold` takes it (the command line names it its own way)."""
+
+    def __init__(self, option: str, device: str):
+        self.option, self.device = option, device
+        super().__init__(f"option {option} is supported on the CPU engine for now, not on device '{device}': "
+                         "fold on device 'cpu'")
+
+
+def cpu_only_options(algorithm: str, options: dict | None) -> list[str]:
+    """The options of ``options`` that ask for a rule only the CPU engine has (set to other than their default)."""
+    if algorithm != "zuker" or not options:
+        return []
+    from .model import Model
+
+    on = Model.from_options(options).pairing()
+    return [name for name in CPU_ONLY_OPTIONS if name in on]
+
+
+def check_options(algorithm: str, device: str, options: dict | None) -> None:
+    """Refuse, before any work, a model option that the engines of ``device`` (gpu or hybrid) do not take."""
+    if device in ("gpu", "hybrid"):
+        for name in cpu_only_options(algorithm, options):
+            raise CpuOnlyOption(name, device)
+
+
 def resolve_device(algorithm: str, device: str) -> str:
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}' (choose from {', '.join(DEVICES)})")

@@ -169,3 +169,53 @@ def test_progress_is_called_one_call_at_a_time_and_counts_every_sequence(monkeyp
     assert len(results) == len(seqs)
     assert not seen["overlapped"]
     assert seen["total"] == len(seqs)
+
+
+def test_an_engine_call_takes_no_chunk_past_the_pace_batch(monkeypatch):
+    """What a killed run loses is the call in flight: a call gathers parsed chunks only while their summed work
+    stays within the pace's batch of work (a single chunk always goes, however large), and every record is
+    folded once, in order."""
+    from rnapipe.pipeline.folding import pace as pace_mod
+    from rnapipe.pipeline.folding.chunks import chunked
+    from rnapipe.pipeline.folding.folder import Folder
+    from rnapipe.pipeline.folding.stream import fold_chunks
+    from rnapipe.pipeline.input.reader import FastaReader
+
+    rng = random.Random(13)
+    seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(5, 90))) for _ in range(300)]
+    rate = 1e7                             # a chunk of 7 records is some 7·10⁶ of work: calls of 1-3 chunks
+    monkeypatch.setattr(pace_mod, "UNIT_SECONDS", 1e9)              # chunks cut by records alone
+    monkeypatch.setitem(pace_mod.BATCH_SECONDS, "cpu", 2.5)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "in.fa")
+        with open(path, "w") as handle:
+            handle.writelines(f">s{k}\n{s}\n" for k, s in enumerate(seqs))
+        folder = Folder("nussinov", device="cpu", threads=1)
+        # the rate stays at ``rate``: the pace never learns from a call here
+        pace = pace_mod.Pace("cpu", 1, rate=rate)
+        monkeypatch.setattr(pace, "observe", lambda amount, seconds: None)
+        batches = []
+        real = folder.fold_packed
+
+        def counted(parts):
+            batches.append([len(p) for p in parts])
+            return real(parts)
+
+        monkeypatch.setattr(folder, "fold_packed", counted)
+        order = []
+        source = chunked(FastaReader([path]), records=7, pace=pace)
+        costs = {}
+        for chunk, _ in fold_chunks(source, folder, pace=pace):
+            costs[chunk.number] = chunk.cost
+            order.append(chunk.number)
+    assert order == list(range(len(order)))
+    most = 2.5 * rate
+    at, multi = 0, 0
+    for batch in batches:
+        numbers = range(at, at + len(batch))
+        at += len(batch)
+        if len(batch) > 1:
+            multi += 1
+            assert sum(costs[n] for n in numbers) <= most
+    assert at == len(order)
+    assert multi > 0                       # the test gathers at all

@@ -240,6 +240,30 @@ def test_a_rerun_that_spells_out_the_defaults_resumes(tmp_path, algorithm, spell
     assert (tmp_path / "out.db").read_bytes() == expected(tmp_path / "in.fa", "db", algorithm)
 
 
+def test_pairing_rules_are_part_of_the_run(tmp_path):
+    """A run with --noLP --maxBPspan 40 killed: a rerun without them, or with another span, is another run
+    (refused, the journal kept); the same rules resume it, and the output is rnapipe.fold's with them (which
+    test_zuker_options checks against ViennaRNA)."""
+    make_input(tmp_path / "in.fa")
+    args = ["fold", "in.fa", "--threads", "1", "--on-invalid", "skip", "-q", "-o", "out.db"]
+    rules = ["--noLP", "--maxBPspan", "40"]
+    killed_at("written:2", tmp_path, args + rules)
+    done = chunks_in(tmp_path / "out.db.journal")
+    for other in ([], ["--noLP"], ["--noLP", "--maxBPspan", "41"], rules + ["--noGU"]):
+        proc = cli(args + other, tmp_path)
+        assert proc.returncode == 2 and "other options" in one_error_line(proc), (other, proc.stderr)
+        assert chunks_in(tmp_path / "out.db.journal") == done
+    proc = cli(args + ["--maxBPspan=40", "--noLP"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert resumed(proc) == (done, total_chunks() - done)
+    results = rnapipe.fold(list(read_records([tmp_path / "in.fa"], on_invalid="skip")), threads=1, no_lp=True,
+                           max_bp_span=40)
+    writers.write_output(results, tmp_path / "expected.db", "db")
+    expected_db = with_header_lines((tmp_path / "expected.db").read_bytes(), [tmp_path / "in.fa"])
+    assert (tmp_path / "out.db").read_bytes() == expected_db
+    assert expected_db != expected(tmp_path / "in.fa", "db", "zuker")        # the rules changed something
+
+
 def test_a_finished_run_whose_output_was_removed_folds_again(workdir, clean_run):
     """Killed after the first rename, then that output removed (as a workflow manager removes the outputs of
     a job it saw fail): the journal's run has nothing left to finish, so the rerun folds everything."""

@@ -21,15 +21,23 @@ from test_cli import one_error_line, rnapipe
 RNA = pytest.importorskip("RNA")
 
 
+# rnapipe.fold's names of RNAfold's pairing rules -> ViennaRNA's model details (RNAfold --noLP, --noGU,
+# --noClosingGU, --maxBPspan set these)
+RULES_MD = {"no_lp": "noLP", "no_gu": "noGU", "no_closing_gu": "noGUclosure", "max_bp_span": "max_bp_span"}
+
+
 def rnafold_stdout(records, temperature: float | None = None, dangles: int | None = None,
-                   noconv: bool = False) -> bytes:
+                   noconv: bool = False, **rules) -> bytes:
     """RNAfold's stdout (no -p) for ``records``: (header line without '>', or None for a headerless sequence,
-    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T, -d and --noconv."""
+    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T, -d, --noconv and the
+    pairing rules (``no_lp=True`` for --noLP, ``max_bp_span=N`` for --maxBPspan N, ...)."""
     md = RNA.md()
     if temperature is not None:
         md.temperature = temperature
     if dangles is not None:
         md.dangles = dangles
+    for name, value in rules.items():
+        setattr(md, RULES_MD[name], int(value))
     out = []
     for header, sequence in records:
         printed = sequence if noconv else sequence.replace("T", "U").replace("t", "u")    # vrna_seq_toRNA
@@ -94,7 +102,12 @@ def random_records(count: int, seed: int) -> list[tuple[str, str]]:
 
 
 OPTIONS = {"default": ([], {}), "d0": (["-d0"], {"dangles": 0}), "T25": (["-T", "25"], {"temperature": 25.0}),
-           "d2-T60": (["-d", "2", "--temperature", "60"], {"dangles": 2, "temperature": 60.0})}
+           "d2-T60": (["-d", "2", "--temperature", "60"], {"dangles": 2, "temperature": 60.0}),
+           "noLP": (["--noLP"], {"no_lp": True}), "noGU": (["--noGU"], {"no_gu": True}),
+           "maxBPspan150": (["--maxBPspan", "150"], {"max_bp_span": 150}),
+           "noClosingGU-d0-noLP-maxBPspan40": (["--noClosingGU", "-d0", "--noLP", "--maxBPspan=40"],
+                                               {"no_closing_gu": True, "dangles": 0, "no_lp": True,
+                                                "max_bp_span": 40})}
 
 
 @pytest.mark.skipif(not (DATA / "transcripts").is_dir(), reason="../shared/data not present")
@@ -197,6 +210,35 @@ def test_rnafold_options(tmp_path):
                          (["-j", "2", "--threads", "2"], "not both")):
         proc = rnapipe("fold", str(path), *flags, cwd=tmp_path)
         assert proc.returncode == 2 and words in one_error_line(proc), (flags, proc.stderr)
+
+
+def test_pairing_rules_bad_values_and_devices_are_refused_in_one_line(tmp_path):
+    """--maxBPspan 0, negative or not a whole number; a rule with --algorithm nussinov; a rule with --device gpu or
+    hybrid (the CPU engine alone takes them for now; refused whether or not a GPU is here, nothing written);
+    --device auto folds them on the CPU, as RNAfold prints them."""
+    path = tmp_path / "in.fa"
+    records = random_records(12, seed=21)
+    path.write_text(fasta(records))
+    for flags, words in ((["--maxBPspan", "0"], "--maxBPspan: must be at least 1"),
+                         (["--maxBPspan", "-5"], "--maxBPspan: must be at least 1"),
+                         (["--maxBPspan", "1.5"], "--maxBPspan: not a whole number"),
+                         (["--maxBPspan", "many"], "--maxBPspan: not a whole number"),
+                         (["--noLP", "--algorithm", "nussinov"], "--noLP applies to --algorithm zuker only"),
+                         (["--noLP", "--device", "gpu"], "--noLP is supported on the CPU engine for now"),
+                         (["--noGU", "--device", "hybrid"], "--noGU is supported on the CPU engine for now"),
+                         (["--noClosingGU", "--device", "gpu", "-o", "x.db"],
+                          "--noClosingGU is supported on the CPU engine for now"),
+                         (["--maxBPspan", "100", "--device", "hybrid"],
+                          "--maxBPspan is supported on the CPU engine for now")):
+        proc = rnapipe("fold", str(path), *flags, cwd=tmp_path)
+        assert proc.returncode == 2, (flags, proc.stderr)
+        assert words in one_error_line(proc), (flags, proc.stderr)
+        assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert not list(tmp_path.glob("x*"))
+    proc = rnapipe("fold", str(path), "--device", "auto", "--noLP", "--maxBPspan", "30", "-j1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "--device auto: cpu" in proc.stderr
+    assert proc.stdout.encode() == rnafold_stdout(records, no_lp=True, max_bp_span=30)
 
 
 def test_no_input_on_a_terminal_is_refused(tmp_path):

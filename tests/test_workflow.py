@@ -286,6 +286,48 @@ def test_fold_job_folds_links_and_resumes_as_the_workflow_needs(tmp_path):
     assert (tmp_path / "none.db").read_bytes() == b""
 
 
+def test_fold_job_links_a_finished_fold_only_when_folded_with_the_same_options(tmp_path):
+    """Snakemake runs a fold job again when its options change (fold.no_lp, fold.max_bp_span, ...), after
+    removing its output: the finished fold of other options beside it is folded again, not linked; one of the
+    same options is linked (a default spelled out is the same options)."""
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 12, seed=6, bad=False)
+    assert rnapipe(["prepare", "in.fa", "-o", "prep"], tmp_path, env).returncode == 0
+    shards = sorted(str(p) for p in (tmp_path / "prep" / "shards").iterdir())
+    (tmp_path / "job.list").write_text("".join(f"{name}\n" for name in shards))
+    job = ["fold-job", "job.list", "-o", "job.db", "--threads", "1", "--device", "cpu"]
+    direct = {}
+    for name, rules in (("plain", []), ("rules", ["--noLP", "--maxBPspan", "40"])):
+        proc = rnapipe(["fold", *shards, "-o", f"{name}.db", "-q", "--threads", "1", *rules], tmp_path, env)
+        assert proc.returncode == 0, proc.stderr
+        direct[name] = (tmp_path / f"{name}.db").read_bytes()
+    assert direct["plain"] != direct["rules"]
+    for rules, name, said in ((["--noLP", "--maxBPspan", "40"], "rules", "folded"),
+                              ([], "plain", "folded"),
+                              (["--dangles", "2"], "plain", "the fold was complete before the job was cut off"),
+                              (["--maxBPspan", "40", "--noLP"], "rules", "folded")):
+        (tmp_path / "job.db").unlink(missing_ok=True)         # Snakemake's removal before it runs the job again
+        run = rnapipe(job + rules, tmp_path, env)
+        assert run.returncode == 0 and said in run.stderr, (rules, run.stderr)
+        assert (tmp_path / "job.db").read_bytes() == direct[name], rules
+    # a job of other options cut off before its first chunk: its journal is not resumed by a job of the first
+    # options, nor is the finished fold of the first options, removed as the other job started, linked
+    pause = tmp_path / "paused"
+    proc = subprocess.Popen([sys.executable, "-m", "rnapipe", *job, "--noGU"], cwd=tmp_path,
+                            env=dict(env, RNAPIPE_PAUSE_AT="fold:0", RNAPIPE_PAUSE_FILE=str(pause)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not pause.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    kill_all(proc)
+    assert (tmp_path / "job.db.fold.journal").exists() and not (tmp_path / "job.db.fold").exists()
+    (tmp_path / "job.db").unlink()
+    run = rnapipe(job + ["--maxBPspan", "40", "--noLP"], tmp_path, env)
+    assert run.returncode == 0 and "folded" in run.stderr, run.stderr
+    assert (tmp_path / "job.db").read_bytes() == direct["rules"]
+
+
 def test_resources_counts_gpus_only_when_asked(tmp_path, monkeypatch):
     """`rnapipe resources`: the GPU jobs (auto: one per GPU) and each CPU job's threads, the cores less one per
     GPU job shared by the CPU jobs; CuPy is asked for the GPU count only for auto or --count-gpus."""
@@ -446,6 +488,46 @@ def test_workflow_folds_example_subset(tmp_path):
     assert db[1::3] == [seq for _, seq in subset]
     assert [line.split(" ")[0] for line in db[2::3]] == [r[3] for r in rows]
     assert (tmp_path / "out" / "few.zuker.db.rejected.tsv").read_text() == "index\tid\tfile\treason\n"
+
+
+@needs_snakemake
+def test_pairing_rules_in_the_config_reach_the_cpu_jobs(tmp_path):
+    """fold.no_lp, fold.no_closing_gu and fold.max_bp_span reach the fold jobs as RNAfold's flags: the outputs
+    are ViennaRNA's with those rules. jobs.gpu auto plans no GPU job with them (the CPU engine alone takes them
+    for now); a number of GPU jobs above 0 is refused in one line before anything runs."""
+    RNA = pytest.importorskip("RNA")
+    subset = read_fasta(REPO / "workflow" / "resources" / "example.fa")[:10]
+    with open(tmp_path / "few.fa", "w") as handle:
+        for name, seq in subset:
+            handle.write(f">{name}\n{seq}\n")
+    fold = "{no_lp: true, no_closing_gu: true, max_bp_span: 50}"
+    refused = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold,
+                                                      "jobs": "{gpu: 1}"}, "-n"),
+                             env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert refused.returncode != 0
+    assert "fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone takes them for now; set " \
+           "jobs.gpu: 0" in refused.stdout + refused.stderr
+    # the README's --config form hands the values over as text ('true', '50'): taken as the schema's types
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                          "--directory", str(tmp_path),
+                          "--configfile", str(REPO / "config" / "config.yaml"), "-n", "-p", "--cores", "2",
+                          "--config", "inputs=[few.fa]", "fold={no_lp: true, no_gu: false, max_bp_span: 50}"],
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    jobs = [line for line in dry.stdout.splitlines() if " fold-job " in line]
+    assert jobs and all(" --noLP --maxBPspan 50 --device cpu " in line for line in jobs), jobs
+    assert "--noGU" not in dry.stdout
+    run = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold}),
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.stderr.count("no GPU jobs (fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone") == 1
+    md = RNA.md()
+    md.noLP, md.noGUclosure, md.max_bp_span = 1, 1, 50
+    db = (tmp_path / "out" / "few.zuker.db").read_text().splitlines()
+    assert db[0::3] == [f">{name}" for name, _ in subset]
+    for (name, seq), line in zip(subset, db[2::3]):
+        structure, mfe = RNA.fold_compound(seq, md).mfe()
+        assert line == f"{structure} ({mfe:6.2f})", name
 
 
 @needs_snakemake

@@ -48,7 +48,8 @@ formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything
 
 Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
 sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
-no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold.
+no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold, and so do
+--noLP, --noGU, --noClosingGU and --maxBPspan (on the CPU engine for now).
 Sequences fold upper-cased with T as U; outputs print them as RNAfold does, in the input's case with T
 as U (--noconv: T as given). N and the other IUPAC codes are kept and never pair.
 With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv
@@ -165,6 +166,33 @@ def _dangles(text: str) -> int:
     if value not in (0, 2):
         raise argparse.ArgumentTypeError(f"invalid choice: {value} (choose from 0, 2)")
     return value
+
+
+def _max_bp_span(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (the most nucleotides a pair spans), not {value}; "
+                                         "leave it out for no limit")
+    return value
+
+
+# The pairing rules' options as RNAfold spells them, by the name rnapipe.fold takes them under.
+PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClosingGU",
+                 "max_bp_span": "--maxBPspan"}
+
+
+def _add_pairing_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pairing rules (Zuker, as RNAfold's; on the CPU engine for now)")
+    group.add_argument("--noLP", dest="no_lp", action="store_true",
+                       help="no lonely pairs (helices of one pair), as RNAfold --noLP")
+    group.add_argument("--noGU", dest="no_gu", action="store_true", help="no GU pairs, as RNAfold --noGU")
+    group.add_argument("--noClosingGU", dest="no_closing_gu", action="store_true",
+                       help="no GU pair closing a hairpin, bulge, interior loop or multiloop, nor enclosed by a "
+                       "bulge or interior loop (GU pairs only inside helices and at their ends towards the exterior "
+                       "loop or a multiloop), as RNAfold --noClosingGU")
+    group.add_argument("--maxBPspan", dest="max_bp_span", type=_max_bp_span, metavar="N",
+                       help="no pair i·j spans more than N nucleotides (j - i + 1 <= N), as RNAfold --maxBPspan; "
+                       "the fold's work then grows as n·N² instead of n³")
 
 
 def _add_energy_options(parser: argparse.ArgumentParser) -> None:
@@ -286,6 +314,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
     parser.add_argument("--min-loop", type=_nonnegative_int, metavar="K",
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
+    _add_pairing_options(parser)
 
 
 def _add_profile_command(commands, algorithms) -> None:
@@ -479,6 +508,8 @@ def _resources(args) -> int:
 
 def _engine_options(args) -> dict:
     zuker_only = {"--temperature": args.temperature, "--dangles": args.dangles, "--params": args.params}
+    for name, flag in PAIRING_FLAGS.items():         # on fold and fold-job; a flag left out is None here
+        zuker_only[flag] = getattr(args, name, None) or None
     options = {}
     if args.algorithm == "nussinov":
         given = [flag for flag, value in zuker_only.items() if value is not None]
@@ -492,7 +523,8 @@ def _engine_options(args) -> dict:
         if args.min_loop is not None:
             raise UsageError("--min-loop applies to --algorithm nussinov only (Zuker's hairpins follow the "
                              "energy model)")
-        options.update({flag[2:]: value for flag, value in zuker_only.items() if value is not None})
+        names = {flag: name for name, flag in PAIRING_FLAGS.items()}
+        options.update({names.get(flag, flag[2:]): value for flag, value in zuker_only.items() if value is not None})
         if getattr(args, "enforce_constraint", False):
             options["enforce_constraint"] = True
     return options
@@ -606,6 +638,8 @@ def _fold(args) -> int:
     from ..pipeline import warm
 
     started = time.monotonic()
+    if args.device in ("gpu", "hybrid"):
+        warm.start_gpu(args.gpus[0] if args.gpus else 0)   # while the imports below run
     warm.start()                                # while the engine below is set up
     from ..pipeline.resume import run as job
     from ..pipeline.output.sinks import check_paths
@@ -692,6 +726,7 @@ def _kept_note(sinks) -> str:
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):
     """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
+    from ..engines import CpuOnlyOption, cpu_only_options
     from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
@@ -699,8 +734,14 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
         if say is not None:
             say(f"--device auto: {device} ({why})")
 
+    device = args.device
+    cpu_only = cpu_only_options(args.algorithm, options) if device == "auto" else []
+    if cpu_only:
+        device = "cpu"
+        chosen(device, f"{', '.join(PAIRING_FLAGS.get(name, name) for name in cpu_only)}: the CPU engine alone "
+               "takes them for now")
     try:
-        return folder_for(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
+        return folder_for(args.algorithm, args.variant, device, args.threads, args.gpus, options,
                            reprofile=args.reprofile, say=say, split=args.split, chosen=chosen)
     except NoHybridMode as err:
         raise UnavailableError(f"{err.algorithm} on device 'hybrid' is not available: --device hybrid folds "
@@ -708,6 +749,9 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
                                "and the GPU may pick different structures of the same score)") from None
     except NoGpuForHybrid:
         raise NoGpu("device 'hybrid'", "device 'cpu'") from None
+    except CpuOnlyOption as err:
+        raise UsageError(f"{PAIRING_FLAGS.get(err.option, err.option)} is supported on the CPU engine for now, "
+                         f"not on --device {err.device}: use --device cpu") from None
 
 
 def _sinks(args) -> list:
@@ -766,7 +810,8 @@ def _fold_job(args) -> int:
     from ..pipeline.workflow import fold_job
 
     output, fold = args.output, fold_job.fold_path(args.output)
-    step = fold_job.next_step(args.shards, output)
+    folded_with = fold_job.options_text(args.algorithm, args.variant, _engine_options(args))
+    step = fold_job.next_step(args.shards, output, folded_with)
     if step is fold_job.Step.NO_SHARDS:
         fold_job.write_empty(output)
         _note("no shards for this job")
@@ -777,6 +822,7 @@ def _fold_job(args) -> int:
         return errors.EXIT_OK
     args.inputs = fold_job.read_list(args.shards)
     args.output, args.format, args.restart = [fold], ["db"], step is fold_job.Step.RESTART
+    fold_job.start(output, folded_with, step)
     _fold(args)
     fold_job.link_or_copy(fold, output)
     return errors.EXIT_OK

@@ -25,6 +25,20 @@ always inside a multiloop, so no dangle state has to be carried; the auxiliaries
   same for those loops. Only rows i+1 .. i+31 are read, so these three are ring buffers (of 64 rows: rows
   are filled in blocks of 16).
 
+The model's pairing rules (:class:`rnapipe.model.Model`, read from the tables' scalars by ``_rules``), as
+ViennaRNA applies them (its default hard constraints, constraints/hard.c, and mfe/mfe.c):
+
+* ``max_bp_span`` and ``no_gu`` leave the pairs they forbid out of the pair types, so no cell has them. The
+  fill then visits only the cells i..j of span j - i + 1 <= max_bp_span (V, WM and WM1 of a longer span are
+  never read: every one of them lies inside a pair), and W looks back that far: O(n·span²) work.
+* ``no_closing_gu``: a GU pair closes no hairpin, bulge, interior loop or multiloop (the closing pair's
+  bit in ``CLOSES``), and is the inner pair of no bulge or interior loop (its entries of VI, V1N and VAU are
+  INF, and the tabulated loops test the inner pair's bit); stacks are allowed.
+* ``no_lp``: ViennaRNA's ``cc``: ``CC[i, j]`` is V's usual minimum (hairpin, VBI, VM) or the stack on
+  ``CC[i+1, j-1]``, and ``V[i, j]`` itself only the stack: ``CC[i+1, j-1] + stack(i, j)``. Every other
+  term reads V, so every pair it places has the pair i+1·j-1 inside it, which in turn has i·j around it:
+  no pair is alone. CC is read at row i+1 only: a ring buffer like VI.
+
 Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below i and
 earlier cells of row i. Rows go in blocks of 16, j outermost inside a block (see ``_fill``), so the
 multiloop sweeps find their rows of WM1T in cache. ``_fill`` is that loop over cells; the terms come from
@@ -47,7 +61,7 @@ from .. import config
 from .. import energy as E
 from ..alphabet import encode
 from ..memory import longest_fitting
-from ..model import Model
+from ..model import RULE_MAX_BP_SPAN, RULE_NO_CLOSING_GU, RULE_NO_GU, RULE_NO_LP, Model
 from . import ahead, batch
 from .batch import host_budget, map_longest_first
 
@@ -68,16 +82,41 @@ _MAX_NINIO = E._MAX_NINIO
 
 def bytes_needed(n: int, variant: str = "default") -> int:
     """Memory for one sequence of n nt: V, WM, WM1T (int32) and pair types (int8), each (n+2)², the
-    ring buffers VI, V1N, VAU (3 × RING rows of int32), ROWS rows of U, the traceback stack and small
+    ring buffers VI, V1N, VAU, CC (4 × RING rows of int32), ROWS rows of U, the traceback stack and small
     vectors.
     24 GiB holds n = 44,500 (``max_length(24 * 2**30)``)."""
     cells = (n + 2) ** 2
-    return 13 * cells + (3 * RING * 4 + ROWS * 4 + 3 * 8 + 64) * (n + 2) + (1 << 16)
+    return 13 * cells + (4 * RING * 4 + ROWS * 4 + 4 * 8 + 64) * (n + 2) + (1 << 16)
 
 
 def max_length(budget_bytes: int) -> int:
     """Longest sequence whose fold fits in ``budget_bytes``."""
     return longest_fitting(bytes_needed, budget_bytes)
+
+
+@njit(cache=True, nogil=True)
+def _rules(T, n):
+    """The model's pairing rules from the tables' scalars (``Model.tables()``): no_lp, no_gu, no_closing_gu
+    and the longest span j - i + 1 a pair may have (n where there is no limit); RNAfold's defaults for tables
+    without them."""
+    sc = T.scalars
+    if sc.shape[0] <= RULE_MAX_BP_SPAN:
+        return False, False, False, np.int64(n)
+    span = np.int64(sc[RULE_MAX_BP_SPAN])
+    if span <= 0 or span > n:
+        span = np.int64(n)
+    return sc[RULE_NO_LP] != 0, sc[RULE_NO_GU] != 0, sc[RULE_NO_CLOSING_GU] != 0, span
+
+
+@njit(cache=True, nogil=True)
+def _closes(no_closing_gu):
+    """CLOSES, a bit mask: bit t is set where a pair of type t may close a hairpin, bulge, interior loop or
+    multiloop and be the inner pair of a bulge or interior loop (every pair type but 0, none; not GU and UG,
+    3 and 4, under no_closing_gu). A mask, not a table: the inlined helpers take no array more (see the note
+    above _start_block)."""
+    if no_closing_gu:
+        return np.int64(0b11100110)
+    return np.int64(0b11111110)
 
 
 @njit(cache=True, nogil=True)
@@ -118,7 +157,7 @@ def _reversed_rows(A):
 def workspace_sizes(n):
     """int32 and int8 words the fill of an n-nt sequence takes from its workspace (see _fill)."""
     N = n + 2
-    return 3 * N * N + 3 * RING * N + ROWS * (N + 1), N * N
+    return 3 * N * N + 4 * RING * N + ROWS * (N + 1), N * N
 
 
 @njit(cache=True, nogil=True)
@@ -240,10 +279,11 @@ def _hard_constraints(ptype, S, n, H, enforce):
 # negative-index checks and LLVM vectorises them: q runs upwards.
 
 @njit(cache=True, nogil=True, inline="always")
-def _start_block(UB, VI, V1N, VAU, UP, i0, ilo, N, ml_base):
+def _start_block(UB, VI, V1N, VAU, CC, UP, i0, ilo, N, span, ml_base):
     """Rows i0 down to ilo of a block: U_i(k) = (k - i) unpaired nucleotides up to k = i + TURN + 1
-    (WM[i, k-1] is INF there; INF too where a hard constraint keeps one of them paired, ``UP``), and the
-    ring rows of VI, V1N and VAU they take over set to INF."""
+    (WM[i, k-1] is INF there; INF too where a hard constraint keeps one of them paired, ``UP``), and the ring
+    rows of VI, V1N, VAU and CC they take over set to INF, in the columns a row of pairs of at most ``span`` nt
+    can use."""
     for i in range(i0, ilo - 1, -1):
         U = UB[i0 - i]
         U[i] = 0
@@ -251,9 +291,11 @@ def _start_block(UB, VI, V1N, VAU, UP, i0, ilo, N, ml_base):
         for k in range(i + 1, min(i + TURN + 2, N + 1)):
             U[k] = min((k - i) * ml_base, INF) if k - i <= free else INF
         ri = i & (RING - 1)
-        VI[ri, :] = INF
-        V1N[ri, :] = INF
-        VAU[ri, :] = INF
+        hi = min(N, i + span)
+        VI[ri, i:hi] = INF
+        V1N[ri, i:hi] = INF
+        VAU[ri, i:hi] = INF
+        CC[ri, i:hi] = INF
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -265,12 +307,13 @@ def _hairpin(HPL, mmH, S, i, j, t):
 
 @njit(cache=True, nogil=True, inline="always")
 def _VBI_tabulated(ptype, V, S, i, j, t, maxu, a5, a3, stack, bulge1, BUL, AU, int11, int21, int22, mm23, il5,
-                   sstack):
+                   sstack, CLOSES):
     """VBI (eq. 3) over the loops with tables of their own: the stack, bulges of 1 and 2, 1x1, 1x2, 2x1,
     2x2, 2x3 and 3x2 (n1 + n2 <= maxu, n1 <= a5 and n2 <= a3, the inner pair p·q of type t2 = type(p, q));
     INF if none pairs. ``sstack`` is the stack's soft-constraint term (SHAPE; 0 without).
     Each candidate's energy is read whether it fits or not (p and q stay inside the matrices, and t2 is 0
-    where q - p <= TURN) and kept where t2 is a pair and n1 + n2 <= maxu: see the note above _start_block."""
+    where q - p <= TURN) and kept where t2 is a pair (for loops other than the stack, one whose bit CLOSES
+    sets) and n1 + n2 <= maxu: see the note above _start_block."""
     RT = E.RTYPE
     si1 = S[i + 1]
     sj1 = S[j - 1]
@@ -282,55 +325,55 @@ def _VBI_tabulated(ptype, V, S, i, j, t, maxu, a5, a3, stack, bulge1, BUL, AU, i
         v = min(v, e)
     t2 = ptype[i + 1, j - 2]                                # bulge of 1 (3' side): stacking across it
     e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 1, j - 2]
-    if t2 and maxu >= 1 and a3 >= 1:
+    if (CLOSES >> t2) & 1 and maxu >= 1 and a3 >= 1:
         v = min(v, e)
     t2 = ptype[i + 1, j - 3]                                # bulge of 2 (3' side): terminal AU/GU both sides
     e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 1, j - 3]
-    if t2 and maxu >= 2 and a3 >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 2 and a3 >= 2:
         v = min(v, e)
     t2 = ptype[i + 2, j - 1]                                # bulge of 1 (5' side)
     e = np.int64(bulge1) + stack[t, RT[t2]] + V[i + 2, j - 1]
-    if t2 and maxu >= 1 and a5 >= 1:
+    if (CLOSES >> t2) & 1 and maxu >= 1 and a5 >= 1:
         v = min(v, e)
     t2 = ptype[i + 3, j - 1]                                # bulge of 2 (5' side)
     e = np.int64(BUL[2]) + AU[t] + AU[t2] + V[i + 3, j - 1]
-    if t2 and maxu >= 2 and a5 >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 2 and a5 >= 2:
         v = min(v, e)
     p = i + 2                                               # 1x1
     q = j - 2
     t2 = ptype[p, q]
     e = np.int64(int11[t, RT[t2], si1, sj1]) + V[p, q]
-    if t2 and maxu >= 2 and a5 >= 1 and a3 >= 1:
+    if (CLOSES >> t2) & 1 and maxu >= 2 and a5 >= 1 and a3 >= 1:
         v = min(v, e)
     p = i + 2                                               # 1x2: n1 = 1, n2 = 2
     q = j - 3
     t2 = ptype[p, q]
     e = np.int64(int21[t, RT[t2], si1, S[q + 1], sj1]) + V[p, q]
-    if t2 and maxu >= 3 and a5 >= 1 and a3 >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 3 and a5 >= 1 and a3 >= 2:
         v = min(v, e)
     p = i + 3                                               # 2x1: n1 = 2, n2 = 1
     q = j - 2
     t2 = ptype[p, q]
     e = np.int64(int21[RT[t2], t, S[q + 1], si1, S[p - 1]]) + V[p, q]
-    if t2 and maxu >= 3 and a5 >= 2 and a3 >= 1:
+    if (CLOSES >> t2) & 1 and maxu >= 3 and a5 >= 2 and a3 >= 1:
         v = min(v, e)
     p = i + 3                                               # 2x2
     q = j - 3
     t2 = ptype[p, q]
     e = np.int64(int22[t, RT[t2], si1, S[p - 1], S[q + 1], sj1]) + V[p, q]
-    if t2 and maxu >= 4 and a5 >= 2 and a3 >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 4 and a5 >= 2 and a3 >= 2:
         v = min(v, e)
     p = i + 3                                               # 2x3
     q = j - 4
     t2 = ptype[p, q]
     e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
-    if t2 and maxu >= 5 and a5 >= 2 and a3 >= 3:
+    if (CLOSES >> t2) & 1 and maxu >= 5 and a5 >= 2 and a3 >= 3:
         v = min(v, e)
     p = i + 4                                               # 3x2
     q = j - 3
     t2 = ptype[p, q]
     e = m23 + mm23[RT[t2], S[q + 1], S[p - 1]] + V[p, q]
-    if t2 and maxu >= 5 and a5 >= 3 and a3 >= 2:
+    if (CLOSES >> t2) & 1 and maxu >= 5 and a5 >= 3 and a3 >= 2:
         v = min(v, e)
     return v
 
@@ -443,9 +486,10 @@ def _WM(WM, WM1T, U, i, j, ml_base, i_free):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _W(T, S, n, V, ptype, AU, UP):
+def _W(T, S, n, V, ptype, AU, span, UP):
     """W (eq. 1), the exterior loop: W[j] = min(W[j-1] (if j may be unpaired, ``UP[j] > 0``), the least
-    W[i-1] + V[i, j] + exterior stem(i, j)); INF where hard constraints leave no structure.
+    W[i-1] + V[i, j] + exterior stem(i, j)), i from j - span + 1 (no pair spans more than ``span`` nt); INF
+    where hard constraints leave no structure.
 
     The stem terms are energy.exterior_stem_at's (mismatch inside the sequence, a dangle at either end, none
     with dangles=0), written out with local tables to keep Python objects out of the O(n²) loop."""
@@ -456,7 +500,7 @@ def _W(T, S, n, V, ptype, AU, UP):
     W = np.zeros(n + 1, dtype=np.int64)
     for j in range(1, n + 1):
         w = W[j - 1] if UP[j] > 0 else np.int64(INF)
-        for i in range(1, j - TURN):
+        for i in range(max(1, j - span + 1), j - TURN):
             if V[i, j] < HALF_INF:
                 t = ptype[i, j]
                 e = W[i - 1] + V[i, j] + AU[t]
@@ -485,15 +529,20 @@ def _fill(T, S, n, work32, work8, H, enforce, SH):
     thread keeps from one sequence to the next: a fresh (n+2)² allocation per sequence costs page faults
     and, on many threads, memory-map contention that kept 16 threads far from 16 times one."""
     N = n + 2
+    no_lp, no_gu, no_closing_gu, span = _rules(T, n)
     ptype = _take(work8, 0, N, N, 0)
     for i in range(1, n + 1):
-        for j in range(i + TURN + 1, n + 1):
-            ptype[i, j] = E.PAIR_TYPE[S[i], S[j]]
+        for j in range(i + TURN + 1, min(n, i + span - 1) + 1):
+            t = E.PAIR_TYPE[S[i], S[j]]
+            if no_gu and (t == 3 or t == 4):
+                t = 0
+            ptype[i, j] = t
     UP, DN = _hard_constraints(ptype, S, n, H, enforce)
     SS = np.zeros(N, dtype=np.int64)                    # SH as int64, zero where there is none
     if SH.shape[0] > 0:
         for i in range(1, n + 1):
             SS[i] = SH[i]
+    CLOSES = _closes(no_closing_gu)
     V = _take(work32, 0, N, N, INF)
     WM = _take(work32, N * N, N, N, INF)
     WM1T = _take(work32, 2 * N * N, N, N, INF)
@@ -504,7 +553,8 @@ def _fill(T, S, n, work32, work8, H, enforce, SH):
     VI = _take(work32, base, RING, N, INF)
     V1N = _take(work32, base + RING * N, RING, N, INF)
     VAU = _take(work32, base + 2 * RING * N, RING, N, INF)
-    UB = _take(work32, base + 3 * RING * N, ROWS, N + 1, INF)   # U of each row of a block
+    CC = _take(work32, base + 3 * RING * N, RING, N, INF)         # no_lp's CC, row p at p & (RING - 1)
+    UB = _take(work32, base + 4 * RING * N, ROWS, N + 1, INF)   # U of each row of a block
     # The energy tables the loop-type helpers read, taken out of T once per sequence.
     G = _generic_table(T)
     BUL, L1N = _size_terms(T)
@@ -533,38 +583,52 @@ def _fill(T, S, n, work32, work8, H, enforce, SH):
     # rows below), but each row j of WM1T, which the multiloop sweeps read, is read by ROWS rows in a row
     # while it is in cache, instead of once per row from memory (the triangle of WM1T is megabytes long
     # at 1,000 nt, and 16 threads streaming it each were far from 16 times one).
+    # Only the cells of span j - i + 1 <= span are visited (the others stay INF and are never read).
     for i0 in range(n - TURN - 1, 0, -ROWS):
         ilo = max(1, i0 - ROWS + 1)
-        _start_block(UB, VI, V1N, VAU, UP, i0, ilo, N, ml_base)
-        for j in range(ilo + TURN + 1, n + 1):
+        _start_block(UB, VI, V1N, VAU, CC, UP, i0, ilo, N, span, ml_base)
+        for j in range(ilo + TURN + 1, min(n, i0 + span - 1) + 1):
             j_free = UP[j] > 0
             a3 = DN[j - 1]                                      # unpaired nucleotides that may end at j-1
             s3 = SS[j - 1] + SS[j]
-            for i in range(min(i0, j - TURN - 1), ilo - 1, -1):
+            for i in range(min(i0, j - TURN - 1), max(ilo, j - span + 1) - 1, -1):
                 t = ptype[i, j]
                 a5 = UP[i + 1]                                  # ... and that may start at i+1
                 sstack = SS[i] + SS[i + 1] + s3
                 if t:
-                    # V (eq. 2): the hairpin, VBI and VM
+                    # V (eq. 2): the hairpin, VBI and VM; a pair whose CLOSES bit is off (GU under
+                    # no_closing_gu) keeps the stack only (maxu = 0). The hairpin and VM are computed either
+                    # way and kept or not after (see the note above _start_block).
+                    closes = (CLOSES >> t) & 1
                     size = j - i - 1
                     if size == 3 or size == 4 or size == 6:     # may be a tabulated tri-, tetra- or hexaloop,
-                        v = E.hairpin_energy_of_type(T, S, i, j, t)   # which needs T (see above _start_block)
+                        hp = E.hairpin_energy_of_type(T, S, i, j, t)  # which needs T (see above _start_block)
                     else:
-                        v = _hairpin(HPL, mmH, S, i, j, t)
+                        hp = _hairpin(HPL, mmH, S, i, j, t)
                     if a5 < size:                               # a hard constraint keeps one of them paired
-                        v = np.int64(INF)
-                    maxu = min(MAXLOOP, j - i - TURN - 3)
-                    v = min(v, _VBI_tabulated(ptype, V, S, i, j, t, maxu, a5, a3, stack, bulge1, BUL, AU,
-                                              int11, int21, int22, mm23, il5, sstack))
+                        hp = np.int64(INF)
+                    maxu = min(MAXLOOP, j - i - TURN - 3) if closes else 0
+                    v = _VBI_tabulated(ptype, V, S, i, j, t, maxu, a5, a3, stack, bulge1, BUL, AU,
+                                       int11, int21, int22, mm23, il5, sstack, CLOSES)
                     v = min(v, _VBI_bulge(VAU, BUL, BULR, AU, i, j, t, maxu, a5, a3))
                     v = min(v, _VBI_1n(V1N, L1N, L1NR, mm1n, S, i, j, t, maxu, a5, a3))
                     v = min(v, _VBI_generic(VI, GR, mmI, S, i, j, t, maxu, a5, a3))
-                    v = min(v, _VM(WM, WM1T, S, i, j, t, AU, mmM, ml_closing, ml_intern))
+                    vm = _VM(WM, WM1T, S, i, j, t, AU, mmM, ml_closing, ml_intern)
+                    if closes:
+                        v = min(v, min(hp, vm))
+                    if no_lp:
+                        # ViennaRNA's cc and c: CC keeps the best of everything, V only the stack on CC
+                        t2 = ptype[i + 1, j - 1]
+                        c = np.int64(CC[(i + 1) & (RING - 1), j - 1]) + stack[t, E.RTYPE[t2]] + sstack
+                        if t2 == 0 or c >= HALF_INF:
+                            c = np.int64(INF)
+                        CC[i & (RING - 1), j] = min(v, c)
+                        v = c
                     V[i, j] = v
-                    _VBI_inner(VI, V1N, VAU, S, i, j, t, v, mmI, mm1n, AU)
+                    _VBI_inner(VI, V1N, VAU, S, i, j, t, v if closes else np.int64(INF), mmI, mm1n, AU)
                 _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern, j_free)
                 _WM(WM, WM1T, UB[i0 - i], i, j, ml_base, UP[i])
-    return _W(T, S, n, V, ptype, AU, UP), V, WM, WM1T, ptype, UP, DN, SS
+    return _W(T, S, n, V, ptype, AU, span, UP), V, WM, WM1T, ptype, UP, DN, SS
 
 
 @njit(cache=True, nogil=True)
@@ -582,6 +646,12 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
     * WM section i..j (``bt_mb_loop_split``, ViennaRNA's fML): unpaired nucleotides off the 3' end while
       WM[i, j] = WM[i, j-1] + ML base, then off the 5' end while WM[i, j] = WM[i+1, j] + ML base, then one
       branch i·j, then the split WM[i, u] + WM[u+1, j] with u ascending.
+    * with no_lp (``backtrack`` in mfe.c with ``vrna_bt_stacked_pairs``): a pair placed by any of the above
+      is V's, the stack on i+1·j-1, whose target is then CC[i+1, j-1] (V[i, j] less the stack); a pair of a
+      CC target stacks on again while V equals the target, else takes the hairpin, interior loop or multiloop
+      that gives the target, in the order above.
+    * with no_closing_gu, a GU pair is not tried as the closing pair of a hairpin, multiloop, bulge or interior
+      loop, nor as the inner pair of a bulge or interior loop (ViennaRNA's energies of those are INF).
 
     Reads the matrices as ``_fill`` stores them (V and WM (n+2)² int32, W int64 of n + 1, the pair types,
     the unpaired runs UP and DN of hard constraints and the SHAPE stacking terms SS: :func:`free_runs` for
@@ -590,9 +660,12 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
     ``zs_traceback``) take the same decisions in the same order."""
     pt = np.zeros(n + 2, dtype=np.int32)
     ml_base = T.scalars[_ML_BASE]
-    # (kind, i, j); kind 0 = the pair i·j (V), 1 = the WM section i..j. The entries on the stack are
-    # disjoint stretches of at least TURN + 2 nt, so n + 8 entries always suffice.
-    stack = np.zeros((n + 8, 3), dtype=np.int64)
+    no_lp, _, no_closing_gu, span = _rules(T, n)
+    CLOSES = _closes(no_closing_gu)
+    # (kind, i, j, target); kind 0 = the pair i·j (V), 1 = the WM section i..j, 2 = the pair i·j with the
+    # target energy CC[i, j] (no_lp). The entries on the stack are disjoint stretches of at least TURN + 2
+    # nt, so n + 8 entries always suffice.
+    stack = np.zeros((n + 8, 4), dtype=np.int64)
     top = 0
     j = n
     while j > TURN + 1:
@@ -600,7 +673,7 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
             j -= 1
             continue
         found = False
-        for i in range(j - TURN - 1, 0, -1):
+        for i in range(j - TURN - 1, max(1, j - span + 1) - 1, -1):
             stem = E.exterior_stem_of_type(T, S, n, i, j, ptype[i, j])
             if V[i, j] < HALF_INF and W[i - 1] + V[i, j] + stem == W[j]:
                 stack[top, 0] = 0
@@ -617,12 +690,21 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
         kind = stack[top, 0]
         i = stack[top, 1]
         j = stack[top, 2]
-        if kind == 0:
+        if kind == 0 or kind == 2:
             pt[i] = j
             pt[j] = i
-            target = V[i, j]
+            target = np.int64(V[i, j]) if kind == 0 else stack[top, 3]
             t = ptype[i, j]
-            if UP[i + 1] >= j - i - 1 and E.hairpin_energy_of_type(T, S, i, j, t) == target:
+            if no_lp and V[i, j] == target:       # always so for kind 0: V is the stack on CC[i+1, j-1]
+                stack[top, 0] = 2
+                stack[top, 1] = i + 1
+                stack[top, 2] = j - 1
+                inner = E.interior_energy_of_types(T, S, i, j, i + 1, j - 1, t, ptype[i + 1, j - 1])
+                stack[top, 3] = target - inner - (SS[i] + SS[i + 1] + SS[j - 1] + SS[j])
+                top += 1
+                continue
+            closes = (CLOSES >> t) & 1
+            if closes and UP[i + 1] >= j - i - 1 and E.hairpin_energy_of_type(T, S, i, j, t) == target:
                 continue
             found = False
             maxu = min(MAXLOOP, j - i - TURN - 3)
@@ -630,10 +712,15 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
                 p = i + 1 + n1
                 for n2 in range(0, min(maxu - n1, DN[j - 1]) + 1):
                     q = j - 1 - n2
-                    e = E.interior_energy_of_types(T, S, i, j, p, q, t, ptype[p, q])
-                    if n1 == 0 and n2 == 0:
+                    t2 = ptype[p, q]
+                    if n1 + n2 == 0:
+                        allowed = t2 != 0
+                    else:
+                        allowed = closes != 0 and (CLOSES >> t2) & 1 != 0
+                    e = E.interior_energy_of_types(T, S, i, j, p, q, t, t2)
+                    if n1 + n2 == 0:
                         e += SS[i] + SS[p] + SS[q] + SS[j]
-                    if ptype[p, q] and e + V[p, q] == target:
+                    if allowed and e + V[p, q] == target:
                         stack[top, 0] = 0
                         stack[top, 1] = p
                         stack[top, 2] = q
@@ -642,7 +729,7 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
                         break
                 if found:
                     break
-            if found:
+            if found or not closes:
                 continue
             rest = target - E.multi_closing_of_type(T, S, i, j, t)
             for k in range(i + TURN + 3, j - TURN - 1):

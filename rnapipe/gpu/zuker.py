@@ -42,6 +42,7 @@ from typing import Callable
 import numpy as np
 
 from .. import energy as E
+from ..errors import UsageError
 from ..io import packed
 from ..memory import longest_fitting
 from ..model import Model
@@ -225,6 +226,15 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     return [(int(mfe_h[s]), out_h[soff[s]:soff[s] + lens[s]].tobytes().decode("ascii")) for s in range(count)]
 
 
+def _gpu_model(options: dict) -> Model:
+    """The model of ``options``; a pairing rule (no_lp, max_bp_span, ...), which these kernels do not apply yet,
+    is refused rather than left out (the pipeline refuses it before any work: this is the engine's own guard)."""
+    model = Model.from_options(options)
+    for name in model.pairing():
+        raise UsageError(f"option {name} is supported on the CPU engine for now, not on device 'gpu'")
+    return model
+
+
 def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
     """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
     also reads are made on the device too."""
@@ -296,7 +306,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     options = options or {}
-    model = Model.from_options(options)
+    model = _gpu_model(options)
     fill_override = options.get("gpu_fill")
     force_host = bool(options.get("host_traceback", False))
     tb_override = options.get("gpu_traceback")
@@ -381,7 +391,7 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
         results = fold_batch(sequences, variant, threads, options, progress)
         return (np.array([r[0] for r in results], dtype=np.int64),
                 "".join(r[1] + "\n" for r in results).encode("ascii"))
-    model = Model.from_options(options)
+    model = _gpu_model(options)
     src = np.frombuffer(text, dtype=np.uint8)
     in_order = bool(lens[-1] > 0 and np.all(lens[:-1] >= lens[1:]))
     if in_order:

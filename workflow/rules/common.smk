@@ -56,14 +56,24 @@ def _cores():
     return cores if isinstance(cores, int) and cores > 0 else (os.cpu_count() or 1)
 
 
+# fold: keys that are RNAfold's pairing rules, with their flags (the CPU engine alone takes them for now).
+PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClosingGU", "max_bp_span": "--maxBPspan"}
+PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
+if PAIRING and ALGORITHM != "zuker":
+    raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
+# fold keys the CPU engine alone takes for now: the pairing rules, constraint lines, SHAPE data
+CPU_ONLY = [f"fold.{key}" for key in PAIRING] + [f"fold.{key}" for key in ("constraint", "shape")
+                                                 if config["fold"][key]]
+
+
 def _gpu_jobs_asked():
     jobs = config["jobs"]
     if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
-    if config["fold"]["constraint"] or config["fold"]["shape"]:
+    if CPU_ONLY:
         if jobs["gpu"] not in ("auto", 0):
-            raise ValueError("fold.constraint and fold.shape are folded by the CPU engine only for now: set "
-                             "jobs.gpu: 0")
+            raise ValueError(f"{', '.join(CPU_ONLY)}: the CPU engine alone takes them for now; set "
+                             "jobs.gpu: 0 (or auto, which then plans no GPU job)")
         return 0
     return jobs["gpu"]
 
@@ -145,6 +155,9 @@ def say(text):
 def print_devices():
     if GPU_JOBS:
         say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input")
+    elif CPU_ONLY:
+        say(f"no GPU jobs ({', '.join(CPU_ONLY)}: the CPU engine alone takes them for now): the workflow "
+            f"runs on the CPU only, {CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
     else:
         say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
             f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
@@ -199,11 +212,14 @@ def input_of(wildcards):
 
 
 def fold_options(wildcards):
-    """The rnapipe options of a fold job: the configured fold, on the job's device (a GPU job on its GPU)."""
+    """The rnapipe options of a fold job: the configured fold (algorithm, variant, RNAfold's pairing rules as
+    its flags), on the job's device (a GPU job on its GPU)."""
     fold = config["fold"]
     opts = [f"--algorithm {ALGORITHM}", "--on-invalid error"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
+    for key, value in PAIRING.items():
+        opts.append(PAIRING_FLAGS[key] if value is True else f"{PAIRING_FLAGS[key]} {int(value)}")
     if fold["constraint"]:
         opts.append("-C")
     if fold["enforce_constraint"]:

@@ -1,8 +1,9 @@
-# The configuration as the rules read it: numbers given as text on the command line made numbers, then checked
-# against the schema (defaults filled in, unknown keys refused).
+# The configuration as the rules read it: numbers and booleans given as text on the command line made numbers
+# and booleans, then checked against the schema (defaults filled in, unknown keys refused).
 #
-# `--config 'jobs={gpu: 2}'` hands nested values over as strings ('2'); where the schema wants an integer or a
-# number there, a string that reads as one is taken as one, so that the README's own commands validate.
+# `--config 'jobs={gpu: 2}'` hands nested values over as strings ('2'); where the schema wants an integer, a
+# number or a boolean there, a string that reads as one is taken as one ('true', 'false'), so that the README's
+# own commands validate.
 
 import yaml
 from snakemake.utils import validate
@@ -19,7 +20,7 @@ def _types(schema):
 
 
 def as_numbers(value, schema):
-    """``value`` with every string that the schema wants as an integer, a number or null made one."""
+    """``value`` with every string that the schema wants as an integer, a number, a boolean or null made one."""
     if isinstance(value, dict):
         props = schema.get("properties", {})
         return {key: as_numbers(item, props.get(key, {})) for key, item in value.items()}
@@ -29,6 +30,8 @@ def as_numbers(value, schema):
         kinds = _types(schema)
         if "null" in kinds and value.strip() in ("null", "None", "~"):
             return None
+        if "boolean" in kinds and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
         for kind, make in (("integer", int), ("number", float)):
             if kind in kinds:
                 try:

@@ -2,7 +2,8 @@
 # (what the merge reads). rnapipe folds into OUTPUT.fold, resumable from its journal, and links the finished
 # fold to OUTPUT (Snakemake removes the output of a job that was cut off before running it again: rnapipe's own
 # finished file must not be only under that name), so a job cut off goes on from its finished chunks, or only
-# links again where its fold was complete. A journal older than the job's list belongs to another plan: the fold
+# links again where its fold was complete (and folded with the same options: a job run again because its
+# options changed folds again). A journal older than the job's list belongs to another plan: the fold
 # starts afresh. A job with no shards writes an empty file. A GPU job takes one core and the resource gpu=1, and
 # folds on its GPU; a CPU job takes CPU_THREADS. On one node both kinds run at once (--cores all
 # --resources gpu=N).

@@ -23,10 +23,12 @@ SHAPE_C = 1e4
 
 UNIT_SECONDS = 2.0                  # a journal unit: this much predicted work on the device in use
 # One engine call takes chunks up to this much predicted work (or the batch limits in records and
-# nucleotides, :data:`.stream.BATCH`): a killed run loses the call in flight. A GPU's call reaches its full
-# rate within a few seconds at every length; a hybrid call is split between CPU and GPU, which needs more
-# work to split well.
-BATCH_SECONDS = {"cpu": 2.0, "gpu": 3.0, "hybrid": 4.0}
+# nucleotides, :data:`.stream.BATCH`; one chunk always goes): a killed run loses the call in flight. The CPU's
+# calls are relayed (the next starts on the threads the last one frees, :class:`~rnapipe.cpu.batch.Relay`),
+# so a short call costs them no idle threads; a GPU's call reaches its full rate within a second or two at every
+# length (calls of 2 s fold some 3 % slower than calls of 3 s, and a killed run loses a third less); a hybrid
+# call is split between CPU and GPU, which needs more work to split well.
+BATCH_SECONDS = {"cpu": 1.0, "gpu": 2.0, "hybrid": 4.0}
 
 # Rates (work a second) before any call is measured: on the slow side of the engines measured (a 2-vCPU
 # Xeon folds Zuker at some 1.1·10¹⁰ a thread, Nussinov two-vector about as fast, the other Nussinov

@@ -257,15 +257,24 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
             del call, scores, structures        # not held while the next batch is gathered and folded
 
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
+    held: Chunk | None = None                 # a chunk left for the next call: the first of its batch
     try:
-        for chunk in source:
+        while True:
+            if held is not None:
+                chunk, held = held, None
+            else:
+                chunk = next(source, None)
+                if chunk is None:
+                    break
             if chunk.number < done:
                 yield chunk, None
                 continue
             batch = [chunk]
             size, nt, amount = len(chunk), chunk.nucleotides, chunk.cost
             most = pace.batch_work()
-            # take whatever more is parsed already, for one larger engine call
+            # take whatever more is parsed already, for one larger engine call, while the call stays within
+            # the batch limits and the pace's batch of work (what a killed run loses): a chunk that would take
+            # it past them waits for the next call
             while size < records and nt < nucleotides and amount < most and source.ready():
                 try:
                     more = next(source)
@@ -276,6 +285,9 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
                     break
                 if more.number < done:
                     raise RuntimeError("a finished chunk after an unfinished one")
+                if amount + more.cost > most or size + len(more) > records or nt + more.nucleotides > nucleotides:
+                    held = more
+                    break
                 batch.append(more)
                 size += len(more)
                 nt += more.nucleotides

@@ -17,7 +17,7 @@ from typing import Callable, TextIO
 from ... import config
 from ...constraints import shape_identity
 from ..._version import __version__
-from ...model import Model
+from ...model import PAIRING_DEFAULTS, Model
 from ...io.formats import REJECTED_HEADER, header, rejected_rows
 from ...io.idtext import ID_ERRORS
 from ...io.writers import rejected_path
@@ -59,13 +59,17 @@ def _file_digest(path) -> str | None:
 
 def _with_defaults(algorithm: str, options: dict) -> dict:
     """The engine options with the model's defaults filled in, so that a rerun that spells out a default
-    (``temperature=37``) is the same run as one that left it out."""
+    (``temperature=37``) is the same run as one that left it out. The pairing rules appear only when on
+    (``no_lp``, ``max_bp_span``, ...): a run with all of them off has the header it had before they existed."""
     full = dict(options)
     if algorithm == "zuker":
         model = Model.from_options(options)
         if model.params is not None:
             model.tables()                  # the parameter file read and checked (one line if it cannot be)
         full.update(temperature=model.temperature, dangles=model.dangles, params=model.params)
+        for name in PAIRING_DEFAULTS:
+            full.pop(name, None)
+        full.update(model.pairing())
         if model.enforce_constraint:
             full["enforce_constraint"] = True
         else:
