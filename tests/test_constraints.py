@@ -55,6 +55,11 @@ def random_constraint(seq: str, rng: random.Random) -> str:
     return "".join(line)
 
 
+# ViennaRNA's energy where no structure satisfies the constraints is its INF (10,000,000 dcal/mol), less a little
+# with --noLP: at or above this, none
+NONE_AT = 90_000 * 100
+
+
 def vienna(seq: str, constraint: str | None, enforce: bool = False, dangles: int = 2):
     md = RNA.md()
     md.dangles = dangles
@@ -85,7 +90,7 @@ def test_random_constraints_fold_as_viennarna(enforce, dangles):
     feasible = 0
     for seq, line, (energy, structure) in zip(seqs, lines, got):
         ref_energy, ref_structure = vienna(seq, line, enforce, dangles)
-        if ref_energy >= 100_000 * 100:                  # ViennaRNA: no structure satisfies the constraints
+        if ref_energy >= NONE_AT:                  # ViennaRNA: no structure satisfies the constraints
             assert energy >= INF, (seq, line)
             continue
         feasible += 1
@@ -104,7 +109,7 @@ def test_each_symbol_alone_folds_as_viennarna():
     for enforce in (False, True):
         for seq, line, got in zip(seqs, lines, ours(seqs, lines, enforce)):
             ref = vienna(seq, line, enforce)
-            if ref[0] < 100_000 * 100:
+            if ref[0] < NONE_AT:
                 assert got == ref, (seq, line, enforce)
 
 
@@ -122,13 +127,13 @@ def test_real_sequences_fold_as_viennarna():
     for enforce in (False, True):
         for seq, line, got in zip(seqs, lines, ours(seqs, lines, enforce)):
             ref = vienna(seq, line, enforce)
-            if ref[0] < 100_000 * 100:
+            if ref[0] < NONE_AT:
                 assert got == ref, (seq, line, enforce)
 
 
 def test_api_constraints():
     seqs, lines = _cases(30, 20, 100, seed=21)
-    cases = [(s, c) for s, c in zip(seqs, lines) if vienna(s, c, True)[0] < 100_000 * 100]
+    cases = [(s, c) for s, c in zip(seqs, lines) if vienna(s, c, True)[0] < NONE_AT]
     assert len(cases) > 10
     results = rnapipe.fold([s for s, _ in cases], constraints=[c for _, c in cases], enforce_constraint=True,
                            threads=2)
@@ -176,7 +181,7 @@ def test_cli_prints_as_rnafold(tmp_path, enforce):
     records = []
     for k, seq in enumerate(seqs):
         line = random_constraint(seq, rng)
-        if vienna(seq, line, enforce)[0] < 100_000 * 100:
+        if vienna(seq, line, enforce)[0] < NONE_AT:
             records.append((f"r{k} with a description", seq, line))
     path = tmp_path / "in.fa"
     path.write_text(_fasta_with_constraints(records))
@@ -216,7 +221,7 @@ def test_cli_no_structure_is_one_line_or_skipped(tmp_path):
     --on-invalid skip it is left out and listed, and a rerun of the finished output does not refold."""
     path = tmp_path / "in.fa"
     path.write_text(">ok\nGGGGAAACCCC\n|..........\n>none\nAAAAAAAAAA\n|.........\n>ok2\nGGGAAACCC\n.........\n")
-    assert vienna("AAAAAAAAAA", "|.........", True)[0] >= 100_000 * 100
+    assert vienna("AAAAAAAAAA", "|.........", True)[0] >= NONE_AT
     proc = run_rnapipe("fold", path, "-C", "--enforceConstraint", "-q", cwd=tmp_path)
     assert proc.returncode == 2
     assert f"{path}, record 'none': the constraint line leaves no structure" in one_error_line(proc)
@@ -269,7 +274,7 @@ def test_killed_run_with_constraints_resumes_and_a_changed_line_is_refused(tmp_p
     rng = random.Random(2)
     seqs = random_seqs(40, 20, 60, seed=2, n_rate=0.0)
     records = [(f"r{k}", s, random_constraint(s, rng)) for k, s in enumerate(seqs)]
-    records = [r for r in records if vienna(r[1], r[2], True)[0] < 100_000 * 100]
+    records = [r for r in records if vienna(r[1], r[2], True)[0] < NONE_AT]
     path = tmp_path / "in.fa"
     path.write_text(_fasta_with_constraints(records))
     args = ["fold", "in.fa", "-C", "--enforceConstraint", "-o", "out.db", "-q"]
@@ -445,7 +450,7 @@ def test_workflow_with_constraints_and_shape(tmp_path):
     for k, seq in enumerate(seqs):
         line, values = random_constraint(seq, rng), random_reactivities(len(seq), rng)
         expected = vienna_shape(seq, values, constraint=line, enforce=True)
-        if expected[0] < 100_000 * 100:
+        if expected[0] < NONE_AT:
             records.append((f"r{k}", seq, line, values, expected))
     (tmp_path / "in.fa").write_text("".join(f">{h}\n{s}\n{c}\n" for h, s, c, _, _ in records))
     (tmp_path / "shape.tsv").write_text("".join(f"{h} {p} {x}\n" for h, _, _, v, _ in records
@@ -509,7 +514,7 @@ def test_resume_after_a_record_without_structure_was_skipped(tmp_path):
     rng = random.Random(23)
     seqs = random_seqs(16, 20, 50, seed=23, n_rate=0.0)
     records = [(f"r{k}", s, random_constraint(s, rng)) for k, s in enumerate(seqs)]
-    records = [r for r in records if vienna(r[1], r[2], True)[0] < 100_000 * 100]
+    records = [r for r in records if vienna(r[1], r[2], True)[0] < NONE_AT]
     records.insert(1, ("none", "AAAAAAAAAA", "|........."))
     (tmp_path / "in.fa").write_text(_fasta_with_constraints(records))
     args = ["fold", "in.fa", "-C", "--enforceConstraint", "--on-invalid", "skip", "-o", "out.db", "-q"]
@@ -569,7 +574,7 @@ def test_resume_refuses_other_constraint_options(tmp_path):
     rng = random.Random(29)
     seqs = random_seqs(16, 20, 50, seed=29, n_rate=0.0)
     records = [(f"r{k}", s, random_constraint(s, rng)) for k, s in enumerate(seqs)]
-    records = [r for r in records if vienna(r[1], r[2], True)[0] < 100_000 * 100]
+    records = [r for r in records if vienna(r[1], r[2], True)[0] < NONE_AT]
     (tmp_path / "in.fa").write_text(_fasta_with_constraints(records))
     (tmp_path / "t.tsv").write_text("r0 1 0.5\n")
     args = ["fold", "in.fa", "-C", "--enforceConstraint", "--shape", "t.tsv", "-o", "out.db", "-q"]
@@ -581,3 +586,33 @@ def test_resume_refuses_other_constraint_options(tmp_path):
     (tmp_path / "t.tsv").write_text("r0 1 0.6\n")
     proc = cli(args, tmp_path)
     assert proc.returncode == 2 and "--restart" in one_error_line(proc)
+
+
+@pytest.mark.parametrize("rules", [{"no_lp": True}, {"no_gu": True}, {"no_closing_gu": True}, {"max_bp_span": 40},
+                                   {"no_lp": True, "no_closing_gu": True, "max_bp_span": 60}],
+                         ids=["noLP", "noGU", "noClosingGU", "maxBPspan", "all"])
+def test_constraints_and_shape_with_the_pairing_rules(rules):
+    """With RNAfold's pairing rules as well: a constrained pair keeps its own type (GU under --noGU too), may span
+    more than --maxBPspan, and under --noLP a pair that could stack only on a constrained non-canonical pair is
+    dropped, as ViennaRNA's default hard constraints drop it."""
+    rng = random.Random(len(rules) * 7 + sum(map(len, rules)))
+    seqs = random_seqs(40, 20, 160, seed=len(str(rules)))
+    for enforce in (False, True):
+        lines = [random_constraint(s, rng) for s in seqs]
+        values = [random_reactivities(len(s), rng) for s in seqs]
+        expected = {}
+        for k, (seq, line, v) in enumerate(zip(seqs, lines, values)):
+            md = RNA.md()
+            md.noLP, md.noGU = int(rules.get("no_lp", False)), int(rules.get("no_gu", False))
+            md.noGUclosure = int(rules.get("no_closing_gu", False))
+            if "max_bp_span" in rules:
+                md.max_bp_span = rules["max_bp_span"]
+            fc = RNA.fold_compound(seq, md)
+            fc.hc_add_from_db(line, RNA.CONSTRAINT_DB_DEFAULT | (RNA.CONSTRAINT_DB_ENFORCE_BP if enforce else 0))
+            fc.sc_add_SHAPE_deigan([0.0] + [-1.0 if x is None else x for x in v], 1.8, -0.6)
+            structure, mfe = fc.mfe()
+            if mfe < 90_000:                                  # else no structure: ViennaRNA's INF (less a little)
+                expected[k] = (int(round(mfe * 100)), structure)
+        results = rnapipe.fold(seqs, constraints=lines, shape=values, enforce_constraint=enforce,
+                               on_invalid="skip", threads=2, **rules)
+        assert {r.index: (r.score_int, r.structure) for r in results} == expected

@@ -198,26 +198,38 @@ NO_DATA32 = np.zeros(0, dtype=np.int32)        # SH of a sequence without SHAPE 
 
 
 @njit(cache=True, nogil=True)
-def _hard_constraints(ptype, S, n, H, enforce):
+def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
     """Apply RNAfold's constraint line (codes H, see HC_SYMBOLS; empty: none) to the pair types, as
     ViennaRNA's ``vrna_hc_add_from_db`` with ``VRNA_CONSTRAINT_DB_DEFAULT`` (and ``..._ENFORCE_BP`` when
     ``enforce``) does for one strand:
 
     * ``x``: the nucleotide pairs with nothing; ``<`` / ``>``: it pairs, if at all, with a nucleotide
       downstream / upstream;
-    * ``( )``: the pair, canonical or not (a non-canonical one has ViennaRNA's non-standard type 7), and no
-      other pair of either nucleotide nor one that crosses it; a pair closing fewer than 3 unpaired
-      nucleotides is dropped, as ViennaRNA drops it (a warning there);
+    * ``( )``: the pair, canonical or not (its type that of the two nucleotides, a GU one under no_gu too; a
+      non-canonical one has ViennaRNA's non-standard type 7), of any span (max_bp_span limits the other pairs
+      only), and no other pair of either nucleotide nor one that crosses it; a pair closing fewer than 3
+      unpaired nucleotides is dropped, as ViennaRNA drops it (a warning there);
     * with ``enforce``, the nucleotides of ``( )`` and ``|`` may not stay unpaired (``|`` says nothing
-      without it).
+      without it);
+    * with ``no_lp``, ViennaRNA's default hard constraints first drop every pair that no canonical pair (GU
+      included, within ``span``) could stack on, outside or inside: a pair stacked only on a constrained
+      non-canonical pair cannot form (without constraints this drops only pairs the fill could not use anyway).
 
     Returns UP[i], how many nucleotides from i on may stay unpaired in a row (n - i + 1 without constraints),
-    and DN[j], how many up to j (ViennaRNA's ``hc->up_*``: here every loop type alike). H's brackets are
-    balanced (the reader checks)."""
+    DN[j], how many up to j (ViennaRNA's ``hc->up_*``: here every loop type alike), and the span the fill has
+    to cover: ``span``, or a constrained pair's if longer. H's brackets are balanced (the reader checks)."""
     UP = np.zeros(n + 2, dtype=np.int64)
     DN = np.zeros(n + 2, dtype=np.int64)
     free = np.ones(n + 2, dtype=np.bool_)
     if H.shape[0] > 0:
+        if no_lp:
+            P = E.PAIR_TYPE
+            for i in range(1, n + 1):
+                for j in range(i + TURN + 1, n + 1):
+                    outer = i > 1 and j < n and j - i + 3 <= span and P[S[i - 1], S[j + 1]] != 0
+                    inner = j - i - 2 > TURN and P[S[i + 1], S[j - 1]] != 0
+                    if not outer and not inner:
+                        ptype[i, j] = 0
         partner = np.zeros(n + 2, dtype=np.int64)
         opened = np.zeros(n + 2, dtype=np.int64)
         top = 0
@@ -247,8 +259,9 @@ def _hard_constraints(ptype, S, n, H, enforce):
             for j in range(i + TURN + 1, n + 1):
                 if partner[i] or partner[j]:
                     if partner[i] == j:
-                        if ptype[i, j] == 0:
-                            ptype[i, j] = E.NONSTANDARD
+                        t = E.PAIR_TYPE[S[i], S[j]]
+                        ptype[i, j] = t if t else E.NONSTANDARD
+                        span = max(span, j - i + 1)
                     else:
                         ptype[i, j] = 0
                 elif (hi == _HC_X or hi == _HC_UP or H[j] == _HC_X or H[j] == _HC_DOWN
@@ -262,7 +275,7 @@ def _hard_constraints(ptype, S, n, H, enforce):
         UP[i] = UP[i + 1] + 1 if free[i] else 0
     for j in range(1, n + 1):
         DN[j] = DN[j - 1] + 1 if free[j] else 0
-    return UP, DN
+    return UP, DN, span
 
 
 # The loop-type helpers below are inlined into _fill's loop over cells (inline="always", at the level of
@@ -519,7 +532,8 @@ def _W(T, S, n, V, ptype, AU, span, UP):
 @njit(cache=True, nogil=True)
 def _fill(T, S, n, work32, work8, H, enforce, SH):
     """Fill V, WM, WM1T and W for the padded codes S (S[1..n]); returns them, the pair types, the unpaired runs
-    UP, DN (see :func:`_hard_constraints`) and the SHAPE stacking terms SS, all of which the traceback reads.
+    UP, DN (see :func:`_hard_constraints`), the SHAPE stacking terms SS and the span the fill covered, all of
+    which the traceback reads.
 
     ``H``: the hard-constraint codes of S's positions (:data:`HC_CODES`, padded as S; empty for none) and
     ``enforce`` (RNAfold's --enforceConstraint); ``SH``: each position's SHAPE stacking pseudo-energy (dcal/mol,
@@ -537,7 +551,7 @@ def _fill(T, S, n, work32, work8, H, enforce, SH):
             if no_gu and (t == 3 or t == 4):
                 t = 0
             ptype[i, j] = t
-    UP, DN = _hard_constraints(ptype, S, n, H, enforce)
+    UP, DN, span = _hard_constraints(ptype, S, n, H, enforce, no_lp, span)
     SS = np.zeros(N, dtype=np.int64)                    # SH as int64, zero where there is none
     if SH.shape[0] > 0:
         for i in range(1, n + 1):
@@ -628,11 +642,11 @@ def _fill(T, S, n, work32, work8, H, enforce, SH):
                     _VBI_inner(VI, V1N, VAU, S, i, j, t, v if closes else np.int64(INF), mmI, mm1n, AU)
                 _WM1(WM1T, V, S, i, j, t, AU, mmM, ml_base, ml_intern, j_free)
                 _WM(WM, WM1T, UB[i0 - i], i, j, ml_base, UP[i])
-    return _W(T, S, n, V, ptype, AU, span, UP), V, WM, WM1T, ptype, UP, DN, SS
+    return _W(T, S, n, V, ptype, AU, span, UP), V, WM, WM1T, ptype, UP, DN, SS, span
 
 
 @njit(cache=True, nogil=True)
-def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
+def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS, span):
     """Pair table of the optimal structure RNAfold prints: re-derive which term of each recursion gave the
     stored value, trying the terms in the order of ViennaRNA's MFE backtracking, so that among co-optimal
     structures the same one comes out (``backtrack`` in mfe/mfe.c and src/ViennaRNA/backtrack/):
@@ -654,13 +668,13 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
       loop, nor as the inner pair of a bulge or interior loop (ViennaRNA's energies of those are INF).
 
     Reads the matrices as ``_fill`` stores them (V and WM (n+2)² int32, W int64 of n + 1, the pair types,
-    the unpaired runs UP and DN of hard constraints and the SHAPE stacking terms SS: :func:`free_runs` for
-    none); the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices copied
+    the unpaired runs UP and DN of hard constraints, the SHAPE stacking terms SS and the span the fill
+    covered: :func:`free_runs` for none); the GPU engine's host traceback (``rnapipe.gpu.zuker._host_traceback``) calls it on matrices copied
     back from the device, and the GPU tracebacks (``zk_traceback``, ``zk_traceback_block``,
     ``zs_traceback``) take the same decisions in the same order."""
     pt = np.zeros(n + 2, dtype=np.int32)
     ml_base = T.scalars[_ML_BASE]
-    no_lp, _, no_closing_gu, span = _rules(T, n)
+    no_lp, _, no_closing_gu, _ = _rules(T, n)
     CLOSES = _closes(no_closing_gu)
     # (kind, i, j, target); kind 0 = the pair i·j (V), 1 = the WM section i..j, 2 = the pair i·j with the
     # target energy CC[i, j] (no_lp). The entries on the stack are disjoint stretches of at least TURN + 2
@@ -769,13 +783,14 @@ def traceback(T, S, n, W, V, WM, ptype, UP, DN, SS):
 
 @njit(cache=True, nogil=True)
 def free_runs(n):
-    """UP, DN and SS of a sequence of n nt without hard constraints or SHAPE data (see :func:`traceback`)."""
+    """UP, DN, SS and the span of a sequence of n nt without hard constraints, SHAPE data or a span limit (see
+    :func:`traceback`)."""
     UP = np.zeros(n + 2, dtype=np.int64)
     DN = np.zeros(n + 2, dtype=np.int64)
     for i in range(1, n + 1):
         UP[i] = n - i + 1
         DN[i] = i
-    return UP, DN, np.zeros(n + 2, dtype=np.int64)
+    return UP, DN, np.zeros(n + 2, dtype=np.int64), np.int64(n)
 
 
 @njit(cache=True, nogil=True)
@@ -794,9 +809,9 @@ def dot_bracket(pt, n):
 def fold_codes_in(T, S, work32, work8):
     """MFE (dcal/mol) and dot-bracket bytes for padded codes S, the matrices in the given workspace."""
     n = S.shape[0] - 2
-    W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, np.zeros(0, dtype=np.int8), False,
-                                              np.zeros(0, dtype=np.int32))
-    pt = traceback(T, S, n, W, V, WM, ptype, UP, DN, SS)
+    W, V, WM, WM1T, ptype, UP, DN, SS, span = _fill(T, S, n, work32, work8, np.zeros(0, dtype=np.int8), False,
+                                                    np.zeros(0, dtype=np.int32))
+    pt = traceback(T, S, n, W, V, WM, ptype, UP, DN, SS, span)
     return W[n], dot_bracket(pt, n)
 
 
@@ -855,8 +870,8 @@ def fold_range(T, codes, starts, lo, hi, work32, work8, energies, out, hc, enfor
         if n > 0:
             H = hc[starts[k]:starts[k + 1]] if hc.shape[0] > 0 else hc[0:0]
             SH = shape[starts[k]:starts[k + 1]] if shape.shape[0] > 0 else shape[0:0]
-            W, V, WM, WM1T, ptype, UP, DN, SS = _fill(T, S, n, work32, work8, H, enforce, SH)
-            db = dot_bracket(traceback(T, S, n, W, V, WM, ptype, UP, DN, SS), n)
+            W, V, WM, WM1T, ptype, UP, DN, SS, span = _fill(T, S, n, work32, work8, H, enforce, SH)
+            db = dot_bracket(traceback(T, S, n, W, V, WM, ptype, UP, DN, SS, span), n)
             energies[k] = W[n]
             a = starts[k] + 1
             for p in range(n):
@@ -961,7 +976,8 @@ def signatures(tables) -> dict:
     b = numba.boolean
     return {"fold_range": (T, i8, i64, n, n, i32, i8, i64, u8, i8, b, i32),
             "_fill": (T, i8, n, i32, i8, i8, b, i32),
-            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int8, 2), i64, i64, i64)}
+            "traceback": (T, i8, n, i64, array(np.int32, 2), array(np.int32, 2), array(np.int8, 2), i64, i64, i64,
+                          n)}
 
 
 def compile_alone(name: str) -> None:
