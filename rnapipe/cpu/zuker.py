@@ -39,6 +39,15 @@ ViennaRNA applies them (its default hard constraints, constraints/hard.c, and mf
   term reads V, so every pair it places has the pair i+1·j-1 inside it, which in turn has i·j around it:
   no pair is alone. CC is read at row i+1 only: a ring buffer like VI.
 
+Per-record data (rnapipe.constraints), as ViennaRNA applies it:
+
+* hard constraints (RNAfold's constraint line, ``_hard_constraints``): the pairs they forbid leave the pair
+  types; the nucleotides they keep paired bound the unpaired stretches: UP[i] / DN[j], how many may stay
+  unpaired in a row from i / up to j, limit each hairpin, the two sides of each bulge and interior loop (the
+  sweeps' a5 and a3), the unpaired runs of WM and WM1 and the exterior loop's;
+* SHAPE pseudo-energies (Deigan's): the four nucleotides' terms of each stacked pair of pairs, added to the
+  stack (ViennaRNA's soft-constraint stack term; with no_lp, to V's stack on CC too).
+
 Fill order: i from n down to 1, j upwards, as ViennaRNA's ``mfe.c``: every cell needs only rows below i and
 earlier cells of row i. Rows go in blocks of 16, j outermost inside a block (see ``_fill``), so the
 multiloop sweeps find their rows of WM1T in cache. ``_fill`` is that loop over cells; the terms come from
