@@ -616,3 +616,25 @@ def test_constraints_and_shape_with_the_pairing_rules(rules):
         results = rnapipe.fold(seqs, constraints=lines, shape=values, enforce_constraint=enforce,
                                on_invalid="skip", threads=2, **rules)
         assert {r.index: (r.score_int, r.structure) for r in results} == expected
+
+
+def test_fold_job_does_not_reuse_a_fold_of_other_shape_data(tmp_path):
+    """fold-job records -C and the SHAPE file's identity with its fold: a finished fold is linked again only for
+    the same data; another SHAPE file folds again."""
+    from test_workflow import environment, rnapipe as workflow_rnapipe
+
+    env = environment(tmp_path)
+    seqs = random_seqs(6, 20, 60, seed=31, n_rate=0.0)
+    (tmp_path / "in.fa").write_text("".join(f">r{k}\n{s}\n{'.' * len(s)}\n" for k, s in enumerate(seqs)))
+    (tmp_path / "t.tsv").write_text("r0 1 0.5\nr0 2 2.5\n")
+    assert workflow_rnapipe(["prepare", "in.fa", "-o", "prep", "-C"], tmp_path, env).returncode == 0
+    (tmp_path / "job.list").write_text("".join(f"{p}\n" for p in sorted((tmp_path / "prep" / "shards").iterdir())))
+    job = ["fold-job", "job.list", "-o", "job.db", "-C", "--shape", "t.tsv", "--device", "cpu"]
+    assert workflow_rnapipe(job, tmp_path, env).returncode == 0
+    (tmp_path / "job.db").unlink()
+    again = workflow_rnapipe(job, tmp_path, env)
+    assert again.returncode == 0 and "the fold was complete" in again.stderr
+    (tmp_path / "job.db").unlink()
+    (tmp_path / "t.tsv").write_text("r0 1 2.5\nr0 2 0.5\n")
+    other = workflow_rnapipe(job, tmp_path, env)
+    assert other.returncode == 0 and "the fold was complete" not in other.stderr, other.stderr

@@ -804,13 +804,29 @@ def _print_summary(folder, outcome, quiet: bool, seconds: float) -> None:
           + (f"; skipped {skipped}{listed}" if skipped else ""), file=sys.stderr)
 
 
+def _recorded_options(args) -> dict:
+    """What a fold-job's fold is folded with beyond the engine options: -C, and the --shape file's identity
+    (path and digest) with its method, so that a finished fold is not reused for other constraints or data."""
+    from ..constraints import shape_identity
+
+    options = _engine_options(args)
+    if args.constraint:
+        options["constraint"] = True
+    if args.shape:
+        try:
+            options["shape"] = shape_identity(args.shape) + [args.shape_method or "D"]
+        except OSError:                 # the fold says what is wrong with it
+            options["shape"] = [os.path.abspath(args.shape), None, args.shape_method or "D"]
+    return options
+
+
 def _fold_job(args) -> int:
     """``fold-job``: one workflow job's shards folded as ``fold`` folds them, resumable (see
     :mod:`rnapipe.pipeline.workflow.fold_job` for the steps)."""
     from ..pipeline.workflow import fold_job
 
     output, fold = args.output, fold_job.fold_path(args.output)
-    folded_with = fold_job.options_text(args.algorithm, args.variant, _engine_options(args))
+    folded_with = fold_job.options_text(args.algorithm, args.variant, _recorded_options(args))
     step = fold_job.next_step(args.shards, output, folded_with)
     if step is fold_job.Step.NO_SHARDS:
         fold_job.write_empty(output)

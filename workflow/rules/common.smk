@@ -211,6 +211,11 @@ def input_of(wildcards):
     return SAMPLES[wildcards.sample]
 
 
+def shape_input(wildcards):
+    """fold.shape as an input of the fold jobs (a changed SHAPE file folds again), or none."""
+    return [config["fold"]["shape"]] if config["fold"]["shape"] else []
+
+
 def fold_options(wildcards):
     """The rnapipe options of a fold job: the configured fold (algorithm, variant, RNAfold's pairing rules as
     its flags), on the job's device (a GPU job on its GPU)."""

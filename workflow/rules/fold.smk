@@ -13,6 +13,7 @@ rule fold:
     input:
         shards=f"{WORK}/{{sample}}/plan/{{device}}{{j}}.list",
         prepared=f"{WORK}/{{sample}}/prepared",
+        shape=shape_input,
     output:
         f"{WORK}/{{sample}}/fold/{{device}}{{j}}.db",
     log:
