@@ -7,6 +7,10 @@ benchmarks/RESULTS.md. Not a timing: the seconds shown are only how long each ro
     python benchmarks/rnafold_structures.py                           # CPU engine, d2 and d0 at 37 °C, d2 at 20 °C
     python benchmarks/rnafold_structures.py --device gpu --threads 16
     python benchmarks/rnafold_structures.py --models 37:2 --count 1000 --no-append
+    python benchmarks/rnafold_structures.py --models 37:2:noLP,37:2:noGU,37:2:noClosingGU,37:2:span150
+
+A model is ``temperature:dangles`` with any of the pairing rules after it (``:noLP``, ``:noGU``,
+``:noClosingGU``, ``:spanN`` for --maxBPspan N), set alike in both.
 """
 
 from __future__ import annotations
@@ -61,12 +65,30 @@ def sets(count: int, longest: int) -> dict[str, list[str]]:
 _MD = None
 
 
-def _init(temperature: float, dangles: int) -> None:
+RULES = {"noLP": ("no_lp", "noLP"), "noGU": ("no_gu", "noGU"), "noClosingGU": ("no_closing_gu", "noGUclosure")}
+
+
+def _model(text: str) -> tuple[float, int, dict, dict]:
+    """``T:d[:rule...]``: temperature, dangles, our engine's rule options and ViennaRNA's md fields."""
+    temperature, dangles, *rules = text.split(":")
+    ours, theirs = {}, {}
+    for rule in rules:
+        if rule.startswith("span"):
+            ours["max_bp_span"] = theirs["max_bp_span"] = int(rule[4:])
+        else:
+            ours[RULES[rule][0]] = True
+            theirs[RULES[rule][1]] = 1
+    return float(temperature), int(dangles), ours, theirs
+
+
+def _init(temperature: float, dangles: int, md_fields: dict) -> None:
     global _MD
     import RNA
     _MD = RNA.md()
     _MD.temperature = temperature
     _MD.dangles = dangles
+    for key, value in md_fields.items():
+        setattr(_MD, key, value)
 
 
 def _rnafold(seq: str) -> tuple[int, str]:
@@ -81,7 +103,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=usable_cores())
     ap.add_argument("--count", type=int, default=5000, help="random sequences")
     ap.add_argument("--longest", type=int, default=2500, help="leave out longer records")
-    ap.add_argument("--models", default="37:2,37:0,20:2", help="temperature:dangles, comma-separated")
+    ap.add_argument("--models", default="37:2,37:0,20:2",
+                    help="temperature:dangles[:noLP][:noGU][:noClosingGU][:spanN], comma-separated")
     ap.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     ap.add_argument("--no-append", action="store_true", help="print only, do not append to RESULTS.md")
     args = ap.parse_args(argv)
@@ -89,20 +112,21 @@ def main(argv=None) -> int:
         from rnapipe.gpu import zuker as engine
     else:
         from rnapipe.cpu import zuker as engine
-    models = [(float(t), int(d)) for t, d in (m.split(":") for m in args.models.split(","))]
+    models = [(m, *_model(m)) for m in args.models.split(",")]
     rows = []
     header = "| model | set | sequences | structure differs | MFE differs | s |"
     print(header)
-    for temperature, dangles in models:
-        with multiprocessing.Pool(args.threads, _init, (temperature, dangles)) as pool:
+    for text, temperature, dangles, rules, md_fields in models:
+        flags = "".join(f" {r}" for r in text.split(":")[2:])
+        with multiprocessing.Pool(args.threads, _init, (temperature, dangles, md_fields)) as pool:
             for name, seqs in sets(args.count, args.longest).items():
                 t0 = time.perf_counter()
                 ours = engine.fold_batch(seqs, "default", args.threads,
-                                         {"temperature": temperature, "dangles": dangles})
+                                         {"temperature": temperature, "dangles": dangles, **rules})
                 theirs = pool.map(_rnafold, seqs, chunksize=16)
                 diff = [k for k, (o, r) in enumerate(zip(ours, theirs)) if o[1] != r[1]]
                 mfe = sum(o[0] != r[0] for o, r in zip(ours, theirs))
-                row = (f"| -T {temperature:g} -d{dangles} | {name} | {len(seqs)} | {len(diff)} | {mfe} | "
+                row = (f"| -T {temperature:g} -d{dangles}{flags} | {name} | {len(seqs)} | {len(diff)} | {mfe} | "
                        f"{time.perf_counter() - t0:.0f} |")
                 print(row, flush=True)
                 rows.append(row)
@@ -111,11 +135,11 @@ def main(argv=None) -> int:
         when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         with open(args.results, "a") as f:
             f.write(f"\n### Zuker structures against RNAfold's, {args.device} engine ({when})\n\n"
-                    f"`python benchmarks/rnafold_structures.py --device {args.device}`; machine: {platform.node()}, "
+                    f"`python benchmarks/rnafold_structures.py --device {args.device} --models {args.models} --count {args.count}`; machine: {platform.node()}, "
                     f"{cpu_name()}, {args.threads} threads; Python {platform.python_version()}, ViennaRNA "
                     f"{RNA.__version__}. Sequences whose "
-                    "dot-bracket differs from ViennaRNA's `fold_compound(seq, md).mfe()` (same temperature and "
-                    "dangles), and whose MFE differs; records longer than "
+                    "dot-bracket differs from ViennaRNA's `fold_compound(seq, md).mfe()` (same temperature, "
+                    "dangles and pairing rules), and whose MFE differs; records longer than "
                     f"{args.longest} nt left out.\n\n{header}\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     return 0
 
