@@ -148,6 +148,11 @@ class ShapeData:
     single: dict = field(default_factory=dict)
     rows: dict = field(default_factory=dict)
     directory: bool = False
+    used: set = field(default_factory=set)       # the table's ids that a record has asked for
+
+    def unused(self) -> list[str]:
+        """The ids of a table that no record read so far has asked for, in the table's order."""
+        return [key for key in self.rows if key not in self.used] if self.table else []
 
     def for_record(self, record: str, ordinal: int, length: int, file: str | None = None) -> np.ndarray | None:
         """The pseudo-energies of the record ``record`` (the ``ordinal``-th of the input, from 0) of ``length``
@@ -168,6 +173,8 @@ class ShapeData:
             values = one.single
         elif self.table:
             values = self.rows.get(record)
+            if values is not None:
+                self.used.add(record)
         else:
             if ordinal > 0:
                 from .errors import UsageError

@@ -377,6 +377,20 @@ def test_cli_shape_table_and_rnafold_file(tmp_path):
     assert proc.stdout == f">only\n{seqs[0]}\n{st} ({e / 100:6.2f})\n"
 
 
+def test_cli_says_which_ids_of_a_shape_table_match_no_record(tmp_path):
+    fa = tmp_path / "in.fa"
+    fa.write_text(">a\nGGGGAAACCCC\n>b\nGGGAAACCC\n")
+    table = tmp_path / "t.tsv"
+    table.write_text("a 1 0.5\nzz 2 0.3\nb 3 0.1\nA 1 0.2\n")
+    proc = run_rnapipe("fold", fa, "--shape", table, "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "SHAPE table" in line]
+    assert len(notes) == 1 and "2 id(s)" in notes[0] and "'zz', 'A'" in notes[0], proc.stderr
+    table.write_text("a 1 0.5\nb 3 0.1\n")
+    proc = run_rnapipe("fold", fa, "--shape", table, "-q", cwd=tmp_path)
+    assert proc.returncode == 0 and "SHAPE table" not in proc.stderr, proc.stderr
+
+
 def test_cli_bad_shape_input(tmp_path):
     fa = tmp_path / "in.fa"
     fa.write_text(">a\nGGGGAAACCCC\n>b\nGGGAAACCC\n")

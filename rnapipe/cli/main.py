@@ -687,8 +687,19 @@ def _fold(args) -> int:
     except OSError as err:  # disk full, quota, permissions changed under us: not a bug, nothing partial left
         files = [s.path for s in sinks if not s.stdout]
         raise _cannot_write(err, err.filename or (files[0] if files else "-"), _kept_note(sinks)) from None
+    _note_unused_shape(shape)
     _print_summary(folder, outcome, args.quiet, time.monotonic() - started)
     return errors.EXIT_OK
+
+
+def _note_unused_shape(shape) -> None:
+    """A SHAPE table's rows whose id matches no record: said on stderr (also with -q), as data given and not
+    used."""
+    unused = shape.unused() if shape is not None else []
+    if unused:
+        shown = ", ".join(repr(key) for key in unused[:5]) + (", ..." if len(unused) > 5 else "")
+        _note(f"{len(unused):,} id(s) of the SHAPE table {shape.path} match no record folded, so their "
+              f"reactivities were not used: {shown}")
 
 
 def _rnafold_conventions(args) -> None:
