@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import config
-from .errors import UsageError
+from .errors import CpuOnlyOption, UsageError
 from .io import Record, Rejected
 from .model import Model
 
@@ -114,7 +114,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
         method = parse_method(shape_method)
         sequences_or_records, shape = _per_sequence(sequences_or_records, shape, algorithm, "shape",
                                                     "SHAPE reactivities")
-        device = cpu_only(device, "SHAPE data")
+        device = cpu_only(device, "shape")
     folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
@@ -129,12 +129,12 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
 
 
-def cpu_only(device: str, what: str) -> str:
-    """The device for a fold with per-record data that only the CPU engine applies (``what``: constraints):
-    'cpu' for 'cpu' or 'auto', else :class:`UsageError`."""
+def cpu_only(device: str, option: str) -> str:
+    """The device for a fold with per-record data that only the CPU engine applies (``option``: constraints,
+    shape): 'cpu' for 'cpu' or 'auto', else :class:`~rnapipe.errors.CpuOnlyOption`."""
     if device in ("cpu", "auto"):
         return "cpu"
-    raise UsageError(f"{what} are supported on the CPU engine for now (device 'cpu'), not on device '{device}'")
+    raise CpuOnlyOption(option, device)
 
 
 def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, dict]:

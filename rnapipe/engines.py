@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import UnavailableError, UsageError
+from .errors import CpuOnlyOption, UnavailableError, UsageError
 from .gpu.devices import NoGpu, gpu_available
 
 ALGORITHMS = ("nussinov", "zuker")
@@ -40,20 +40,8 @@ _VARIANT_MODULES: dict[tuple[str, str, str], str] = {
 }
 
 
-
-
 # Model options that only the CPU engines take for now (the GPU engines, and so the hybrid, do not yet).
 CPU_ONLY_OPTIONS = ("no_lp", "no_gu", "no_closing_gu", "max_bp_span")
-
-
-class CpuOnlyOption(UsageError):
-    """A model option that the engines of ``device`` do not take yet; ``option`` is its name as
-    :func:`rnapipe.fold` takes it (the command line names it its own way)."""
-
-    def __init__(self, option: str, device: str):
-        self.option, self.device = option, device
-        super().__init__(f"option {option} is supported on the CPU engine for now, not on device '{device}': "
-                         "fold on device 'cpu'")
 
 
 def cpu_only_options(algorithm: str, options: dict | None) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .. import config, errors
 from .._version import __version__
-from ..errors import InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
+from ..errors import CpuOnlyOption, InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
 from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE, Model
 
@@ -543,8 +543,7 @@ def _cpu_only(args) -> None:
     if args.device == "auto":
         args.device = "cpu"
     elif args.device != "cpu":
-        raise UsageError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} supported on the CPU engine "
-                         f"for now (--device cpu), not on --device {args.device}")
+        raise CpuOnlyOption.for_flags(given, args.device)
 
 
 def _shape(args):
@@ -737,7 +736,7 @@ def _kept_note(sinks) -> str:
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):
     """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
-    from ..engines import CpuOnlyOption, cpu_only_options
+    from ..engines import cpu_only_options
     from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
@@ -761,8 +760,7 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
     except NoGpuForHybrid:
         raise NoGpu("device 'hybrid'", "device 'cpu'") from None
     except CpuOnlyOption as err:
-        raise UsageError(f"{PAIRING_FLAGS.get(err.option, err.option)} is supported on the CPU engine for now, "
-                         f"not on --device {err.device}: use --device cpu") from None
+        raise CpuOnlyOption.for_flags([PAIRING_FLAGS.get(err.option, err.option)], err.device) from None
 
 
 def _sinks(args) -> list:

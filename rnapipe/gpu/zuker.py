@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from .. import energy as E
-from ..errors import UsageError
+from ..errors import CpuOnlyOption
 from ..io import packed
 from ..memory import longest_fitting
 from ..model import Model
@@ -231,7 +231,7 @@ def _gpu_model(options: dict) -> Model:
     is refused rather than left out (the pipeline refuses it before any work: this is the engine's own guard)."""
     model = Model.from_options(options)
     for name in model.pairing():
-        raise UsageError(f"option {name} is supported on the CPU engine for now, not on device 'gpu'")
+        raise CpuOnlyOption(name, "gpu")
     return model
 
 
