@@ -67,6 +67,24 @@ def test_version(tmp_path):
     assert proc.stdout.strip() == f"rnapipe {package.__version__}"
 
 
+def test_the_command_keeps_scipy_out_and_folds(tmp_path):
+    """The console command (and python -m rnapipe) keeps SciPy out of its process, which Numba would import as it
+    starts and rnapipe does not use, and folds as main() does."""
+    import subprocess
+
+    fa = tmp_path / "in.fa"
+    fa.write_text(">a\nGGGGAAAACCCC\n")
+    code = ("import sys, rnapipe.cli as cli\n"
+            f"sys.argv = ['rnapipe', 'fold', {str(fa)!r}, '-o', {str(tmp_path / 'out.db')!r}, '-q']\n"
+            "rc = cli.command()\n"
+            "import numba\n"
+            "print(rc, 'scipy' in sys.modules and sys.modules['scipy'] is None)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "True"]
+    assert (tmp_path / "out.db").read_text().startswith(">a\nGGGGAAAACCCC\n")
+
+
 def test_help_documents_exit_codes(tmp_path):
     proc = rnapipe("fold", "--help", cwd=tmp_path)
     assert proc.returncode == 0
