@@ -637,8 +637,6 @@ def _fold(args) -> int:
     from ..pipeline import warm
 
     started = time.monotonic()
-    if args.device in ("gpu", "hybrid"):
-        warm.start_gpu(args.gpus[0] if args.gpus else 0)   # while the imports below run
     warm.start()                                # while the engine below is set up
     from ..pipeline.resume import run as job
     from ..pipeline.output.sinks import check_paths

@@ -1,9 +1,8 @@
-"""What a fold needs before its first chunk, set up ahead of need on threads of their own.
+"""The compiled passes of reading and writing, loaded ahead of need.
 
 A process's first call of a compiled function sets up Numba's CPU target before the function is loaded
-from its cache: about a second on some hosts. :func:`start` does that, so that it overlaps the engine's
-set-up instead of delaying the first chunk. :func:`start_gpu` imports CuPy and the GPU engines and starts
-CUDA on the GPU a run will use (0.5-0.7 s on a GPU host), while the command's own imports go on.
+from its cache: about a second on some hosts. :func:`start` does that on a thread of its own, so that it
+overlaps the engine's set-up (importing CuPy, starting CUDA) instead of delaying the first chunk.
 """
 
 from __future__ import annotations
@@ -34,27 +33,5 @@ def start() -> threading.Thread:
             pass
 
     thread = threading.Thread(target=run, name="rnapipe-warm", daemon=True)
-    thread.start()
-    return thread
-
-
-def _load_gpu(gpu: int) -> None:
-    import cupy
-
-    from ..gpu import loader, zuker, zuker_short  # noqa: F401  (their imports are the point)
-
-    with cupy.cuda.Device(gpu):
-        cupy.empty(1, dtype=cupy.uint8)      # the device's context made now, not at the first fold
-
-
-def start_gpu(gpu: int = 0) -> threading.Thread:
-    """Start CUDA on ``gpu`` on a daemon thread (errors, no GPU among them, are left for the real calls)."""
-    def run() -> None:
-        try:
-            _load_gpu(gpu)
-        except Exception:
-            pass
-
-    thread = threading.Thread(target=run, name="rnapipe-warm-gpu", daemon=True)
     thread.start()
     return thread
