@@ -12,6 +12,7 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/config.smk"
 include: "workflow/rules/common.smk"
+include: "workflow/rules/lock.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/profile.smk"
 include: "workflow/rules/partition.smk"
@@ -21,6 +22,7 @@ include: "workflow/rules/report.smk"
 
 
 onstart:
+    record_lock_holder()
     print_devices()
 
 

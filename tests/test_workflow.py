@@ -2,6 +2,7 @@
 temporary directory: results against RNAfold and against one direct `rnapipe fold` of the same input; the
 stages' subcommands on their own; killed at several points and run again."""
 
+import json
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from naive import pairs_of
@@ -641,8 +643,8 @@ def kill_all(proc):
 @needs_snakemake
 @pytest.mark.parametrize("point", ["prepare:shard", "fold:2", "merge:block", "first fold complete"])
 def test_killed_workflow_resumes_byte_identical(tmp_path, clean_run, point):
-    """SIGKILL to Snakemake and all its jobs at a point of the run; `snakemake --unlock` and the same command
-    finish with outputs byte for byte those of the uninterrupted run; a fold job cut off keeps its chunks."""
+    """SIGKILL to Snakemake and all its jobs at a point of the run; the same command (no `snakemake --unlock`)
+    finishes with outputs byte for byte those of the uninterrupted run; a fold job cut off keeps its chunks."""
     _, want, _ = clean_run
     mixed_input(tmp_path / "in.fa", 120, seed=11)
     mixed_input(tmp_path / "other.fa", 60, seed=12, bad=False)
@@ -659,12 +661,22 @@ def test_killed_workflow_resumes_byte_identical(tmp_path, clean_run, point):
         kill_all(start_paused(tmp_path, point))
     assert not (tmp_path / "out" / "in.nussinov.db").exists()
     env = environment(tmp_path, **KILL_ENV)
-    unlock = subprocess.run(snakemake_cmd(tmp_path, KILL_CONFIG, "--unlock"), env=env, capture_output=True,
-                            text=True, timeout=600)
-    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    holder = tmp_path / ".snakemake" / "rnapipe.lock-holder.json"
+    killed = json.loads(holder.read_text())
+    assert list((tmp_path / ".snakemake" / "locks").glob("*.lock")), "the killed run left no lock"
+    if point == "fold:2":
+        # a lock whose holder still runs (this test's process), or one taken on another host, is not removed
+        for other in ({"pid": os.getpid(), "started": psutil.Process().create_time()}, {"host": "elsewhere"}):
+            holder.write_text(json.dumps({**killed, **other}))
+            refused = subprocess.run(snakemake_cmd(tmp_path, KILL_CONFIG), env=env, capture_output=True,
+                                     text=True, timeout=600)
+            assert refused.returncode != 0 and "cannot be locked" in refused.stdout + refused.stderr, other
+        holder.write_text(json.dumps(killed))
+    # the same command again: the lock the killed run left is removed, with a line saying so
     again = subprocess.run(snakemake_cmd(tmp_path, KILL_CONFIG), env=env, capture_output=True, text=True,
                            timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"removed the lock of a run that was killed (process {killed['pid']} " in again.stderr
     assert outputs_of(tmp_path) == want
     assert not list((tmp_path / "out").rglob("*.journal")) and not list((tmp_path / "out").rglob("*.part"))
     if point == "fold:2":
