@@ -83,7 +83,10 @@ int main(int argc, char** argv) {
         for (int d = ZK_TURN + 1; d < n; ++d)
             for (int i = 1; i + d <= n; ++i) {
                 const int j = i + d;
-                const int v = zk_v_partial(Pt, q, i, j, 0, 1);
+                int v = zk_v_partial(Pt, q, i, j, 0, 1);
+#ifdef ZK_RULES
+                v = zk_lonely(Pt, q, i, j, v, true);
+#endif
                 const int w1 = zk_wm1(Pt, q, i, j, v);
                 int vm;
                 const int wm = zk_wm_partial(Pt, q, i, j, w1, 0, 1, vm);
@@ -113,22 +116,33 @@ int main(int argc, char** argv) {
 """
 
 
-@pytest.fixture(scope="module")
-def tracebacks(tmp_path_factory):
-    """The compiled TRACEBACKS program."""
+def _build(tmp_path_factory, *options):
     d = tmp_path_factory.mktemp("tb")
     src = d / "tb.cpp"
     src.write_text(TRACEBACKS)
     exe = d / "tb"
-    subprocess.run([CXX, "-std=c++17", "-O2", f"-I{loader.kernel_dir()}", "-o", str(exe), str(src)], check=True)
+    subprocess.run([CXX, "-std=c++17", "-O2", *options, f"-I{loader.kernel_dir()}", "-o", str(exe), str(src)],
+                   check=True)
     return exe
 
 
-def _host_folds(exe, tmp_path, seqs, temperature, dangles):
+@pytest.fixture(scope="module")
+def tracebacks(tmp_path_factory):
+    """The compiled TRACEBACKS program."""
+    return _build(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tracebacks_rules(tmp_path_factory):
+    """The TRACEBACKS program built as the kernels are for a model with pairing rules (ZK_RULES)."""
+    return _build(tmp_path_factory, "-DZK_RULES")
+
+
+def _host_folds(exe, tmp_path, seqs, temperature, dangles, **rules):
     from rnapipe.gpu.zuker_tables import flat_tables
 
     table = tmp_path / f"P_{temperature:g}_{dangles}.bin"
-    table.write_bytes(flat_tables(Model(temperature=temperature, dangles=dangles).tables(),
+    table.write_bytes(flat_tables(Model(temperature=temperature, dangles=dangles, **rules).tables(),
                                   max(len(s) for s in seqs)).tobytes())
     text = "".join("".join(str(c) for c in encode(s)) + "\n" for s in seqs)
     out = subprocess.run([str(exe), str(table)], input=text, capture_output=True, text=True, check=True).stdout
@@ -159,4 +173,29 @@ def test_gpu_tracebacks_give_rnafold_structures(tracebacks, tmp_path, temperatur
         ref, ref_mfe = RNA.fold_compound(s, md).mfe()
         if (int(mfe), st1, db1, st2, db2) != (round(ref_mfe * 100), "0", ref, "0", ref):
             wrong.append((s, mfe, db1, db2, ref))
+    assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
+
+
+RULES = [{"no_lp": True}, {"no_gu": True}, {"no_closing_gu": True}, {"max_bp_span": 40},
+         {"no_lp": True, "no_gu": True, "no_closing_gu": True, "max_bp_span": 60}]
+
+
+@pytest.mark.parametrize("rules", RULES, ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()))
+@pytest.mark.parametrize("temperature, dangles", [(37.0, 2), (37.0, 0), (25.0, 2)])
+def test_gpu_cell_code_and_tracebacks_apply_the_pairing_rules(tracebacks_rules, tmp_path, rules, temperature,
+                                                               dangles):
+    """Built with ZK_RULES (as the kernels are for a model with a pairing rule), the GPU fill's cell code and
+    both GPU tracebacks give the CPU engine's MFE and structure under each rule alone and all four together."""
+    from rnapipe.cpu import zuker as cpu
+
+    seqs = (_random(40, 8, 160, seed=int(temperature) + dangles + len(rules), n_rate=0.02)
+            + _random(10, 30, 120, seed=9, alphabet="GGGUUUCA")
+            + ["GGGGAAAACCCC", "GGGUUUUCCC", "GUGUGAAAACACAC", "A" * 30])
+    options = {"temperature": temperature, "dangles": dangles, **rules}
+    ref = cpu.fold_batch(seqs, "default", 1, options)
+    wrong = []
+    for s, (mfe, st1, db1, st2, db2), (ref_mfe, ref_db) in zip(
+            seqs, _host_folds(tracebacks_rules, tmp_path, seqs, temperature, dangles, **rules), ref, strict=True):
+        if (int(mfe), st1, db1, st2, db2) != (ref_mfe, "0", ref_db, "0", ref_db):
+            wrong.append((s, mfe, db1, db2, ref_mfe, ref_db))
     assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"

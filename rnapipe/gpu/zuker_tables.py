@@ -11,11 +11,13 @@ import numpy as np
 from numba import njit
 
 from .. import energy as E
-from ..model import Model
+from ..model import RULE_MAX_BP_SPAN, RULE_NO_CLOSING_GU, RULE_NO_GU, RULE_NO_LP, RULES, Model
 from . import loader
 
 
 INF = 100_000_000             # ZK_INF in zuker_core.cuh, = rnapipe.cpu.zuker.INF
+NO_SPAN = 1_000_000_000       # ZK_NO_SPAN: no max_bp_span
+H_RULES = 12                  # ZK_H_NO_LP, ZK_H_NO_GU, ZK_H_NO_CLOSING_GU, ZK_H_SPAN: header words 12-15
 
 
 def _kernel_offsets() -> dict[str, int]:
@@ -26,15 +28,21 @@ def _kernel_offsets() -> dict[str, int]:
 
 def flat_tables(T, max_n: int) -> np.ndarray:
     """The EnergyTables ``T`` as one int32 array in the layout of zuker_core.cuh, with hairpin size terms
-    up to ``max_n`` computed by the CPU engine's own ``loop_length_energy`` (same logarithm)."""
+    up to ``max_n`` computed by the CPU engine's own ``loop_length_energy`` (same logarithm), and the model's
+    pairing rules (the scalars past RULES, ``Model.tables()``) in header words 12-15, which kernels built with
+    ZK_RULES read."""
     off = _kernel_offsets()
     end = off.pop("end")
     names = sorted(off, key=off.get)
     bounds = [off[k] for k in names] + [end]
     out = []
     flat = np.zeros(end, dtype=np.int64)
+    sc = np.asarray(T.scalars, dtype=np.int64)
+    flat[H_RULES:H_RULES + 4] = rules_words(sc)
     for k, name in enumerate(names):
         a = np.asarray(getattr(T, name), dtype=np.int64).ravel()
+        if name == "scalars":
+            a = a[:RULES]
         if a.size > bounds[k + 1] - bounds[k]:
             raise RuntimeError(f"table {name} ({a.size}) does not fit its slot in zuker_core.cuh")
         flat[off[name]:off[name] + a.size] = a
@@ -62,6 +70,27 @@ def flat_tables(T, max_n: int) -> np.ndarray:
     if np.abs(table).max() > 2**31 - 1:
         raise RuntimeError("parameter table does not fit int32")
     return table.astype(np.int32)
+
+
+def rules_words(scalars) -> list[int]:
+    """no_lp, no_gu, no_closing_gu and the span (NO_SPAN: none) from the tables' scalars, as the CPU engine's
+    ``_rules`` reads them (every rule off where the tables have none)."""
+    if len(scalars) <= RULE_MAX_BP_SPAN:
+        return [0, 0, 0, NO_SPAN]
+    span = int(scalars[RULE_MAX_BP_SPAN])
+    return [int(scalars[RULE_NO_LP] != 0), int(scalars[RULE_NO_GU] != 0), int(scalars[RULE_NO_CLOSING_GU] != 0),
+            span if 0 < span < NO_SPAN else NO_SPAN]
+
+
+def rules_option(model: Model) -> tuple[str, ...]:
+    """The nvcc option that builds the kernels with the pairing rules (``-DZK_RULES``) where ``model`` has one
+    on; none for RNAfold's defaults, whose kernels read no rule."""
+    return ("-DZK_RULES",) if model.pairing() else ()
+
+
+def span_of(model: Model) -> int:
+    """The longest span j - i + 1 a pair may have (NO_SPAN: no limit)."""
+    return model.max_bp_span or NO_SPAN
 
 
 # (n1, n2) of the loops with their own tables or rules (zk_interior handles them one by one).

@@ -55,6 +55,9 @@ __device__ __forceinline__ int zk_warp_min(int x) {
 // One cell, computed by a whole warp (every lane returns with the same values; lane 0 stores).
 __device__ __forceinline__ void zk_cell(const int* P, const ZkSeq& q, int i, int j, int lane) {
     int v = zk_warp_min(zk_v_partial(P, q, i, j, lane, 32));
+#ifdef ZK_RULES
+    v = zk_lonely(P, q, i, j, v, lane == 0);
+#endif
     int w1 = zk_wm1(P, q, i, j, v);
     int vm;
     int wm = zk_warp_min(zk_wm_partial(P, q, i, j, w1, lane, 32, vm));
@@ -69,7 +72,12 @@ extern "C" __global__ void zk_fill_block(ZK_BATCH_ARGS, int s0) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int warps = blockDim.x >> 5;
-    for (int d = ZK_TURN + 1; d < q.n; ++d) {
+#ifdef ZK_RULES
+    const int dend = min(q.n, zk_span(b.P));           // max_bp_span: no cell of span j - i + 1 > it
+#else
+    const int dend = q.n;
+#endif
+    for (int d = ZK_TURN + 1; d < dend; ++d) {
         for (int i = 1 + warp; i + d <= q.n; i += warps) zk_cell(b.P, q, i, i + d, lane);
         __syncthreads();
     }
@@ -261,20 +269,23 @@ __device__ __forceinline__ int zk_wm_near(const int* P, const ZkSeq& q, int i, i
 // over the lanes in row-major order (n1, then n2) instead of one row per iteration: the same candidates.
 __device__ __forceinline__ int zk_v_flat(const int* P, const ZkSeq& q, int i, int j, int lane) {
     const signed char* S = q.S;
-    int t = zk_ptype(S[i], S[j]);
+    int t = zk_pair(P, S, i, j);
     if (t == 0) return ZK_INF;
+    const bool closes = zk_closes(P, t);     // else the stack alone, as in zk_v_partial
     int best = ZK_INF;
-    if (lane == 0) best = zk_hairpin(P, S, i, j);
+    if (lane == 0 && closes) best = zk_hairpin(P, S, i, j);
     int maxu = j - i - ZK_TURN - 3;
     if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+    if (!closes && maxu > 0) maxu = 0;
     int si1 = S[i + 1], sj1 = S[j - 1];
     if (lane < ZK_NSPECIAL) {
         int n1 = (ZK_SPECIAL_N1 >> (2 * lane)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * lane)) & 3;
         if (n1 + n2 <= maxu) {
             int p = i + 1 + n1, qq = j - 1 - n2;
-            int t2 = zk_ptype(S[p], S[qq]);
-            if (t2) best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
-                                        q.V[p * q.N + qq]);
+            int t2 = zk_pair(P, S, p, qq);
+            if (t2 && (lane == 0 || zk_closes(P, t2)))
+                best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
+                                    q.V[p * q.N + qq]);
         }
     }
     const int o0 = zk_au(P, t), o1 = zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
@@ -293,7 +304,7 @@ __device__ __forceinline__ int zk_v_flat(const int* P, const ZkSeq& q, int i, in
             while (n1 <= maxu && n2 > maxu - n1) { n2 -= maxu - n1 + 1; ++n1; }
         }
     }
-    if (lane == 0) {
+    if (lane == 0 && closes) {
         int m = q.VMX[i * q.N + j];
         if (m < ZK_HALF_INF) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
     }
@@ -315,13 +326,22 @@ __device__ __forceinline__ void zk_fin_tiles(ZK_BATCH_ARGS, int s0, int D) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int i0 = 1 + I * T, j0 = 1 + J * T;
     const int iend = i0 + T;
-    // local diagonals dl (cell (i0 + r, j0 + r + dl)); cells with j - i = D*T + dl <= TURN are never filled
-    for (int dl = max(1 - T, ZK_TURN + 1 - D * T); dl < T; ++dl) {
+    // local diagonals dl (cell (i0 + r, j0 + r + dl)); cells with j - i = D*T + dl <= TURN are never filled, nor
+    // (max_bp_span) those with j - i + 1 > the span: left INF, never read by a cell within it
+#ifdef ZK_RULES
+    const int dlend = min(T, zk_span(b.P) - D * T);
+#else
+    constexpr int dlend = T;
+#endif
+    for (int dl = max(1 - T, ZK_TURN + 1 - D * T); dl < dlend; ++dl) {
         const int lb = dl < 0 ? -dl : 0, le = dl < 0 ? T : T - dl;   // local rows r: cell (i0+r, j0+r+dl)
         for (int r = lb + warp; r < le; r += warps) {
             const int i = i0 + r, j = j0 + r + dl;
             if (j > n) break;                                         // j grows with r
             int v = zk_warp_min(FLAT ? zk_v_flat(b.P, q, i, j, lane) : zk_v_partial(b.P, q, i, j, lane, 32));
+#ifdef ZK_RULES
+            v = zk_lonely(b.P, q, i, j, v, lane == 0);
+#endif
             int w1 = zk_wm1(b.P, q, i, j, v);
             int vm;
             int wm = zk_wm_near(b.P, q, i, j, w1, lane, D == 0 ? j : iend - 1, D == 0 ? j + 1 : j0, vm);
@@ -367,7 +387,14 @@ extern "C" __global__ void zk_ext_cross(ZK_BATCH_ARGS, int s0, int* Wall, const 
     int* Wp = Wpart + woff[s];
     const int lane = threadIdx.x & 31;
     const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int ib = 1 + gw * rows_per_warp;
+    // rows from i_lo: with max_bp_span no pair i.j of the chunk starts before c0 - span + 1 (the host launches
+    // warps for rows i_lo .. c0 only)
+#ifdef ZK_RULES
+    const int i_lo = max(1, c0 - zk_span(P) + 1);
+#else
+    constexpr int i_lo = 1;
+#endif
+    const int ib = i_lo + gw * rows_per_warp;
     if (ib > c0) return;
     const int ie = min(c0, ib + rows_per_warp - 1);
     int acc[ZK_WCHUNK / 32];
@@ -459,12 +486,18 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
     int j = n;
     while (j > ZK_TURN + 1) {
         if (W[j] == W[j - 1]) { --j; continue; }
-        // the closing position i, from j - TURN - 1 down to 1: candidate c is i = j - TURN - 1 - c
+        // the closing position i, from j - TURN - 1 down to 1 (or to j - span + 1): candidate c is
+        // i = j - TURN - 1 - c
         const int ncand = j - ZK_TURN - 1;
+#ifdef ZK_RULES
+        const int nscan = min(ncand, zk_span(P) - ZK_TURN - 1);
+#else
+        const int nscan = ncand;
+#endif
         int f = ZK_NONE;
-        for (int base = 0; base < ncand && f == ZK_NONE; base += nth) {
+        for (int base = 0; base < nscan && f == ZK_NONE; base += nth) {
             int c = base + tid, mine = ZK_NONE;
-            if (c < ncand) {
+            if (c < nscan) {
                 int i = ncand - c;
                 int v = q.V[i * N + j];
                 if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) mine = c;
@@ -487,8 +520,17 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
         __syncthreads();             // every thread has read the entry before thread 0 overwrites it
         if (kind == 0) {
             if (tid == 0) { pt[i] = j; pt[j] = i; }
-            const int target = q.V[i * N + j];
-            if (zk_hairpin(P, S, i, j) == target) continue;
+            int target = q.V[i * N + j];
+            if (zk_no_lp(P)) {       // the helix inwards while V equals what is left of the target (zk_traceback)
+                do {
+                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1);
+                    ++i;
+                    --j;
+                    if (tid == 0) { pt[i] = j; pt[j] = i; }
+                } while (q.V[i * N + j] == target);
+            }
+            const bool closes = zk_closes(P, zk_ptype(S[i], S[j]));
+            if (closes && zk_hairpin(P, S, i, j) == target) continue;
             int maxu = j - i - ZK_TURN - 3;
             if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
             int f = ZK_NONE;
@@ -499,7 +541,9 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
                     int n1 = c / (ZK_MAXLOOP + 1), n2 = c % (ZK_MAXLOOP + 1);
                     if (n1 + n2 <= maxu) {
                         int p = i + 1 + n1, qq = j - 1 - n2;
-                        if (zk_ptype(S[p], S[qq]) && zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target)
+                        int t2 = zk_pair(P, S, p, qq);
+                        if (t2 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
+                            zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target)
                             mine = c;
                     }
                 }
@@ -515,6 +559,7 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
                 __syncthreads();
                 continue;
             }
+            if (!closes) continue;
             const int rest = target - zk_multi_closing(P, S, i, j);
             const int kb = i + ZK_TURN + 3, ke = j - ZK_TURN - 1;
             for (int base = kb; base < ke && f == ZK_NONE; base += nth) {

@@ -39,6 +39,13 @@
 #define ZK_H_HPL 9
 #define ZK_H_HPL_LEN 10
 #define ZK_H_SZ 11              // SZ[n1][n2] (31 x 32): size terms of the interior loops read from aux matrices
+// The model's pairing rules (rnapipe.model: RNAfold's --noLP, --noGU, --noClosingGU, --maxBPspan), read only by
+// kernels built with ZK_RULES (see zk_pair); without it every rule is off and no code reads them.
+#define ZK_H_NO_LP 12
+#define ZK_H_NO_GU 13
+#define ZK_H_NO_CLOSING_GU 14
+#define ZK_H_SPAN 15            // the longest span j - i + 1 of a pair (ZK_NO_SPAN: no limit)
+#define ZK_NO_SPAN 1000000000
 #define ZK_OFF_SCALARS 16
 #define ZK_OFF_STACK 24
 #define ZK_OFF_HAIRPIN 88
@@ -89,6 +96,48 @@ ZK_HD int zk_rtype(int t) {
 }
 
 ZK_HD int zk_au(const int* P, int t) { return t > 2 ? zk_sc(P, ZK_TERM_AU) : 0; }
+
+// The pairing rules, as rnapipe.cpu.zuker applies them (its module docstring). Built without ZK_RULES (the
+// default model) these are constants and the code is the plain model's: no rule costs the default anything.
+//   zk_pair    the type of pair i.j under no_gu and max_bp_span (0: it cannot form), for i.j with j - i > TURN;
+//   zk_closes  whether a pair of type t may close a hairpin, bulge, interior loop or multiloop and be the
+//              inner pair of a bulge or interior loop (not GU or UG under no_closing_gu); stacks always may;
+//   zk_no_lp   no lonely pairs: V[i][j] is the stack on CC[i+1][j-1] (ViennaRNA's cc, zk_stack_on);
+//   zk_span    the longest span j - i + 1 of a pair, ZK_NO_SPAN without a limit.
+ZK_HD int zk_pair(const int* P, const signed char* S, int i, int j) {
+    const int t = zk_ptype(S[i], S[j]);
+#ifdef ZK_RULES
+    if ((zk_tab(P, ZK_H_NO_GU) && (t == 3 || t == 4)) || j - i >= zk_tab(P, ZK_H_SPAN)) return 0;
+#endif
+    return t;
+}
+
+ZK_HD bool zk_closes(const int* P, int t) {
+#ifdef ZK_RULES
+    return !(zk_tab(P, ZK_H_NO_CLOSING_GU) && (t == 3 || t == 4));
+#else
+    (void)P; (void)t;
+    return true;
+#endif
+}
+
+ZK_HD bool zk_no_lp(const int* P) {
+#ifdef ZK_RULES
+    return zk_tab(P, ZK_H_NO_LP) != 0;
+#else
+    (void)P;
+    return false;
+#endif
+}
+
+ZK_HD int zk_span(const int* P) {
+#ifdef ZK_RULES
+    return zk_tab(P, ZK_H_SPAN);
+#else
+    (void)P;
+    return ZK_NO_SPAN;
+#endif
+}
 
 ZK_HD int zk_mm(const int* P, int off, int t, int a, int b) { return zk_tab(P, off + (t * 5 + a) * 5 + b); }
 
@@ -170,6 +219,16 @@ ZK_HD int zk_interior_at(const int* P, const signed char* S, int i, int j, int p
     return zk_interior(P, p - i - 1, j - q - 1, t, t2, S[i + 1], S[j - 1], S[p - 1], S[q + 1]);
 }
 
+// no_lp: V[i][j] of a pair of type t, the stack on CC[i+1][j-1] (*cc_inner, read only where i+1.j-1 can
+// pair, so only once written); INF where that cannot form (rnapipe.cpu.zuker's _fill, ViennaRNA's c).
+ZK_HD int zk_stack_on(const int* P, const signed char* S, int i, int j, int t, const int* cc_inner) {
+    if (j - i - 2 <= ZK_TURN) return ZK_INF;
+    const int t2 = zk_pair(P, S, i + 1, j - 1);
+    if (t2 == 0) return ZK_INF;
+    const int c = *cc_inner + zk_tab(P, ZK_OFF_STACK + t * 8 + zk_rtype(t2));
+    return c >= ZK_HALF_INF ? ZK_INF : c;
+}
+
 // energy.exterior_stem / multi_stem with their neighbour rules (-1: no neighbour).
 ZK_HD int zk_stem(const int* P, int mm_off, int t, int n5d, int n3d) {
     int e = 0;
@@ -233,20 +292,23 @@ struct ZkSeq {
 // all lanes is V[i][j]; every candidate holding an INF term is >= HALF_INF and loses to the hairpin.
 ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int width) {
     const signed char* S = q.S;
-    int t = zk_ptype(S[i], S[j]);
+    int t = zk_pair(P, S, i, j);
     if (t == 0) return ZK_INF;
+    const bool closes = zk_closes(P, t);     // else the stack alone (maxu 0: no other loop, no hairpin, no VM)
     int best = ZK_INF;
-    if (lane == 0) best = zk_hairpin(P, S, i, j);
+    if (lane == 0 && closes) best = zk_hairpin(P, S, i, j);
     int maxu = j - i - ZK_TURN - 3;
     if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+    if (!closes && maxu > 0) maxu = 0;
     int si1 = S[i + 1], sj1 = S[j - 1];
     for (int c = lane; c < ZK_NSPECIAL; c += width) {
         int n1 = (ZK_SPECIAL_N1 >> (2 * c)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * c)) & 3;
         if (n1 + n2 > maxu) continue;
         int p = i + 1 + n1, qq = j - 1 - n2;
-        int t2 = zk_ptype(S[p], S[qq]);
-        if (t2) best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
-                                    q.V[p * q.N + qq]);
+        int t2 = zk_pair(P, S, p, qq);
+        if (t2 && (c == 0 || zk_closes(P, t2)))
+            best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
+                                q.V[p * q.N + qq]);
     }
     // The rest: bulges >= 3 (VAU), 1xn with n >= 3 (V1N), generic (VI); aux is INF where p.q cannot pair
     // and SZ is INF at the special (n1, n2), so neither can win.
@@ -265,11 +327,23 @@ ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int
     }
     // VM: WM[i+1][k-1] + WM1[k][j-1] for k = i+TURN+3 .. j-TURN-2, summed up by cell (i+1, j-1) two
     // diagonals ago from the very rows its own WM read (zk_wm_partial), so each row is read once.
-    if (lane == 0) {
+    if (lane == 0 && closes) {
         int m = q.VMX[i * q.N + j];
         if (m < ZK_HALF_INF) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
     }
     return best;
+}
+
+// no_lp (ViennaRNA's cc and c): given v, the minimum of V's usual terms at cell (i, j), returns V[i][j], the stack
+// on CC[i+1][j-1], and with `store` sets CC[i][j] = min(v, V[i][j]); without no_lp returns v. CC is kept in V's
+// lower triangle (CC[i][j] at V[j][i]), which nothing else reads: no memory of its own.
+ZK_HD int zk_lonely(const int* P, const ZkSeq& q, int i, int j, int v, bool store) {
+    if (!zk_no_lp(P)) return v;
+    const int t = zk_pair(P, q.S, i, j);
+    if (t == 0) return ZK_INF;
+    const int c = zk_stack_on(P, q.S, i, j, t, q.V + (long long)(j - 1) * q.N + i + 1);
+    if (store) q.V[(long long)j * q.N + i] = zk_min(v, c);
+    return c;
 }
 
 // WM1[i][j] (ViennaRNA's fM1): one branch starting at i, then unpaired to j; needs V[i][j] (= v).
@@ -308,7 +382,7 @@ ZK_HD int zk_wm_partial(const int* P, const ZkSeq& q, int i, int j, int w1, int 
 ZK_HD void zk_store(const int* P, const ZkSeq& q, int i, int j, int v, int w1, int wm, int vm) {
     q.V[i * q.N + j] = v;
     if (i > 1 && j < q.n) q.VMX[(i - 1) * q.N + j + 1] = vm;
-    if (v < ZK_HALF_INF) {
+    if (v < ZK_HALF_INF && zk_closes(P, zk_ptype(q.S[i], q.S[j]))) {   // an inner pair of bulges and interior loops
         int t = zk_ptype(q.S[i], q.S[j]);
         int rt = zk_rtype(t);
         int a = q.S[j + 1], b = q.S[i - 1];
@@ -323,7 +397,12 @@ ZK_HD void zk_store(const int* P, const ZkSeq& q, int i, int j, int v, int w1, i
 // Part of W[j] (eq. 1) over the closing positions i of the last exterior helix, for one thread.
 ZK_HD int zk_w_partial(const int* P, const ZkSeq& q, const int* W, int j, int tid, int width) {
     int best = ZK_INF;
-    for (int i = 1 + tid; i < j - ZK_TURN; i += width) {
+#ifdef ZK_RULES
+    const int ilo = j - zk_span(P) + 1 > 1 ? j - zk_span(P) + 1 : 1;    // no pair spans more
+#else
+    const int ilo = 1;
+#endif
+    for (int i = ilo + tid; i < j - ZK_TURN; i += width) {
         int v = q.V[i * q.N + j];
         if (v < ZK_HALF_INF) best = zk_min(best, W[i - 1] + v + zk_exterior_stem_at(P, q.S, q.n, i, j));
     }
@@ -348,7 +427,12 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
     while (j > ZK_TURN + 1) {
         if (W[j] == W[j - 1]) { --j; continue; }
         bool found = false;
-        for (int i = j - ZK_TURN - 1; i >= 1; --i) {
+#ifdef ZK_RULES
+        const int ilo = j - zk_span(P) + 1 > 1 ? j - zk_span(P) + 1 : 1;
+#else
+        const int ilo = 1;
+#endif
+        for (int i = j - ZK_TURN - 1; i >= ilo; --i) {
             int v = q.V[i * N + j];
             if (v < ZK_HALF_INF && W[i - 1] + v + zk_exterior_stem_at(P, S, n, i, j) == W[j]) {
                 stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;
@@ -367,7 +451,19 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
             pt[i] = j;
             pt[j] = i;
             int target = q.V[i * N + j];
-            if (zk_hairpin(P, S, i, j) == target) continue;
+            if (zk_no_lp(P)) {
+                // V[i][j] is the stack on CC[i+1][j-1]: the helix goes on inwards while V equals what is left
+                // of the target (rnapipe.cpu.zuker.traceback's entries of kind 2, walked in place)
+                do {
+                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1);
+                    ++i;
+                    --j;
+                    pt[i] = j;
+                    pt[j] = i;
+                } while (q.V[i * N + j] == target);
+            }
+            const bool closes = zk_closes(P, zk_ptype(S[i], S[j]));
+            if (closes && zk_hairpin(P, S, i, j) == target) continue;
             bool found = false;
             int maxu = j - i - ZK_TURN - 3;
             if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
@@ -375,14 +471,16 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
                 int p = i + 1 + n1;
                 for (int n2 = 0; n2 <= maxu - n1; ++n2) {
                     int qq = j - 1 - n2;
-                    if (zk_ptype(S[p], S[qq]) && zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target) {
+                    int t2 = zk_pair(P, S, p, qq);
+                    if (t2 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
+                        zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target) {
                         stack[3 * top] = 0; stack[3 * top + 1] = p; stack[3 * top + 2] = qq; ++top;
                         found = true;
                         break;
                     }
                 }
             }
-            if (found) continue;
+            if (found || !closes) continue;
             int rest = target - zk_multi_closing(P, S, i, j);
             for (int k = i + ZK_TURN + 3; k < j - ZK_TURN - 1; ++k) {
                 if (q.WM[(i + 1) * N + k - 1] + q.WM[k * N + j - 1] == rest) {

@@ -29,13 +29,13 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
     return c == 'A' ? 1 : (c == 'C' ? 2 : (c == 'G' ? 3 : (c == 'U' ? 4 : 0)));
 }
 
-// Appends the cells of diagonal dd that can pair (their i) to list, count holding its length (0 before):
-// every thread of the block calls it (ballots, one atomicAdd per warp).
-__device__ __forceinline__ void zs_list(const signed char* S, int n, int dd, short* list, int* count) {
+// Appends the cells of diagonal dd that can pair (their i; zk_pair: under the model's rules) to list, count
+// holding its length (0 before): every thread of the block calls it (ballots, one atomicAdd per warp).
+__device__ __forceinline__ void zs_list(const int* P, const signed char* S, int n, int dd, short* list, int* count) {
     const int lane = threadIdx.x & 31;
     for (int b0 = 0; b0 < n - dd; b0 += blockDim.x) {
         const int i = 1 + b0 + threadIdx.x;
-        const bool ok = i + dd <= n && zk_ptype(S[i], S[i + dd]) != 0;
+        const bool ok = i + dd <= n && zk_pair(P, S, i, i + dd) != 0;
         const unsigned b = __ballot_sync(0xffffffffu, ok);
         int at = 0;
         if (lane == 0 && b) at = atomicAdd(count, __popc(b));
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
     zs_low_diagonals(q);
     __syncthreads();
     // List of the cells of diagonal TURN + 1 that can pair.
-    zs_list(sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
+    zs_list(P, sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
     for (int d = ZK_TURN + 1; d < n; ++d) {
         // Phase A: V of the pairable cells.
@@ -164,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
                 int w1 = ZK_INF;
                 int wm = ZK_INF;
                 if (active) {
-                    const bool pairs = zk_ptype(sS[i], sS[i + d]) != 0;
+                    const bool pairs = zk_pair(P, sS, i, i + d) != 0;
                     const int v = pairs ? q.V[d * N + i] : ZK_INF;
                     w1 = zs_wm1(P, q, i, d, v);
                     wm = zs_wm_partial(P, q, i, d, w1, r, g);
@@ -176,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
                     q.WM[d * N + i] = zk_min(wm, ZK_INF);
                 }
             }
-            zs_list(sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1]);
+            zs_list(P, sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1]);
         }
         __syncthreads();
     }
@@ -347,8 +347,8 @@ __device__ __forceinline__ int z2_special_loop(const int* P, const signed char* 
     constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
     if (n1 + n2 > maxu) return ZK_INF;
     const int p = i + 1 + n1, qq = j - 1 - n2;
-    const int t2 = zk_ptype(S[p], S[qq]);
-    if (!t2) return ZK_INF;
+    const int t2 = zk_pair(P, S, p, qq);
+    if (!t2 || (C != 0 && !zk_closes(P, t2))) return ZK_INF;     // the stack (C = 0) on any pair
     return zk_interior(P, n1, n2, t, zk_rtype(t2), S[i + 1], S[j - 1], S[p - 1], S[qq + 1]) + V[(qq - p) * N + p];
 }
 
@@ -384,15 +384,15 @@ __device__ __forceinline__ int z2_cells(const int* lens, int dd) {
 }
 
 // Appends the columns of the cells of diagonal dd that can pair to list (zs_list for the block's sequences).
-__device__ __forceinline__ void z2_list(const signed char* S, const int* lens, int N0, int dd, short* list,
-                                        int* count) {
+__device__ __forceinline__ void z2_list(const int* P, const signed char* S, const int* lens, int N0, int dd,
+                                        short* list, int* count) {
     const int lane = threadIdx.x & 31;
     const int total = z2_cells(lens, dd);
     for (int b0 = 0; b0 < total; b0 += blockDim.x) {
         int k, i;
         z2_cell(lens, dd, b0 + threadIdx.x, k, i);
         const int e = k * N0 + i;
-        const bool ok = b0 + (int)threadIdx.x < total && zk_ptype(S[e], S[e + dd]) != 0;
+        const bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S, e, e + dd) != 0;
         const unsigned b = __ballot_sync(0xffffffffu, ok);
         int at = 0;
         if (lane == 0 && b) at = atomicAdd(count, __popc(b));
@@ -461,7 +461,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         zs_low_diagonals(q);
         for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += T) sW[k * MN + j] = 0;
     }
-    z2_list(sS, sLen, N0, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * K * MN, &sCnt[(ZK_TURN + 1) & 1]);
+    z2_list(P, sS, sLen, N0, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * K * MN, &sCnt[(ZK_TURN + 1) & 1]);
     __syncthreads();
     const int ml_base = zk_sc(P, ZK_ML_BASE);
     bool overflow = false;                             // a ring value beyond z2_store's range (16-bit ring)
@@ -532,11 +532,23 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     const bool active = idx < pc;
                     const int e = L[active ? idx : 0], f = e + d;          // columns of i and j
                     const int t = zk_ptype(sS[e], sS[f]);
+#ifdef ZK_RULES
+                    // a pair that closes no loop (no_closing_gu) has the stack alone: no hairpin, no VM, no
+                    // other interior loop (maxu 0, as in zk_v_partial)
+                    const bool closes = zk_closes(P, t);
+                    const int mu = closes || maxu < 0 ? maxu : 0;
+#else
+                    constexpr bool closes = true;
+                    const int mu = maxu;
+#endif
                     int v;
                     if (grp == 0) {
-                        v = zk_hairpin(P, sS, e, f);
-                        const int pm = sPM[((d - 2) & 3) * R + e + 1];
-                        if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, e, f));
+                        v = ZK_INF;
+                        if (closes) {
+                            v = zk_hairpin(P, sS, e, f);
+                            const int pm = sPM[((d - 2) & 3) * R + e + 1];
+                            if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, e, f));
+                        }
                     } else {
                         const int k = z2_seq_of(e, N0);
                         const int* V = sBase[k];
@@ -544,18 +556,18 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                         const signed char* S = sS + k * N0;
                         const int i = e - k * N0, j = i + d;
                         if (grp == 1) {
-                            v = z2_special_loop<0>(P, S, V, N, i, j, t, maxu);
-                            v = zk_min(v, z2_special_loop<1>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<2>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<3>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<4>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<5>(P, S, V, N, i, j, t, maxu));
+                            v = z2_special_loop<0>(P, S, V, N, i, j, t, mu);
+                            v = zk_min(v, z2_special_loop<1>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<2>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<3>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<4>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<5>(P, S, V, N, i, j, t, mu));
                         } else {
-                            v = z2_special_loop<6>(P, S, V, N, i, j, t, maxu);
-                            v = zk_min(v, z2_special_loop<7>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<8>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<9>(P, S, V, N, i, j, t, maxu));
-                            v = zk_min(v, z2_special_loop<10>(P, S, V, N, i, j, t, maxu));
+                            v = z2_special_loop<6>(P, S, V, N, i, j, t, mu);
+                            v = zk_min(v, z2_special_loop<7>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<8>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<9>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<10>(P, S, V, N, i, j, t, mu));
                         }
                     }
                     if (active) sPart[(3 + grp) * R + e] = v;
@@ -611,24 +623,41 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);
                 const int N = q.N, j = i + d, e = k * N0 + i;
                 const signed char* S = q.S;
-                const int t = zk_ptype(S[i], S[j]);
+                const int t = zk_pair(P, S, i, j);
                 const int slot = (d & (Z2_RING - 1)) * R + e;
                 int v = ZK_INF;
                 int w1 = wm1_prev[e] + ml_base;
                 if (t) {
                     const int si1 = S[i + 1], sj1 = S[j - 1];
                     v = zk_min(zk_min(sPart[3 * R + e], sPart[4 * R + e]), sPart[5 * R + e]);
+#ifdef ZK_RULES
+                    const bool closes = zk_closes(P, t);     // else the stack alone: no loop of the chunks
+                    if (closes) {
+                        v = zk_min(v, sPart[e] + zk_au(P, t));
+                        v = zk_min(v, sPart[R + e] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
+                        v = zk_min(v, sPart[2 * R + e] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                    }
+                    v = zs_lonely(P, q, i, j, v);      // no_lp: V the stack on CC, CC kept in XT
+#else
                     v = zk_min(v, sPart[e] + zk_au(P, t));
                     v = zk_min(v, sPart[R + e] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
                     v = zk_min(v, sPart[2 * R + e] + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                    constexpr bool closes = true;
+#endif
                     sPart[e] = ZK_INF;                 // the per-kind rows for the next diagonal
                     sPart[R + e] = ZK_INF;
                     sPart[2 * R + e] = ZK_INF;
                     const int rt = zk_rtype(t);
                     const int a = S[j + 1], b = S[i - 1];
-                    sWin[slot] = z2_store(v + zk_au(P, t), overflow);
-                    sWin[plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b), overflow);
-                    sWin[2 * plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b), overflow);
+                    if (closes) {                      // an inner pair of bulges and interior loops
+                        sWin[slot] = z2_store(v + zk_au(P, t), overflow);
+                        sWin[plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b), overflow);
+                        sWin[2 * plane + slot] = z2_store(v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b), overflow);
+                    } else {
+                        sWin[slot] = z2_store(ZK_INF, overflow);
+                        sWin[plane + slot] = z2_store(ZK_INF, overflow);
+                        sWin[2 * plane + slot] = z2_store(ZK_INF, overflow);
+                    }
                     q.XT[j * N + i] = v + zk_exterior_stem_at(P, S, q.n, i, j);
                     if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, S, i, j));
                 } else {
@@ -650,7 +679,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
             }
             int* pm_next = sPM + ((d + 2) & 3) * R;      // PM of d-2, read above: d+2's next
             for (int x = tid; x < R; x += T) pm_next[x] = ZK_INF;
-            z2_list(sS, sLen, N0, d + 1, sL + ((d + 1) & 1) * K * MN, &sCnt[(d + 1) & 1]);
+            z2_list(P, sS, sLen, N0, d + 1, sL + ((d + 1) & 1) * K * MN, &sCnt[(d + 1) & 1]);
         }
         __syncthreads();
     }

@@ -7,7 +7,8 @@
 //                   are contiguous and so are the words that neighbouring cells read (WM[i+1][k-1] and
 //                   WM1[k][j-1] for a fixed offset k - i, WM[i][k-1] and WM1[k][j]);
 //   XT              row-major by j: XT[j * N + i] = V[i][j] + exterior stem (i, j), INF where i.j cannot
-//                   pair, so that the exterior loop W reads contiguous words;
+//                   pair, so that the exterior loop W reads contiguous words; its other triangle holds, with
+//                   no_lp, CC[i][j] at XT[i * N + j] (zs_store_v);
 //   VAU, V1N, VI    the CPU engine's auxiliaries (V plus the inner pair's share of a bulge, 1xn or generic
 //                   loop), diagonal-major like V, three consecutive planes of N * N words, so that every
 //                   interior loop is one offset from one base (the loop table below).
@@ -83,18 +84,21 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
     const signed char* S = q.S;
     const int N = q.N;
     const int j = i + d;
-    const int t = zk_ptype(S[i], S[j]);
-    int best = r == 0 ? zk_hairpin(P, S, i, j) : ZK_INF;
+    const int t = zk_pair(P, S, i, j);
+    const bool closes = zk_closes(P, t);     // else the stack alone (zk_v_partial)
+    int best = r == 0 && closes ? zk_hairpin(P, S, i, j) : ZK_INF;
     int maxu = d - ZK_TURN - 3;
     if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+    if (!closes && maxu > 0) maxu = 0;
     const int si1 = S[i + 1], sj1 = S[j - 1];
     for (int c = r; c < ZK_NSPECIAL; c += g) {
         int n1 = (ZK_SPECIAL_N1 >> (2 * c)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * c)) & 3;
         if (n1 + n2 > maxu) continue;
         int p = i + 1 + n1, qq = j - 1 - n2;
-        int t2 = zk_ptype(S[p], S[qq]);
-        if (t2) best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
-                                    q.V[(qq - p) * N + p]);
+        int t2 = zk_pair(P, S, p, qq);
+        if (t2 && (c == 0 || zk_closes(P, t2)))
+            best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
+                                q.V[(qq - p) * N + p]);
     }
     const int* A = q.VAU + (d - 2) * N + i + 1;
     const int outer[3] = {zk_au(P, t), zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
@@ -113,22 +117,35 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
     const int* wb = q.WM1 + i + (d - 1) * N;     // WM1[i+x][j-1] at (d - 1 - x) * N + i + x
     for (int x = ZK_TURN + 3 + r; x <= d - ZK_TURN - 2; x += g)
         m = zk_min(m, wa[x * N] + wb[x * (1 - N)]);
-    if (m < ZK_HALF_INF) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
+    if (m < ZK_HALF_INF && closes) best = zk_min(best, m + zk_multi_closing(P, S, i, j));
     return best;
 }
 
-// V's dependants of a pairable cell: VI, V1N, VAU (ring slot of diagonal d) and XT.
+// no_lp, for the short kernels' storage: V[i][j] from v, the minimum of V's usual terms at the pairable cell
+// (i, j): the stack on CC[i+1][j-1]; CC[i][j] = min(v, V[i][j]) goes to XT[i * N + j] (XT's triangle
+// that W and the traceback do not read). Without no_lp, v.
+ZK_HD int zs_lonely(const int* P, const ZsSeq& q, int i, int j, int v) {
+    if (!zk_no_lp(P)) return v;
+    const int c = zk_stack_on(P, q.S, i, j, zk_ptype(q.S[i], q.S[j]), q.XT + (i + 1) * q.N + j - 1);
+    q.XT[i * q.N + j] = zk_min(v, c);
+    return c;
+}
+
+// V's dependants of a pairable cell: VI, V1N, VAU (ring slot of diagonal d) and XT; with no_lp, V itself from v
+// (zs_lonely) and CC.
 ZK_HD void zs_store_v(const int* P, const ZsSeq& q, int i, int d, int v) {
     const signed char* S = q.S;
     const int N = q.N, j = i + d;
+    v = zs_lonely(P, q, i, j, v);
     q.V[d * N + i] = v;
     const int t = zk_ptype(S[i], S[j]);
     const int rt = zk_rtype(t);
     const int a = S[j + 1], b = S[i - 1];
     const int o = d * N + i;
-    q.VI[o] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b);
-    q.V1N[o] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b);
-    q.VAU[o] = v + zk_au(P, t);
+    const bool inner = zk_closes(P, t);      // an inner pair of bulges and interior loops
+    q.VI[o] = inner ? v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b) : ZK_INF;
+    q.V1N[o] = inner ? v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, a, b) : ZK_INF;
+    q.VAU[o] = inner ? v + zk_au(P, t) : ZK_INF;
     q.XT[j * N + i] = v + zk_exterior_stem_at(P, S, q.n, i, j);
 }
 
@@ -207,9 +224,14 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
     while (j > ZK_TURN + 1) {
         const int wj = W[j];
         if (wj == W[j - 1]) { --j; continue; }
-        // the closing position i from j - TURN - 1 down to 1: x = j - TURN - 1 - i
+        // the closing position i from j - TURN - 1 down to 1 (or to j - span + 1): x = j - TURN - 1 - i
         const int jj = j, hi = j - ZK_TURN - 1;
+#ifdef ZK_RULES
+        const int scan = hi < zk_span(P) - ZK_TURN - 1 ? hi : zk_span(P) - ZK_TURN - 1;
+        int x = zs_first(scan, lane, [&](int x) {
+#else
         int x = zs_first(hi, lane, [&](int x) {
+#endif
             int e = q.XT[jj * N + hi - x];
             return e < ZK_HALF_INF && W[hi - x - 1] + e == wj;
         });
@@ -230,10 +252,27 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
         int i = (e >> 11) & 2047;
         j = e & 2047;
         if (kind == 0) {
+#ifdef ZK_RULES
+            int d = j - i;
+            if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
+            int target = q.V[d * N + i];
+            if (zk_no_lp(P)) {       // the helix inwards while V equals what is left of the target (zk_traceback)
+                do {
+                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1);
+                    ++i;
+                    --j;
+                    d -= 2;
+                    if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
+                } while (q.V[d * N + i] == target);
+            }
+            const bool closes = zk_closes(P, zk_ptype(S[i], S[j]));
+            if (closes && zk_hairpin(P, S, i, j) == target) continue;
+#else
             const int d = j - i;
             if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
             const int target = q.V[d * N + i];
             if (zk_hairpin(P, S, i, j) == target) continue;
+#endif
             bool found = false;
             int maxu = d - ZK_TURN - 3;
             if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
@@ -241,8 +280,14 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
                 const int p = i + 1 + n1;
                 int n2 = zs_first(maxu - n1 + 1, lane, [&](int n2) {
                     int qq = j - 1 - n2;
+#ifdef ZK_RULES
+                    int t2 = zk_pair(P, S, p, qq);
+                    return t2 != 0 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
+                           zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] == target;
+#else
                     return zk_ptype(S[p], S[qq]) != 0 &&
                            zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] == target;
+#endif
                 });
                 if (n2 >= 0) {
                     if (lane == 0) stack[top] = ZS_PACK(0, p, j - 1 - n2);
@@ -251,7 +296,11 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
                     break;
                 }
             }
+#ifdef ZK_RULES
+            if (found || !closes) continue;
+#else
             if (found) continue;
+#endif
             // the multiloop: WM[i+1][k-1] + WM[k][j-1], k from lo up
             const int rest = target - zk_multi_closing(P, S, i, j);
             const int lo = i + ZK_TURN + 3;
