@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import CpuOnlyOption, UnavailableError, UsageError
+from .errors import UnavailableError, UsageError
 from .gpu.devices import NoGpu, gpu_available
 
 ALGORITHMS = ("nussinov", "zuker")
@@ -38,27 +38,6 @@ _VARIANT_MODULES: dict[tuple[str, str, str], str] = {
     ("nussinov", "cpu", "memo-partial"): "rnapipe.cpu.fourrussians",
     ("nussinov", "cpu", "memo-full"): "rnapipe.cpu.fourrussians",
 }
-
-
-# Model options that only the CPU engines take for now (the GPU engines, and so the hybrid, do not yet).
-CPU_ONLY_OPTIONS = ("no_lp", "no_gu", "no_closing_gu", "max_bp_span")
-
-
-def cpu_only_options(algorithm: str, options: dict | None) -> list[str]:
-    """The options of ``options`` that ask for a rule only the CPU engine has (set to other than their default)."""
-    if algorithm != "zuker" or not options:
-        return []
-    from .model import Model
-
-    on = Model.from_options(options).pairing()
-    return [name for name in CPU_ONLY_OPTIONS if name in on]
-
-
-def check_options(algorithm: str, device: str, options: dict | None) -> None:
-    """Refuse, before any work, a model option that the engines of ``device`` (gpu or hybrid) do not take."""
-    if device in ("gpu", "hybrid"):
-        for name in cpu_only_options(algorithm, options):
-            raise CpuOnlyOption(name, device)
 
 
 def resolve_device(algorithm: str, device: str) -> str:

@@ -212,10 +212,13 @@ def test_rnafold_options(tmp_path):
         assert proc.returncode == 2 and words in one_error_line(proc), (flags, proc.stderr)
 
 
-def test_pairing_rules_bad_values_and_devices_are_refused_in_one_line(tmp_path):
-    """--maxBPspan 0, negative or not a whole number; a rule with --algorithm nussinov; a rule with --device gpu or
-    hybrid (the CPU engine alone takes them for now; refused whether or not a GPU is here, nothing written);
-    --device auto folds them on the CPU, as RNAfold prints them."""
+def test_pairing_rules_bad_values_are_refused_in_one_line_and_every_device_takes_them(tmp_path):
+    """--maxBPspan 0, negative or not a whole number; a rule with --algorithm nussinov: refused in one line,
+    nothing written. --device gpu and hybrid take the rules (without a GPU the one refusal is the missing GPU's,
+    naming no rule); --device auto folds them where it folds without them (here, without a GPU, on the CPU), as
+    RNAfold prints them."""
+    from rnapipe.gpu.devices import gpu_available
+
     path = tmp_path / "in.fa"
     records = random_records(12, seed=21)
     path.write_text(fasta(records))
@@ -223,22 +226,23 @@ def test_pairing_rules_bad_values_and_devices_are_refused_in_one_line(tmp_path):
                          (["--maxBPspan", "-5"], "--maxBPspan: must be at least 1"),
                          (["--maxBPspan", "1.5"], "--maxBPspan: not a whole number"),
                          (["--maxBPspan", "many"], "--maxBPspan: not a whole number"),
-                         (["--noLP", "--algorithm", "nussinov"], "--noLP applies to --algorithm zuker only"),
-                         (["--noLP", "--device", "gpu"], "--noLP is supported on the CPU engine for now"),
-                         (["--noGU", "--device", "hybrid"], "--noGU is supported on the CPU engine for now"),
-                         (["--noClosingGU", "--device", "gpu", "-o", "x.db"],
-                          "--noClosingGU is supported on the CPU engine for now"),
-                         (["--maxBPspan", "100", "--device", "hybrid"],
-                          "--maxBPspan is supported on the CPU engine for now")):
+                         (["--noLP", "--algorithm", "nussinov"], "--noLP applies to --algorithm zuker only")):
         proc = rnapipe("fold", str(path), *flags, cwd=tmp_path)
         assert proc.returncode == 2, (flags, proc.stderr)
         assert words in one_error_line(proc), (flags, proc.stderr)
         assert proc.stdout == "" and "Traceback" not in proc.stderr
-    assert not list(tmp_path.glob("x*"))
-    proc = rnapipe("fold", str(path), "--device", "auto", "--noLP", "--maxBPspan", "30", "-j1", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "--device auto: cpu" in proc.stderr
-    assert proc.stdout.encode() == rnafold_stdout(records, no_lp=True, max_bp_span=30)
+    expected = rnafold_stdout(records, no_lp=True, max_bp_span=30)
+    for device in ("gpu", "hybrid", "auto"):
+        proc = rnapipe("fold", str(path), "--device", device, "--noLP", "--maxBPspan", "30", "-j1", cwd=tmp_path)
+        if gpu_available() or device == "auto":
+            assert proc.returncode == 0, (device, proc.stderr)
+            assert proc.stdout.encode() == expected, device
+        else:
+            assert proc.returncode != 0 and proc.stdout == "", device
+            line = one_error_line(proc)
+            assert "GPU" in line and "--noLP" not in line and "--maxBPspan" not in line, (device, line)
+    if not gpu_available():
+        assert "--device auto: cpu" in proc.stderr
 
 
 def test_no_input_on_a_terminal_is_refused(tmp_path):

@@ -493,27 +493,30 @@ def test_workflow_folds_example_subset(tmp_path):
 
 
 @needs_snakemake
-def test_pairing_rules_in_the_config_reach_the_cpu_jobs(tmp_path):
-    """fold.no_lp, fold.no_closing_gu and fold.max_bp_span reach the fold jobs as RNAfold's flags: the outputs
-    are ViennaRNA's with those rules. jobs.gpu auto plans no GPU job with them (the CPU engine alone takes them
-    for now); a number of GPU jobs above 0 is refused in one line before anything runs."""
+def test_pairing_rules_in_the_config_reach_the_fold_jobs(tmp_path):
+    """fold.no_lp, fold.no_closing_gu and fold.max_bp_span reach the fold jobs, CPU and GPU, as RNAfold's flags:
+    the outputs are ViennaRNA's with those rules. A GPU job takes them as a CPU job does (jobs.gpu: 1 plans one,
+    its command carrying the flags)."""
     RNA = pytest.importorskip("RNA")
     subset = read_fasta(REPO / "workflow" / "resources" / "example.fa")[:10]
     with open(tmp_path / "few.fa", "w") as handle:
         for name, seq in subset:
             handle.write(f">{name}\n{seq}\n")
     fold = "{no_lp: true, no_closing_gu: true, max_bp_span: 50}"
-    refused = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold,
-                                                      "jobs": "{gpu: 1}"}, "-n"),
+    gpu_dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold,
+                                                      "jobs": "{gpu: 1}"}, "-n", "-p"),
                              env=environment(tmp_path), capture_output=True, text=True, timeout=600)
-    assert refused.returncode != 0
-    assert "fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone takes them for now; set " \
-           "jobs.gpu: 0" in refused.stdout + refused.stderr
+    assert gpu_dry.returncode == 0, gpu_dry.stdout[-3000:] + gpu_dry.stderr[-3000:]
+    gpu_jobs = [line for line in gpu_dry.stdout.splitlines() if " fold-job " in line and "--device gpu" in line]
+    assert gpu_jobs and all(" --noLP --noClosingGU --maxBPspan 50 --device gpu " in line for line in gpu_jobs), \
+        gpu_jobs
+    assert "the CPU engine alone" not in gpu_dry.stdout + gpu_dry.stderr
     # the README's --config form hands the values over as text ('true', '50'): taken as the schema's types
     dry = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                           "--directory", str(tmp_path),
                           "--configfile", str(REPO / "config" / "config.yaml"), "-n", "-p", "--cores", "2",
-                          "--config", "inputs=[few.fa]", "fold={no_lp: true, no_gu: false, max_bp_span: 50}"],
+                          "--config", "inputs=[few.fa]", "fold={no_lp: true, no_gu: false, max_bp_span: 50}",
+                          "jobs={gpu: 0}"],
                          env=environment(tmp_path), capture_output=True, text=True, timeout=600)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     jobs = [line for line in dry.stdout.splitlines() if " fold-job " in line]
@@ -522,7 +525,7 @@ def test_pairing_rules_in_the_config_reach_the_cpu_jobs(tmp_path):
     run = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[few.fa]", "outdir": "out", "fold": fold}),
                          env=environment(tmp_path), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert run.stderr.count("no GPU jobs (fold.no_lp, fold.no_closing_gu, fold.max_bp_span: the CPU engine alone") == 1
+    assert "the CPU engine alone" not in run.stderr
     md = RNA.md()
     md.noLP, md.noGUclosure, md.max_bp_span = 1, 1, 50
     db = (tmp_path / "out" / "few.zuker.db").read_text().splitlines()

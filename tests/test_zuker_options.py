@@ -5,8 +5,9 @@ The reference is ViennaRNA's ``RNA.fold_compound(seq, md).mfe()`` with ``md.noLP
 ``md.noGUclosure`` and ``md.max_bp_span`` set: the MFE to the integer dcal/mol and the very structure RNAfold
 prints. Every structure is also checked against the rule itself, without ViennaRNA: no lonely pair, no GU pair,
 no GU pair closing a loop or enclosed by a bulge or interior loop, no pair spanning more than the limit. Then
-the layers that carry the rules: the model's checks, the API, ``device='auto'``, and the devices that refuse
-them (GPU, hybrid) with one line before any work.
+the layers that carry the rules: the model's checks, the API, ``device='auto'``, and the GPU and hybrid devices,
+which take them (their results on a GPU: tests/test_zuker_gpu_options.py) while still refusing constraints and
+SHAPE data with one line before any work.
 """
 
 from __future__ import annotations
@@ -223,41 +224,61 @@ def test_api_takes_the_rules_by_name():
 @pytest.mark.parametrize("device", ["gpu", "hybrid"])
 @pytest.mark.parametrize("option", [{"no_lp": True}, {"no_gu": True}, {"no_closing_gu": True},
                                     {"max_bp_span": 100}], ids=lambda o: next(iter(o)))
-def test_gpu_and_hybrid_refuse_the_rules_before_any_work(device, option):
-    """One line naming the option and the CPU engine, whether or not this machine has a GPU, before a record is
-    read; the API's line names no command-line flag."""
-    def never():
-        raise AssertionError("a sequence was read")
-        yield "GGGGAAAACCCC"
+def test_gpu_and_hybrid_take_the_rules_but_not_constraints_or_shape(device, option):
+    """A rule is no reason to refuse the GPU or the hybrid: with a GPU here they fold (the CPU engine's results),
+    without one the only refusal is the missing GPU's, which names no rule. Constraints and SHAPE data are still
+    refused on them in one line naming the data and the CPU engine, before anything is folded."""
+    from rnapipe.errors import CpuOnlyOption, UnavailableError
+    from rnapipe.gpu.devices import gpu_available
 
+    seqs = random_seqs(6, 20, 120, seed=14)
     name = next(iter(option))
-    with pytest.raises(UsageError) as err:
-        rnapipe.fold(never(), device=device, **option)
-    message = str(err.value)
-    assert f"option {name} is supported on the CPU engine for now" in message, message
-    assert "\n" not in message and "--" not in message
-    # the same rule switched off is no rule: not refused for it
-    from rnapipe.engines import check_options
+    if gpu_available():
+        results = rnapipe.fold(seqs, device=device, threads=2, **option)
+        assert [(r.score_int, r.structure) for r in results] == zuker.fold_batch(seqs, "default", 1, option)
+    else:
+        with pytest.raises(UnavailableError, match="needs an NVIDIA GPU") as err:
+            rnapipe.fold(seqs, device=device, **option)
+        assert name not in str(err.value)
+    for data in ({"constraints": "." * 12}, {"shape": [0.1] * 12}):
+        with pytest.raises(CpuOnlyOption) as err:
+            rnapipe.fold("GGGGAAAACCCC", device=device, **data, **option)
+        message = str(err.value)
+        assert f"option {next(iter(data))} is supported on the CPU engine for now" in message, message
+        assert "\n" not in message and "--" not in message
 
-    check_options("zuker", device, {name: None if name == "max_bp_span" else False})
 
-
-def test_the_gpu_engine_refuses_the_rules_itself():
-    """Its own guard, behind the pipeline's: a rule reaching the GPU engine is refused, not left out."""
+def test_the_gpu_engine_takes_the_rules():
+    """The GPU engine's model keeps the rules; its tables carry them to the kernels (header words 12-15 of the
+    flat table: no_lp, no_gu, no_closing_gu, the span), which are built with ZK_RULES only where a rule is on."""
     from rnapipe.gpu import zuker as gpu_zuker
+    from rnapipe.gpu.zuker_tables import NO_SPAN, flat_tables, rules_option
 
-    with pytest.raises(UsageError, match="option max_bp_span is supported on the CPU engine for now"):
-        gpu_zuker._gpu_model({"max_bp_span": 150})
+    assert gpu_zuker._gpu_model({"max_bp_span": 150, "no_lp": True}) == Model(max_bp_span=150, no_lp=True)
     assert gpu_zuker._gpu_model({"no_lp": False, "max_bp_span": None}) == Model()
+    for rules, words in (({}, [0, 0, 0, NO_SPAN]), ({"no_lp": True}, [1, 0, 0, NO_SPAN]),
+                         ({"no_gu": True, "max_bp_span": 40}, [0, 1, 0, 40]),
+                         ({"no_closing_gu": True}, [0, 0, 1, NO_SPAN])):
+        model = Model(**rules)
+        assert flat_tables(model.tables(), 100)[12:16].tolist() == words
+        assert rules_option(model) == (("-DZK_RULES",) if rules else ())
+    # the rest of the table is the default model's
+    plain, ruled = flat_tables(Model().tables(), 100), flat_tables(Model(no_lp=True, max_bp_span=50).tables(), 100)
+    assert (plain[:12] == ruled[:12]).all() and (plain[16:] == ruled[16:]).all()
 
 
-def test_auto_folds_the_rules_on_the_cpu():
-    seqs = random_seqs(10, 20, 100, seed=13)
-    chosen = []
+def test_auto_is_not_sent_to_the_cpu_by_the_rules():
+    """device='auto' chooses as it would without the rules (the GPU engine and the hybrid take them); here,
+    without a GPU, the CPU, and the results are ViennaRNA's."""
+    from rnapipe.gpu.devices import gpu_available
     from rnapipe.pipeline.choose import folder_for
 
-    folder = folder_for("zuker", None, "auto", 1, None, {"no_lp": True}, chosen=lambda d, why: chosen.append((d, why)))
-    assert folder.device == "cpu" and chosen and chosen[0][0] == "cpu" and "no_lp" in chosen[0][1]
+    seqs = random_seqs(10, 20, 100, seed=13)
+    chosen = []
+    folder_for("zuker", None, "auto", 1, None, {"no_lp": True}, chosen=lambda d, why: chosen.append((d, why)))
+    assert chosen and "no_lp" not in chosen[0][1]
+    if not gpu_available():
+        assert chosen[0][0] == "cpu"
     results = rnapipe.fold(seqs, device="auto", threads=1, no_lp=True)
     assert [(r.score_int, r.structure) for r in results] == [vienna(s, no_lp=True) for s in seqs]
 

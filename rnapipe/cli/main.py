@@ -49,7 +49,7 @@ formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything
 Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
 sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
 no -o (or '-o -') writes stdout. RNAfold's -T, -d0/-d2, -j and --noPS work as in RNAfold, and so do
---noLP, --noGU, --noClosingGU and --maxBPspan (on the CPU engine for now).
+--noLP, --noGU, --noClosingGU and --maxBPspan (on every device).
 Sequences fold upper-cased with T as U; outputs print them as RNAfold does, in the input's case with T
 as U (--noconv: T as given). N and the other IUPAC codes are kept and never pair.
 With --on-invalid skip, each skipped record is reported on stderr and listed in OUTPUT.rejected.tsv
@@ -182,7 +182,7 @@ PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClo
 
 
 def _add_pairing_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("pairing rules (Zuker, as RNAfold's; on the CPU engine for now)")
+    group = parser.add_argument_group("pairing rules (Zuker, as RNAfold's)")
     group.add_argument("--noLP", dest="no_lp", action="store_true",
                        help="no lonely pairs (helices of one pair), as RNAfold --noLP")
     group.add_argument("--noGU", dest="no_gu", action="store_true", help="no GU pairs, as RNAfold --noGU")
@@ -734,7 +734,6 @@ def _kept_note(sinks) -> str:
 
 def _folder(args, options: dict, say: Callable[[str], None] | None):
     """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
-    from ..engines import cpu_only_options
     from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
@@ -742,14 +741,8 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
         if say is not None:
             say(f"--device auto: {device} ({why})")
 
-    device = args.device
-    cpu_only = cpu_only_options(args.algorithm, options) if device == "auto" else []
-    if cpu_only:
-        device = "cpu"
-        chosen(device, f"{', '.join(PAIRING_FLAGS.get(name, name) for name in cpu_only)}: the CPU engine alone "
-               "takes them for now")
     try:
-        return folder_for(args.algorithm, args.variant, device, args.threads, args.gpus, options,
+        return folder_for(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
                            reprofile=args.reprofile, say=say, split=args.split, chosen=chosen)
     except NoHybridMode as err:
         raise UnavailableError(f"{err.algorithm} on device 'hybrid' is not available: --device hybrid folds "
@@ -757,8 +750,6 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
                                "and the GPU may pick different structures of the same score)") from None
     except NoGpuForHybrid:
         raise NoGpu("device 'hybrid'", "device 'cpu'") from None
-    except CpuOnlyOption as err:
-        raise CpuOnlyOption.for_flags([PAIRING_FLAGS.get(err.option, err.option)], err.device) from None
 
 
 def _sinks(args) -> list:

@@ -32,6 +32,13 @@ int32, WM1 transposed), which is what lets it read them.
 
 The parameter tables are the CPU engine's (``Model.tables()``) flattened into one int32 array
 (:func:`.zuker_tables.flat_tables`), copied to the device once per model.
+
+The model's pairing rules (``no_lp``, ``no_gu``, ``no_closing_gu``, ``max_bp_span``) are the CPU engine's, applied
+as it applies them (its module docstring) by kernels built with ``-DZK_RULES`` (kernels/zuker_core.cuh, zk_pair and
+the others), which read them from the flat table; a model without them gets the kernels built without it, which
+read none. With ``max_bp_span`` = N the fills leave the cells of span j - i + 1 > N alone (INF: nothing within
+the span reads them): ``zk_fill_block`` and ``zk_fill_diag`` stop at diagonal N - 1, the tiled fill at the tile
+diagonal whose nearest cell is that far, and W looks back N nucleotides: O(n·N²) work instead of O(n³).
 """
 
 from __future__ import annotations
@@ -42,13 +49,12 @@ from typing import Callable
 import numpy as np
 
 from .. import energy as E
-from ..errors import CpuOnlyOption
 from ..io import packed
 from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
 from .devices import memory_budget  # noqa: F401  (memory_budget: engine interface)
-from .zuker_tables import INF, table_for
+from .zuker_tables import INF, NO_SPAN, rules_option, span_of, table_for
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +109,10 @@ def max_length(budget_bytes: int) -> int:
     return longest_fitting(bytes_needed, budget_bytes)
 
 
-def _kernels():
+def _kernels(model: Model):
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq")
-    opts = (f"-DZK_TILE={TILE}",)
+    opts = (f"-DZK_TILE={TILE}",) + rules_option(model)
     return {k: loader.function(KERNELS, k, opts) for k in names}
 
 
@@ -117,11 +123,13 @@ def _tiled_ok(model: Model, n: int) -> bool:
     return 0 <= ml and ml * (n + 2) < 10_000_000
 
 
-def _fill_tiled(k, args, n_max: int, count: int) -> None:
+def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN) -> None:
+    """The tile diagonals D = 0 .. of the tiled fill; with a span limit only those whose nearest cell to the
+    diagonal (j - i = D·T - T + 1) lies within it (zk_fin leaves the cells beyond it alone)."""
     T = TILE
     nt = (n_max + T - 1) // T
     mid_threads = (T // 4) ** 2
-    for D in range(nt):
+    for D in range(min(nt, (span + T - 2) // T + 1)):
         tiles = nt - D
         if D >= 2:
             splits = max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
@@ -137,13 +145,15 @@ def _offsets(sizes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _exterior_chunked(k, args, W, d_woff, total: int, n_max: int, count: int) -> None:
-    """W in chunks of WCHUNK positions: zk_ext_cross (parallel, the i whose W[i-1] is known), then zk_ext_seq."""
+def _exterior_chunked(k, args, W, d_woff, total: int, n_max: int, count: int, span: int = NO_SPAN) -> None:
+    """W in chunks of WCHUNK positions: zk_ext_cross (parallel, the i whose W[i-1] is known: from c0 - span + 1
+    on), then zk_ext_seq."""
     import cupy
     Wpart = cupy.full(total, INF, dtype=cupy.int32)
     for c0 in range(1, n_max + 1, WCHUNK):
-        rows = max(8, -(-c0 // 4096))
-        warps = -(-c0 // rows)
+        m = c0 - max(1, c0 - span + 1) + 1          # rows i of the chunk's cross terms
+        rows = max(8, -(-m // 4096))
+        warps = -(-m // rows)
         k["zk_ext_cross"]((-(-warps // 8), count), (256,), args + (np.int32(0), W, d_woff, Wpart, np.int32(c0),
                                                                      np.int32(rows)))
         k["zk_ext_seq"]((count,), (32,), args + (np.int32(0), W, d_woff, Wpart, np.int32(c0)))
@@ -156,7 +166,8 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
 
     import time
     t = time.perf_counter()
-    k = _kernels()
+    k = _kernels(model)
+    span = span_of(model)
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
     count = len(seqs)
@@ -188,17 +199,17 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     if fill == "block":
         k["zk_fill_block"]((count,), (FILL_THREADS,), args + (np.int32(0),))
     elif fill == "tiled":
-        _fill_tiled(k, args, n_max, count)
+        _fill_tiled(k, args, n_max, count, span)
     else:
         threads = 32 * DIAG_WARPS
-        for d in range(TURN + 1, n_max):
+        for d in range(TURN + 1, min(n_max, span)):
             blocks = (n_max - d + DIAG_WARPS - 1) // DIAG_WARPS
             k["zk_fill_diag"]((blocks, count), (threads,), args + (np.int32(0), np.int32(d)))
     t = _phase("fill", t)
     W = cupy.zeros(int(N.sum()), dtype=cupy.int32)
     d_woff = cupy.asarray(woff)
     if fill == "tiled" and EXTERIOR_CHUNKED:
-        _exterior_chunked(k, args, W, d_woff, int(N.sum()), n_max, count)
+        _exterior_chunked(k, args, W, d_woff, int(N.sum()), n_max, count, span)
     else:
         ext_threads = 1024 if n_max > 2000 else (256 if n_max > 300 else 64)
         k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
@@ -227,34 +238,40 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
 
 
 def _gpu_model(options: dict) -> Model:
-    """The model of ``options``; a pairing rule (no_lp, max_bp_span, ...), which these kernels do not apply yet,
-    is refused rather than left out (the pipeline refuses it before any work: this is the engine's own guard)."""
-    model = Model.from_options(options)
-    for name in model.pairing():
-        raise CpuOnlyOption(name, "gpu")
-    return model
+    """The model of ``options`` (the pairing rules included; constraints and SHAPE data are no options of this
+    engine: the pipeline folds them on the CPU)."""
+    return Model.from_options(options)
 
 
 def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
     """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
-    also reads are made on the device too."""
+    also reads (under the model's no_gu and max_bp_span, as the CPU engine's fill makes them) are made on the
+    device too."""
     import cupy
     from ..cpu import zuker as cpu
 
     T = model.tables()
-    pair = cupy.asarray(E.PAIR_TYPE, dtype=cupy.int8)
+    table = np.array(E.PAIR_TYPE, dtype=np.int8)
+    if model.no_gu:
+        table[(table == 3) | (table == 4)] = 0
+    pair = cupy.asarray(table)
     results = []
     for s, seq in enumerate(seqs):
         n = int(lens[s])
         N = n + 2
+        span = min(span_of(model), n)
         a, b = int(moff[s]), int(moff[s]) + N * N
         Vh = V[a:b].get().reshape(N, N)
         WMh = WM[a:b].get().reshape(N, N)
         Wh = W[int(woff[s]):int(woff[s]) + n + 1].get().astype(np.int64)
         S = E.padded_codes(seq)
         Sd = cupy.asarray(S, dtype=cupy.int32)
-        ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1).get()
-        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype, dtype=np.int8), *cpu.free_runs(n))
+        ptype = cupy.triu(pair[Sd[:, None], Sd[None, :]], TURN + 1)
+        if span < n:
+            ptype = cupy.tril(ptype, span - 1)          # j - i + 1 <= span
+        UP, DN, SS, _ = cpu.free_runs(n)
+        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype.get(), dtype=np.int8), UP, DN, SS,
+                           np.int64(span))
         results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
     return results
 
@@ -299,7 +316,7 @@ def _plan(order, lens, budget: int, fill_override: str | None):
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
     """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
-    and for tests ``gpu_fill`` ("short", "block", "diag" or "tiled": force one fill), ``host_traceback`` (bool)
+    the pairing rules (no_lp, no_gu, no_closing_gu, max_bp_span), and for tests ``gpu_fill`` ("short", "block", "diag" or "tiled": force one fill), ``host_traceback`` (bool)
     and ``gpu_traceback`` ("block" or "thread": force one GPU traceback)."""
     import cupy
 

@@ -25,6 +25,11 @@ warp searching 32 candidates at a time), and writing the MFE and the dot-bracket
   threads per cell when a diagonal is short, the interior loops from a table of offsets
   (:func:`loop_table`).
 
+The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same kernels built with ``-DZK_RULES``
+(where the model has one on): the cells that may pair under them make the diagonals' lists, and with no_lp XT's
+unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
+(at most 600 nt here); those beyond the span cannot pair.
+
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
 (the kernel encodes them), the structures come back as one buffer, one newline apart, and are split by
@@ -48,7 +53,7 @@ import numpy as np
 
 from ..model import Model
 from . import loader
-from .zuker_tables import INF, SPECIAL_LOOPS, size_terms, table_for
+from .zuker_tables import INF, SPECIAL_LOOPS, rules_option, size_terms, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
 SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
@@ -452,7 +457,7 @@ class _Group:
         key = (n_max, smem)
         if key not in self._launch:
             ring16 = smem and self.ring16
-            options = tuple(TUNING.get("options", ()))
+            options = tuple(TUNING.get("options", ())) + rules_option(self.model)
             tb = None
             per_block = 1
             if smem:

@@ -13,18 +13,12 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
                 reprofile: bool = False, say: Callable[[str], None] | None = None, split: str | None = None,
                 chosen: Callable[[str, str], None] | None = None):
     """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.folder.HybridFolder` (CPU and GPUs at once);
-    ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto.auto_device`; cpu for an option
-    only the CPU engine takes, :data:`rnapipe.engines.CPU_ONLY_OPTIONS`) and tells ``chosen`` the device and
-    why."""
+    ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto.auto_device`) and tells ``chosen``
+    the device and why."""
     profile = None
     if device == "auto":
-        from ..engines import cpu_only_options
         from .hybrid.auto import auto_device
-        cpu_only = cpu_only_options(algorithm, options)
-        if cpu_only:
-            device, why = "cpu", f"the CPU engine alone takes {', '.join(cpu_only)} for now"
-        else:
-            device, why, profile = auto_device(algorithm, variant, threads, gpus, options, reprofile)
+        device, why, profile = auto_device(algorithm, variant, threads, gpus, options, reprofile)
         if chosen is not None:
             chosen(device, why)
     if device == "hybrid":

@@ -56,14 +56,13 @@ def _cores():
     return cores if isinstance(cores, int) and cores > 0 else (os.cpu_count() or 1)
 
 
-# fold: keys that are RNAfold's pairing rules, with their flags (the CPU engine alone takes them for now).
+# fold: keys that are RNAfold's pairing rules, with their flags (CPU and GPU jobs take them).
 PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClosingGU", "max_bp_span": "--maxBPspan"}
 PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
 if PAIRING and ALGORITHM != "zuker":
     raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
-# fold keys the CPU engine alone takes for now: the pairing rules, constraint lines, SHAPE data
-CPU_ONLY = [f"fold.{key}" for key in PAIRING] + [f"fold.{key}" for key in ("constraint", "shape")
-                                                 if config["fold"][key]]
+# fold keys the CPU engine alone takes for now: constraint lines, SHAPE data
+CPU_ONLY = [f"fold.{key}" for key in ("constraint", "shape") if config["fold"][key]]
 
 
 def _gpu_jobs_asked():

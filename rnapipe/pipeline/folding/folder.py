@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ... import config
-from ...engines import check_options, get_engine, resolve_device
+from ...engines import get_engine, resolve_device
 from ...gpu.devices import check_gpus, fold_on_gpus
 from ...memory import AVAILABLE, budget_and_limit, longest_fitting
 from .. import timeline
@@ -34,7 +34,6 @@ class Folder:
 
     def __init__(self, algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
                  gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None):
-        check_options(algorithm, resolve_device(algorithm, device) if device == "auto" else device, options)
         self.engine, self.variant = get_engine(algorithm, device, variant)
         self.algorithm = algorithm
         self.device = resolve_device(algorithm, device)

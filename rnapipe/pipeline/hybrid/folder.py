@@ -30,7 +30,6 @@ import numpy as np
 from ... import config
 from ...cpu.batch import POOL, MemoryGate
 from ...cpu.zuker import tables_copy
-from ...engines import check_options
 from ...errors import UsageError
 from ...gpu.devices import gpu_available
 from ...io import packed
@@ -143,7 +142,6 @@ class HybridFolder:
                  profile: costmodel.Profile | None = None, split: str | None = None):
         if algorithm not in ALGORITHMS:
             raise NoHybridMode(algorithm, ALGORITHMS)
-        check_options(algorithm, "hybrid", options)
         self.split = split or default_split()
         if self.split not in SPLITS:
             raise UsageError(f"unknown split {self.split!r} (choose from {', '.join(SPLITS)})")

@@ -1,0 +1,86 @@
+"""GPU Zuker under RNAfold's pairing rules against the default model: sequences/s end to end.
+
+    python benchmarks/zuker_gpu_rules.py                       # the full plan, table on stdout
+    python benchmarks/zuker_gpu_rules.py --quick --out t.md    # small counts, the table also written to t.md
+
+Per (length, model): rnapipe.gpu.zuker.fold_batch on the same random ACGU sequences (Python strings in, MFE and
+dot-bracket out), one untimed run of the batch (kernels compiled, pools made), then the median of --repeat runs,
+each after gc.collect(); the ratio to the default model at that length. The models: RNAfold's defaults, each rule
+alone (--noLP, --noGU, --noClosingGU, --maxBPspan 150) and all four together; at the long length (chr19-like
+transcripts, 5,000 nt) the defaults and --maxBPspan 150 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run from a checkout
+
+MODELS = {
+    "default": {},
+    "noLP": {"no_lp": True},
+    "noGU": {"no_gu": True},
+    "noClosingGU": {"no_closing_gu": True},
+    "maxBPspan 150": {"max_bp_span": 150},
+    "all four (span 150)": {"no_lp": True, "no_gu": True, "no_closing_gu": True, "max_bp_span": 150},
+}
+# (length, sequences, models)
+PLAN = [(120, 20_000, list(MODELS)), (1_000, 1_000, list(MODELS)), (5_000, 32, ["default", "maxBPspan 150"])]
+QUICK = [(120, 2_000, list(MODELS)), (1_000, 100, list(MODELS)), (5_000, 4, ["default", "maxBPspan 150"])]
+
+
+def timed(seqs: list[str], options: dict, repeat: int) -> list[float]:
+    from rnapipe.gpu import zuker as gpu
+
+    gpu.fold_batch(seqs, "default", 1, options)              # compile, pools
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        gpu.fold_batch(seqs, "default", 1, options)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", help="also write the table to this file")
+    args = parser.parse_args()
+    import cupy
+
+    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    rng = random.Random(2026)
+    lines = [f"GPU Zuker under the pairing rules ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+             f"{device}; Python {platform.python_version()}): random ACGU sequences (seed 2026), "
+             f"rnapipe.gpu.zuker.fold_batch end to end, median of {args.repeat} runs after one untimed run, range "
+             "in brackets; ratio: seq/s over the default model's at that length.", "",
+             "| L | sequences | model | GPU seq/s | ratio to default |", "|---:|---:|---|---:|---:|"]
+    for n, count, models in (QUICK if args.quick else PLAN):
+        seqs = ["".join(rng.choice("ACGU") for _ in range(n)) for _ in range(count)]
+        base = None
+        for name in models:
+            times = timed(seqs, MODELS[name], args.repeat)
+            rate = count / statistics.median(times)
+            base = base or rate
+            lines.append(f"| {n:,} | {count:,} | {name} | {rate:,.1f} ({count / max(times):,.1f}-"
+                         f"{count / min(times):,.1f}) | {rate / base:.3f} |")
+            print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
