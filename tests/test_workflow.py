@@ -536,6 +536,41 @@ def test_pairing_rules_in_the_config_reach_the_fold_jobs(tmp_path):
 
 
 @needs_snakemake
+def test_records_without_a_structure_are_skipped_and_listed_as_rnapipe_fold_lists_them(tmp_path):
+    """fold.on_invalid skip with enforced constraints: records whose constraint lines leave no structure (found
+    only by folding, in any job and shard) and records prepare refuses are left out; the outputs and the
+    rejected list are byte for byte one `rnapipe fold -C --enforceConstraint --on-invalid skip` of the input."""
+    rng = np.random.default_rng(23)
+    lines = []
+    for k in range(40):
+        n = int(rng.integers(10, 120))
+        seq = "".join(rng.choice(list("ACGU"), size=n))
+        cons = "." * n
+        if k % 7 == 3:                                 # all A: a nucleotide that must pair finds no partner
+            seq, cons = "A" * n, "." * (n // 2) + "|" + "." * (n - n // 2 - 1)
+        if k in (5, 26):
+            seq = seq[:4] + "X" + seq[5:]              # refused by prepare
+        lines.append(f">r{k} note {k}\n{seq}\n{cons}\n")
+    (tmp_path / "con.fa").write_text("".join(lines))
+    config = {"inputs": "[con.fa]", "outdir": "out", "formats": "[db, tsv]", "jobs": "{cpu: 2, gpu: 0}",
+              "prepare": "{shard_records: 3}",
+              "fold": "{constraint: true, enforce_constraint: true, on_invalid: skip}"}
+    env = environment(tmp_path)
+    run = subprocess.run(snakemake_cmd(tmp_path, config), env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    direct = rnapipe(["fold", "con.fa", "-q", "-C", "--enforceConstraint", "--on-invalid", "skip",
+                      "-o", "d.db", "-o", "d.tsv"], tmp_path, env)
+    assert direct.returncode == 0, direct.stderr
+    rejected = (tmp_path / "d.db.rejected.tsv").read_text()
+    assert rejected.count("no structure that can form") == 6 and rejected.count("invalid character") == 2
+    assert (tmp_path / "out" / "con.zuker.db.rejected.tsv").read_text() == rejected
+    for fmt in ("db", "tsv"):
+        assert (tmp_path / "out" / f"con.zuker.{fmt}").read_bytes() == (tmp_path / f"d.{fmt}").read_bytes(), fmt
+    lists = list((tmp_path / "out" / "work" / "con" / "fold").glob("*.fold.rejected.tsv"))
+    assert len(lists) == 2                             # both fold jobs left records out and listed them
+
+
+@needs_snakemake
 def test_a_failed_jobs_reason_reaches_the_console(tmp_path):
     """A bad record stops the prepare job: Snakemake's console shows rnapipe's one-line reason from the job's
     log (and the log's name), not only 'check log file(s)'."""

@@ -219,7 +219,9 @@ def fold_options(wildcards):
     """The rnapipe options of a fold job: the configured fold (algorithm, variant, RNAfold's pairing rules as
     its flags), on the job's device (a GPU job on its GPU)."""
     fold = config["fold"]
-    opts = [f"--algorithm {ALGORITHM}", "--on-invalid error"]
+    # prepare has left out the records a fold cannot read; under skip a job leaves out those whose constraint
+    # lines leave no structure (only a fold finds them) and lists them for the merge
+    opts = [f"--algorithm {ALGORITHM}", f"--on-invalid {fold['on_invalid']}"]
     if fold.get("variant"):
         opts.append(f"--variant {fold['variant']}")
     for key, value in PAIRING.items():

@@ -13,6 +13,9 @@ the model's options). The steps of a job, :func:`next_step`:
   again, folding nothing (Snakemake runs a job again when its options change: the fold is then made again);
 - otherwise the fold runs, resuming from its journal, or afresh where the list is newer than the journal (the
   journal belongs to another plan) or the journal's fold had other options.
+
+Under ``on_invalid='skip'`` a fold leaves out the records whose hard constraints leave no structure and lists
+them in ``OUTPUT.fold.rejected.tsv`` (as ``rnapipe fold`` lists them beside its output), which the merge reads.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import os
 import shutil
 
+from ...io.writers import rejected_path
 from ..resume.journal import journal_path
 from ..resume.run import _with_defaults
 
@@ -58,8 +62,7 @@ def start(output: str, text: str, step: Step) -> None:
     other options, or of another plan) removed, so that no later job can take it for this one's, and ``text``
     (:func:`options_text`) written beside the fold."""
     if step is Step.RESTART or not os.path.exists(journal_path(fold_path(output))):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(fold_path(output))
+        discard_fold(output)
     path = options_path(output)
     with open(path + ".part", "w") as handle:
         handle.write(text + "\n")
@@ -97,7 +100,16 @@ def read_list(shard_list: str) -> list[str]:
         return handle.read().split()
 
 
+def discard_fold(output: str) -> None:
+    """The fold of ``output`` and its list of records left out removed (where they exist)."""
+    for path in (fold_path(output), rejected_path(fold_path(output))):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 def write_empty(output: str) -> None:
+    """A job with no shards: an empty output, and no fold of an earlier plan left beside it."""
+    discard_fold(output)
     with open(output, "wb"):
         pass
 

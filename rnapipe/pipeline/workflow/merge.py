@@ -7,6 +7,11 @@ that bin's shards in the job outputs, and takes from it as many records as the m
 records at a time; each block is then written to every output as ``rnapipe fold`` writes a chunk
 (:func:`..output.sinks.chunk_bytes`), so the outputs are byte for byte those of one ``rnapipe fold`` of the input.
 Memory holds one block and one buffered reader per bin.
+
+A fold job run with ``on_invalid='skip'`` leaves out the records whose hard constraints leave no structure (they
+can be found only by folding) and lists them beside its fold (``OUTPUT.fold.rejected.tsv``, indices counted over
+the job's shards). The merge skips them where the manifest has them and adds them, at their index in the input,
+to the prepared rejected list: the list is then the one ``rnapipe fold --on-invalid skip`` of the input writes.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import shutil
 
 import numpy as np
 
-from ...io.formats import header
-from ...io.writers import atomic_output
+from ...io.formats import REJECTED_HEADER, _field, header
+from ...io.idtext import ID_ERRORS
+from ...io.writers import atomic_output, rejected_path
 from ..output.sinks import Sink, chunk_bytes, fsync_directory
 from .partition import read_plan
 from ..records import Records
@@ -61,29 +67,49 @@ def shard_offsets(path: str, records_per_shard: list[int]) -> list[int]:
     return out
 
 
+class Skipped:
+    """A record its fold job left out (no structure under its hard constraints): its id and the reason."""
+
+    def __init__(self, record_id: str, reason: str):
+        self.id = record_id
+        self.reason = reason
+
+
 class _Cursor:
     """The records of one bin, shard after shard, from the job outputs."""
 
-    def __init__(self, pieces: list[tuple[str, int, int]]):
-        self.pieces = pieces          # (path, offset, records) in the bin's order
+    def __init__(self, pieces: list[tuple[str, int, int, dict]]):
+        self.pieces = pieces          # (path, offset, records, {place in the shard: Skipped}) in the bin's order
         self.next = 0
         self.left = 0
+        self.place = 0
+        self.skipped: dict = {}
         self.handle = None
 
     def take(self, n: int, ids: list, seqs: list, structures: list, scores: list) -> None:
+        """The next ``n`` records of the bin; a record its job left out comes as a :class:`Skipped` id."""
         while n:
             if not self.left:
                 if self.handle is not None:
                     self.handle.close()
                 if self.next >= len(self.pieces):
                     raise MergeError("the manifest asks for more records of a length range than its shards hold")
-                path, offset, self.left = self.pieces[self.next]
+                path, offset, self.left, self.skipped = self.pieces[self.next]
                 self.next += 1
+                self.place = 0
                 self.handle = open(path, "rb", buffering=1 << 20)
                 self.handle.seek(offset)
             readline = self.handle.readline
             k = min(n, self.left)
             for _ in range(k):
+                gone = self.skipped.get(self.place) if self.skipped else None
+                self.place += 1
+                if gone is not None:
+                    ids.append(gone)
+                    seqs.append(b"")
+                    structures.append(b"")
+                    scores.append(b"0")
+                    continue
                 ids.append(readline()[1:-1])          # the whole header line
                 seqs.append(readline()[:-1])
                 line = readline()
@@ -102,10 +128,12 @@ class _Cursor:
 def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, str]], algorithm: str,
           rejected_out: str | None = None) -> int:
     """Write ``outputs`` ((path, format) pairs) of the prepared input from its fold jobs' db outputs
-    (``fold_dir/{job}.db``); copy the prepared rejected list to ``rejected_out``. Returns the records."""
+    (``fold_dir/{job}.db``); write the prepared rejected list, with the records the fold jobs left out, to
+    ``rejected_out``. Returns the records of the manifest."""
     cursors = _bin_cursors(prepared, plan_dir, fold_dir)
     sinks = [Sink(path, fmt, compressed=False) for path, fmt in outputs]
     total = 0
+    skipped: list[tuple[int, Skipped]] = []               # (manifest position, record) left out by a fold job
     try:
         for sink in sinks:
             sink.open(None, header(sink.fmt))
@@ -114,7 +142,7 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
                 block = np.frombuffer(manifest.read(BLOCK), dtype=np.uint8)
                 if not len(block):
                     break
-                _write_block(block, cursors, sinks, algorithm, total)
+                skipped += _write_block(block, cursors, sinks, algorithm, total)
                 total += len(block)
                 pause_point("merge:block")
         for b, cursor in cursors.items():
@@ -122,10 +150,13 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
                 raise MergeError(f"the shards of length range {b} hold more records than the manifest lists")
         for sink in sinks:
             sink.sync()
-        if rejected_out is not None:
+        if rejected_out is not None and not skipped:
             with (open(os.path.join(prepared, "rejected.tsv"), "rb") as source,
                   atomic_output(rejected_out, binary=True) as target):
                 shutil.copyfileobj(source, target)
+        elif rejected_out is not None:
+            with atomic_output(rejected_out, binary=True) as target:
+                target.write(_rejected_list(prepared, skipped).encode("utf-8", ID_ERRORS))
         for sink in sinks:
             sink.finish()
         if sinks:
@@ -153,8 +184,45 @@ def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str) -> dict[int, _Curs
     located = _locate(shards, where, fold_dir)
     bins: dict[int, list] = {}
     for s in shards:                                      # a bin's shards in input order
-        bins.setdefault(s.bin, []).append((*located[s.number], s.records))
+        bins.setdefault(s.bin, []).append((*located[s.number][:2], s.records, located[s.number][2]))
     return {b: _Cursor(pieces) for b, pieces in bins.items()}
+
+
+def job_skipped(fold_output: str) -> dict[int, Skipped]:
+    """The records a fold job left out (its fold's rejected list; none where it has no list): index over the
+    job's shards -> :class:`Skipped`."""
+    from .fold_job import fold_path
+
+    out = {}
+    try:
+        handle = open(rejected_path(fold_path(fold_output)), encoding="utf-8", errors=ID_ERRORS)
+    except FileNotFoundError:
+        return out
+    with handle:
+        next(handle, None)
+        for line in handle:
+            index, record_id, _, reason = line.rstrip("\n").split("\t", 3)
+            out[int(index)] = Skipped(record_id, reason)
+    return out
+
+
+def _rejected_list(prepared: str, skipped: list[tuple[int, Skipped]]) -> str:
+    """The prepared rejected list with the records the fold jobs left out, all in input order, as ``rnapipe fold``
+    lists them (the valid records' manifest positions turned into input indices)."""
+    with open(os.path.join(prepared, "rejected.tsv"), encoding="utf-8", errors=ID_ERRORS) as handle:
+        rows = handle.read().splitlines(keepends=True)[1:]
+    with open(os.path.join(prepared, "done"), encoding="utf-8", errors=ID_ERRORS) as handle:
+        done = dict(line.rstrip("\n").split("\t", 1) for line in handle if "\t" in line)
+    name = done.get("input", "")
+    before = np.array(sorted(int(row.split("\t", 1)[0]) for row in rows if not row.startswith("-")),
+                      dtype=np.int64)
+    shifted = before - np.arange(len(before))             # valid records ahead of each prepared rejection
+    keyed = [(int(row.split("\t", 1)[0]) if not row.startswith("-") else -1, row) for row in rows]
+    for position, record in skipped:
+        index = position + int(np.searchsorted(shifted, position, side="right"))
+        keyed.append((index, "\t".join((str(index), _field(record.id), name, _field(record.reason))) + "\n"))
+    keyed.sort(key=lambda item: item[0])
+    return REJECTED_HEADER + "".join(row for _, row in keyed)
 
 
 def missing_folds(where: dict[int, tuple[str, int]], plan_dir: str, fold_dir: str) -> None:
@@ -177,19 +245,29 @@ def _locate(shards: list, where: dict[int, tuple[str, int]], fold_dir: str) -> d
     for s in shards:
         job, place = where[s.number]
         per_job.setdefault(job, []).append((place, s))
-    located: dict[int, tuple[str, int]] = {}
+    located: dict[int, tuple[str, int, dict]] = {}
     for job, items in per_job.items():
         items.sort(key=lambda item: item[0])
         path = os.path.join(fold_dir, f"{job}.db")
-        for (_, s), offset in zip(items, shard_offsets(path, [s.records for _, s in items])):
-            located[s.number] = (path, offset)
+        starts = np.cumsum([0] + [s.records for _, s in items])
+        gone: list[dict] = [{} for _ in items]            # per shard: place -> Skipped
+        for index, record in job_skipped(path).items():
+            k = int(np.searchsorted(starts, index, side="right")) - 1
+            if not 0 <= k < len(items):
+                raise MergeError(f"{rejected_path(path)} lists record {index}, its job was given {starts[-1]}: "
+                                 "fold it again (remove it and rerun)")
+            gone[k][index - int(starts[k])] = record
+        kept = [s.records - len(g) for (_, s), g in zip(items, gone)]
+        for (_, s), offset, g in zip(items, shard_offsets(path, kept), gone):
+            located[s.number] = (path, offset, g)
     return located
 
 
 def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sink], algorithm: str,
-                 first: int) -> None:
+                 first: int) -> list[tuple[int, Skipped]]:
     """One block of the manifest (a bin per record, in input order): its records taken from their bins'
-    cursors and written to every sink; ``first`` is the input index of its first record."""
+    cursors and written to every sink; ``first`` is the manifest position of its first record. Returns the
+    records a fold job left out, with their manifest positions."""
     n = len(block)
     ids, seqs, structures, scores = [None] * n, [None] * n, [None] * n, [None] * n
     for b in np.unique(block).tolist():
@@ -198,6 +276,14 @@ def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sin
         cursors[b].take(len(at), i, s, t, e)
         for k, p in enumerate(at):
             ids[p], seqs[p], structures[p], scores[p] = i[k], s[k], t[k], e[k]
+    skipped = [(first + p, x) for p, x in enumerate(ids) if isinstance(x, Skipped)]
+    if skipped:
+        keep = [p for p, x in enumerate(ids) if not isinstance(x, Skipped)]
+        ids, seqs = [ids[p] for p in keep], [seqs[p] for p in keep]
+        structures, scores = [structures[p] for p in keep], [scores[p] for p in keep]
+        n = len(keep)
+        if not n:
+            return skipped
     if algorithm == "zuker":
         values = np.array([int(x.replace(b".", b"")) for x in scores], dtype=np.int64)
     else:
@@ -215,3 +301,4 @@ def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sin
         if sink.fmt not in made:
             made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values)
         sink.write(made[sink.fmt])
+    return skipped

@@ -9,7 +9,8 @@ predicted work (Σ L³) reaches ``shard_cost``. Beside the shards a prepared dir
 - ``manifest.bin``: one byte per valid record, in input order: its bin (the shard follows: the shards of a
   bin take its records in turn), so that the merge can put the folded records back in input order;
 - ``rejected.tsv``: the records left out under ``on_invalid='skip'``, as ``rnapipe fold`` lists them;
-- ``done``: written last: the directory is complete.
+- ``done``: written last (the counts, and the input's name as ``rnapipe fold`` names it in its lists): the
+  directory is complete.
 
 The input is read by the streaming reader of ``rnapipe fold`` (same checks, same messages), so memory
 holds a block of records, not the input.
@@ -27,7 +28,7 @@ import numpy as np
 from ... import config
 from ...errors import InputError
 from ...io.fasta import _display
-from ...io.formats import REJECTED_HEADER, rejected_rows
+from ...io.formats import REJECTED_HEADER, _field, rejected_rows
 from ...io.idtext import ID_ERRORS
 from ..folding.folder import Folder
 from ..input.reader import FastaReader, LengthCheck
@@ -191,5 +192,6 @@ def _cut(path: str, directory: str, on_invalid: str, length_check: LengthCheck |
         for shard in shards:
             handle.write(shard.row())
     with open(os.path.join(directory, "done"), "w") as handle:
-        handle.write(f"records\t{records}\nrejected\t{rejected}\nshards\t{len(shards)}\n")
+        handle.write(f"records\t{records}\nrejected\t{rejected}\nshards\t{len(shards)}\n"
+                     f"input\t{_field(_display(path))}\n")
     return {"records": records, "rejected": rejected, "shards": len(shards)}
