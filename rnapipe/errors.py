@@ -73,9 +73,8 @@ class UsageError(RnapipeError):
 
 
 class CpuOnlyOption(UsageError):
-    """A model option or per-record data (constraints, SHAPE) that the engines of ``device`` do not take yet;
-    ``option`` is its name as :func:`rnapipe.fold` takes it (the command line names it its own way:
-    :meth:`for_flags`)."""
+    """Per-record data (constraints, SHAPE) that the engines of ``device`` do not take yet; ``option`` is its
+    name as :func:`rnapipe.fold` takes it (the command line names it its own way: :meth:`for_flags`)."""
 
     def __init__(self, option: str, device: str):
         self.option, self.device = option, device

@@ -29,6 +29,19 @@ def test_kernel_compiles(path, arch, tmp_path):
     assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", ["zuker.cu", "zuker_short.cu"])
+def test_zuker_kernels_compile_with_the_pairing_rules(name, arch, tmp_path):
+    """The Zuker kernels as the GPU engine builds them for a model with a pairing rule (-DZK_RULES), with the short
+    kernels' int16 ring and separate traceback too."""
+    extra = ["-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"] if name == "zuker_short.cu" else []
+    cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DZK_RULES", *extra, "-c",
+           str(loader.kernel_dir() / name), "-o", str(tmp_path / "k.o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr
+
+
 @pytest.mark.parametrize("ring16, seqs", [(True, 1), (False, 1), (True, 2), (False, 3), (True, 4)])
 def test_short_kernel_sizes_match_the_host(ring16, seqs, tmp_path):
     """The pool words and shared-memory bytes that zuker_short.py gives each sequence and launch are the
