@@ -65,7 +65,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     ``constraints`` (Zuker on the CPU): RNAfold's hard-constraint line of each sequence (``-C``: symbols
     ``. x | < > ( )``, one per nucleotide, see :mod:`rnapipe.constraints`), in the order of the sequences;
     ``enforce_constraint=True`` is RNAfold's ``--enforceConstraint``. A bad line is refused as a bad sequence is.
-    ``shape`` (Zuker on the CPU): the SHAPE reactivities of each sequence (one number a nucleotide, a negative
+    ``shape`` (Zuker, every device): the SHAPE reactivities of each sequence (one number a nucleotide, a negative
     one or None missing; None for a sequence without data), applied by Deigan's method as RNAfold's ``--shape``
     with ``--shapeMethod`` ``shape_method`` (``"D"``, ``"Dm1.8b-0.6"``: slope and intercept, kcal/mol).
 
@@ -114,7 +114,6 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
         method = parse_method(shape_method)
         sequences_or_records, shape = _per_sequence(sequences_or_records, shape, algorithm, "shape",
                                                     "SHAPE reactivities")
-        device = cpu_only(device, "shape")
     folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
     if rejected is None:
         rejected = []
@@ -130,8 +129,8 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
 
 
 def cpu_only(device: str, option: str) -> str:
-    """The device for a fold with per-record data that only the CPU engine applies (``option``: constraints,
-    shape): 'cpu' for 'cpu' or 'auto', else :class:`~rnapipe.errors.CpuOnlyOption`."""
+    """The device for a fold with per-record data that only the CPU engine applies (``option``: constraints):
+    'cpu' for 'cpu' or 'auto', else :class:`~rnapipe.errors.CpuOnlyOption`."""
     if device in ("cpu", "auto"):
         return "cpu"
     raise CpuOnlyOption(option, device)

@@ -73,7 +73,7 @@ class UsageError(RnapipeError):
 
 
 class CpuOnlyOption(UsageError):
-    """Per-record data (constraints, SHAPE) that the engines of ``device`` do not take yet; ``option`` is its
+    """Per-record data (hard constraints) that the engines of ``device`` do not take yet; ``option`` is its
     name as :func:`rnapipe.fold` takes it (the command line names it its own way: :meth:`for_flags`)."""
 
     def __init__(self, option: str, device: str):

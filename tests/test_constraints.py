@@ -413,16 +413,32 @@ def test_cli_bad_shape_input(tmp_path):
     assert proc.returncode == 2 and "no such SHAPE file" in one_error_line(proc)
     proc = run_rnapipe("fold", fa, "--shape", single, "--shapeMethod", "Z", "-q", cwd=tmp_path)
     assert proc.returncode == 2 and "only Deigan's method" in one_error_line(proc)
-    for device in ("gpu", "hybrid"):
-        proc = run_rnapipe("fold", fa, "--shape", single, "--device", device, cwd=tmp_path)
-        assert proc.returncode == 2
-        assert "--shape is supported on the CPU engine for now" in one_error_line(proc)
+    from rnapipe.gpu.devices import gpu_available
+
+    one = tmp_path / "one.fa"
+    one.write_text(">only\nGGGAAAUCCC\n")
+    for device in ("gpu", "hybrid"):              # --shape folds on every device: no refusal of its own
+        proc = run_rnapipe("fold", one, "--shape", single, "--device", device, "-q", cwd=tmp_path)
+        if gpu_available():
+            assert proc.returncode == 0, proc.stderr
+        else:
+            line = one_error_line(proc)
+            assert "needs an NVIDIA GPU" in line and "shape" not in line, line
 
 
-def test_api_refuses_shape_on_gpu_engines_and_bad_lengths():
-    for device in ("gpu", "hybrid"):
-        with pytest.raises(UsageError, match="supported on the CPU engine for now"):
-            rnapipe.fold("GGGAAACCC", shape=[0.1] * 9, device=device)
+def test_api_takes_shape_on_gpu_engines_and_refuses_bad_lengths():
+    from rnapipe.errors import UnavailableError
+    from rnapipe.gpu.devices import gpu_available
+
+    for device in ("gpu", "hybrid"):              # SHAPE data fold on every device
+        if gpu_available():
+            [r] = rnapipe.fold("GGGAAACCC", shape=[0.1] * 9, device=device)
+            [want] = rnapipe.fold("GGGAAACCC", shape=[0.1] * 9, device="cpu")
+            assert (r.score_int, r.structure) == (want.score_int, want.structure)
+        else:
+            with pytest.raises(UnavailableError, match="needs an NVIDIA GPU") as err:
+                rnapipe.fold("GGGAAACCC", shape=[0.1] * 9, device=device)
+            assert "shape" not in str(err.value)
     with pytest.raises(InputError, match="3 SHAPE reactivities for 9 nt"):
         rnapipe.fold(["GGGAAACCC"], shape=[[0.1, 0.2, 0.3]])
 

@@ -47,11 +47,13 @@ def test_pair_types_equal_the_cpu_tables(tmp_path):
 # order (zk_fill_block's order, one lane), then W (zk_exterior's terms), then walks zk_traceback on that
 # row-major storage and zs_traceback on the same values laid out as zuker_short.cuh keeps them
 # (diagonal-major V and WM, XT). Input: the flat parameter table (binary int32), then one sequence of
-# codes 0-4 per line. Output per sequence: MFE, zk_traceback's status and dot-bracket, zs_traceback's.
+# codes 0-4 per line (built with ZK_SHAPE: each followed by a line of its n SHAPE stacking terms). Output per
+# sequence: MFE, zk_traceback's status and dot-bracket, zs_traceback's.
 TRACEBACKS = r"""
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 #include "zuker_short.cuh"
@@ -78,6 +80,14 @@ int main(int argc, char** argv) {
         std::vector<int> mx(7 * NN, ZK_INF);
         ZkSeq q;
         q.S = S.data(); q.n = n; q.N = N;
+#ifdef ZK_SHAPE
+        std::string terms;
+        std::getline(std::cin, terms);
+        std::vector<int> SS(N, 0);
+        std::istringstream in(terms);
+        for (int k = 1; k <= n; ++k) in >> SS[k];
+        q.SS = SS.data();
+#endif
         q.V = &mx[0]; q.WM = &mx[NN]; q.WM1T = &mx[2 * NN]; q.VI = &mx[3 * NN]; q.V1N = &mx[4 * NN];
         q.VAU = &mx[5 * NN]; q.VMX = &mx[6 * NN];
         for (int d = ZK_TURN + 1; d < n; ++d)
@@ -100,6 +110,9 @@ int main(int argc, char** argv) {
         // zuker_short.cuh's storage of the same values
         std::vector<int> pool(zs_pool_words(n), ZK_INF);
         ZsSeq z = zs_seq(S.data(), n, pool.data());
+#ifdef ZK_SHAPE
+        z.SS = SS.data();
+#endif
         for (int i = 1; i <= n; ++i)
             for (int j = i; j <= n; ++j) {
                 const int v = q.V[i * N + j];
@@ -138,13 +151,17 @@ def tracebacks_rules(tmp_path_factory):
     return _build(tmp_path_factory, "-DZK_RULES")
 
 
-def _host_folds(exe, tmp_path, seqs, temperature, dangles, **rules):
+def _host_folds(exe, tmp_path, seqs, temperature, dangles, shape=None, **rules):
     from rnapipe.gpu.zuker_tables import flat_tables
 
     table = tmp_path / f"P_{temperature:g}_{dangles}.bin"
     table.write_bytes(flat_tables(Model(temperature=temperature, dangles=dangles, **rules).tables(),
                                   max(len(s) for s in seqs)).tobytes())
-    text = "".join("".join(str(c) for c in encode(s)) + "\n" for s in seqs)
+    if shape is None:
+        text = "".join("".join(str(c) for c in encode(s)) + "\n" for s in seqs)
+    else:
+        text = "".join("".join(str(c) for c in encode(s)) + "\n" + " ".join(map(str, v.tolist())) + "\n"
+                       for s, v in zip(seqs, shape))
     out = subprocess.run([str(exe), str(table)], input=text, capture_output=True, text=True, check=True).stdout
     return [line.split() for line in out.splitlines()]
 
@@ -199,3 +216,39 @@ def test_gpu_cell_code_and_tracebacks_apply_the_pairing_rules(tracebacks_rules, 
         if (int(mfe), st1, db1, st2, db2) != (ref_mfe, "0", ref_db, "0", ref_db):
             wrong.append((s, mfe, db1, db2, ref_mfe, ref_db))
     assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
+
+
+@pytest.fixture(scope="module")
+def tracebacks_shape(tmp_path_factory):
+    """The TRACEBACKS program built as the kernels are for a batch with SHAPE data (ZK_SHAPE), with the pairing
+    rules too."""
+    return _build(tmp_path_factory, "-DZK_SHAPE", "-DZK_RULES")
+
+
+@pytest.mark.parametrize("rules", [{}, {"no_lp": True}, {"no_lp": True, "no_gu": True, "no_closing_gu": True,
+                                                          "max_bp_span": 60}], ids=["none", "noLP", "all"])
+@pytest.mark.parametrize("dangles, method", [(2, (1.8, -0.6)), (0, (2.6, -0.3))])
+def test_gpu_cell_code_and_tracebacks_apply_shape(tracebacks_shape, tmp_path, rules, dangles, method):
+    """Built with ZK_SHAPE (as the kernels are for a batch with SHAPE data), the GPU fill's cell code and both GPU
+    tracebacks give the CPU engine's MFE and structure with each sequence's SHAPE stacking terms (Deigan's, from
+    random reactivities, some missing), with and without the pairing rules."""
+    import numpy as np
+
+    from rnapipe.constraints import deigan
+    from rnapipe.cpu import zuker as cpu
+
+    seqs = _random(40, 8, 160, seed=dangles + len(rules), n_rate=0.02) + ["GGGGAAAACCCC", "GGGGAAAACCCC" * 5]
+    rng = random.Random(len(rules) + 10 * dangles)
+    shape = [deigan([-1.0 if rng.random() < 0.1 else rng.expovariate(1.5) for _ in s], *method)
+             if k % 7 else np.zeros(len(s), dtype=np.int32) for k, s in enumerate(seqs)]
+    options = {"dangles": dangles, **rules}
+    ref = cpu.fold_batch(seqs, "default", 1, options, shape=shape)
+    wrong = []
+    for s, (mfe, st1, db1, st2, db2), (ref_mfe, ref_db) in zip(
+            seqs, _host_folds(tracebacks_shape, tmp_path, seqs, 37.0, dangles, shape=shape, **rules), ref,
+            strict=True):
+        if (int(mfe), st1, db1, st2, db2) != (ref_mfe, "0", ref_db, "0", ref_db):
+            wrong.append((s, mfe, db1, db2, ref_mfe, ref_db))
+    assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
+    plain = cpu.fold_batch(seqs, "default", 1, options)
+    assert sum(a != b for a, b in zip(ref, plain)) > len(seqs) // 4      # the data change many folds

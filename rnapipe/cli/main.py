@@ -307,7 +307,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
     rnafold.add_argument("--shape", metavar="FILE",
                          help="SHAPE reactivities, as RNAfold --shape: RNAfold's file of one sequence ('position "
                          "[nucleotide] reactivity' lines), a table of 'id position reactivity' lines for many, or "
-                         "a directory of RNAfold's files named ID.shape; Zuker on the CPU")
+                         "a directory of RNAfold's files named ID.shape; Zuker, every device")
     rnafold.add_argument("--shapeMethod", metavar="D[mX][bY]", dest="shape_method",
                          help="as RNAfold --shapeMethod: Deigan's method (D) with slope m and intercept b "
                          "(default D: m 1.8, b -0.6)")
@@ -531,11 +531,13 @@ def _engine_options(args) -> dict:
 
 
 def _cpu_only(args) -> None:
-    """-C and --shape are folded by the CPU engine only: --device auto folds on the CPU, gpu and hybrid are
-    refused."""
-    given = [flag for flag, on in (("-C/--constraint", args.constraint), ("--shape", args.shape)) if on]
+    """-C is folded by the CPU engine only: --device auto folds on the CPU, gpu and hybrid are refused. --shape
+    (Zuker) folds on every device."""
     if args.shape_method is not None and not args.shape:
         raise UsageError("--shapeMethod needs --shape FILE")
+    if args.shape and args.algorithm != "zuker":
+        raise UsageError("--shape applies to --algorithm zuker only")
+    given = ["-C/--constraint"] if args.constraint else []
     if not given:
         return
     if args.algorithm != "zuker":

@@ -39,6 +39,12 @@ the others), which read them from the flat table; a model without them gets the 
 read none. With ``max_bp_span`` = N the fills leave the cells of span j - i + 1 > N alone (INF: nothing within
 the span reads them): ``zk_fill_block`` and ``zk_fill_diag`` stop at diagonal N - 1, the tiled fill at the tile
 diagonal whose nearest cell is that far, and W looks back N nucleotides: O(n·N²) work instead of O(n³).
+
+SHAPE data (``fold_batch``'s ``shape``: each sequence's stacking pseudo-energies, rnapipe.constraints.deigan) are
+the CPU engine's per-record terms, added to every stacked pair of pairs as it adds them, by kernels built with
+``-DZK_SHAPE`` (kernels/zuker_core.cuh, ZK_SSTACK): the terms go to the device as one int32 array laid out as the
+sequences' codes (N = n + 2 words each, zero where a position has none); a batch without them gets the kernels
+built without it. Hard constraints are the CPU engine's alone.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
 from .devices import memory_budget  # noqa: F401  (memory_budget: engine interface)
-from .zuker_tables import INF, NO_SPAN, rules_option, span_of, table_for
+from .zuker_tables import INF, NO_SPAN, rules_option, shape_option, span_of, table_for
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +115,10 @@ def max_length(budget_bytes: int) -> int:
     return longest_fitting(bytes_needed, budget_bytes)
 
 
-def _kernels(model: Model):
+def _kernels(model: Model, shape=None):
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq")
-    opts = (f"-DZK_TILE={TILE}",) + rules_option(model)
+    opts = (f"-DZK_TILE={TILE}",) + rules_option(model) + shape_option(shape)
     return {k: loader.function(KERNELS, k, opts) for k in names}
 
 
@@ -160,13 +166,14 @@ def _exterior_chunked(k, args, W, d_woff, total: int, n_max: int, count: int, sp
 
 
 def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
-                block_traceback: bool = False) -> list[tuple[int, str]]:
-    """Fold sequences (non-empty, ordered longest first) in one batch on the current device."""
+                block_traceback: bool = False, shape: list | None = None) -> list[tuple[int, str]]:
+    """Fold sequences (non-empty, ordered longest first) in one batch on the current device; ``shape``: their
+    SHAPE stacking terms (int32 per nucleotide), or None."""
     import cupy
 
     import time
     t = time.perf_counter()
-    k = _kernels(model)
+    k = _kernels(model, shape)
     span = span_of(model)
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
@@ -193,6 +200,11 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     VAU = cupy.full(total, INF, dtype=cupy.int32)
     VMX = cupy.full(total, INF, dtype=cupy.int32)
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
+    if shape is not None:                                  # ZK_SHAPE: the terms, laid out as the codes
+        ss = np.zeros(int(N.sum()), dtype=np.int32)
+        for s in range(count):
+            ss[soff[s] + 1:soff[s] + 1 + int(lens[s])] = shape[s]
+        args = args + (cupy.asarray(ss),)
     t = _phase("setup", t)
     if fill == "tiled" and not _tiled_ok(model, n_max):
         fill = "diag"
@@ -215,7 +227,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
         k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
     t = _phase("exterior", t)
     if host_traceback:
-        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W)
+        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape)
         _phase("traceback", t)
         return out
     stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
@@ -238,15 +250,15 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
 
 
 def _gpu_model(options: dict) -> Model:
-    """The model of ``options`` (the pairing rules included; constraints and SHAPE data are no options of this
-    engine: the pipeline folds them on the CPU)."""
+    """The model of ``options`` (the pairing rules included; SHAPE data and constraints are per-record data,
+    no options: see fold_batch)."""
     return Model.from_options(options)
 
 
-def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
+def _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape=None):
     """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
     also reads (under the model's no_gu and max_bp_span, as the CPU engine's fill makes them) are made on the
-    device too."""
+    device too, and it is given the SHAPE stacking terms of ``shape`` (None: none)."""
     import cupy
     from ..cpu import zuker as cpu
 
@@ -270,6 +282,9 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, W):
         if span < n:
             ptype = cupy.tril(ptype, span - 1)          # j - i + 1 <= span
         UP, DN, SS, _ = cpu.free_runs(n)
+        if shape is not None:
+            SS = np.zeros(N, dtype=np.int64)
+            SS[1:n + 1] = shape[s]
         pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype.get(), dtype=np.int8), UP, DN, SS,
                            np.int64(span))
         results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
@@ -314,14 +329,26 @@ def _plan(order, lens, budget: int, fill_override: str | None):
 
 
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
-               progress: Callable[[int], None] | None = None) -> list[tuple[int, str]]:
+               progress: Callable[[int], None] | None = None, constraints: list[str] | None = None,
+               shape: list[np.ndarray] | None = None) -> list[tuple[int, str]]:
     """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
     the pairing rules (no_lp, no_gu, no_closing_gu, max_bp_span), and for tests ``gpu_fill`` ("short", "block", "diag" or "tiled": force one fill), ``host_traceback`` (bool)
-    and ``gpu_traceback`` ("block" or "thread": force one GPU traceback)."""
+    and ``gpu_traceback`` ("block" or "thread": force one GPU traceback). ``shape``: the SHAPE stacking
+    pseudo-energies of each sequence (int32 dcal/mol per nucleotide, rnapipe.constraints.deigan), as the CPU
+    engine takes them; None for none. ``constraints`` (hard constraints) are the CPU engine's alone: only None."""
     import cupy
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
+    if constraints is not None:
+        from ..errors import CpuOnlyOption
+        raise CpuOnlyOption("constraints", "gpu")
+    if shape is not None:
+        if len(shape) != len(sequences):
+            raise ValueError(f"{len(shape)} SHAPE arrays for {len(sequences)} sequences")
+        shape = [np.asarray(v, dtype=np.int32) for v in shape]
+        if any(v.shape != (len(s),) for v, s in zip(shape, sequences)):
+            raise ValueError("a SHAPE array's length differs from its sequence's")
     options = options or {}
     model = _gpu_model(options)
     fill_override = options.get("gpu_fill")
@@ -357,12 +384,14 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                     seqs, group_lens = sequences[idxs[0]:idxs[-1] + 1], lens[idxs[0]:idxs[-1] + 1]
                 else:
                     seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
+                group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
                 try:
                     if kind == "short":
-                        out = zuker_short.fold_group(seqs, model, group_lens)
+                        out = (zuker_short.fold_group(seqs, model, group_lens) if group_shape is None
+                               else zuker_short.fold_group(seqs, model, group_lens, shape=group_shape))
                     else:
                         zuker_short.release()              # the longer fills want the memory
-                        out = _fold_group(seqs, model, kind, host, block_tb)
+                        out = _fold_group(seqs, model, kind, host, block_tb, group_shape)
                 except cupy.cuda.memory.OutOfMemoryError:
                     if len(idxs) == 1:
                         raise

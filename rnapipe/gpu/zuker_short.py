@@ -5,8 +5,9 @@ Interface used by rnapipe.gpu.zuker.fold_batch:
 * ``MAX_N``: the longest sequence this path folds (0: the path is off and every batch goes to the
   general fills of rnapipe.gpu.zuker);
 * ``bytes_needed(n)``: device memory one sequence of n nt takes in a batch;
-* ``fold_group(seqs, model, lens=None)``: fold non-empty sequences (longest first, each <= MAX_N) on the
-  current device and return [(mfe, dot-bracket)] in the same order, identical to rnapipe.cpu.zuker.
+* ``fold_group(seqs, model, lens=None, shape=None)``: fold non-empty sequences (longest first, each <= MAX_N),
+  with their SHAPE stacking terms if ``shape`` is given, on the current device and return [(mfe, dot-bracket)]
+  in the same order, identical to rnapipe.cpu.zuker.
 
 Two kernels of ``kernels/zuker_short.cu``, one block per sequence (or two short ones), each doing the fill
 one anti-diagonal at a time, the exterior loop W and the traceback (the CPU engine's order of tests, one
@@ -28,7 +29,10 @@ warp searching 32 candidates at a time), and writing the MFE and the dot-bracket
 The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same kernels built with ``-DZK_RULES``
 (where the model has one on): the cells that may pair under them make the diagonals' lists, and with no_lp XT's
 unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
-(at most 600 nt here); those beyond the span cannot pair.
+(at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
+``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
+the sequence's text offset plus its index (each sequence's text takes n + 1 bytes).
+
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
@@ -53,7 +57,7 @@ import numpy as np
 
 from ..model import Model
 from . import loader
-from .zuker_tables import INF, SPECIAL_LOOPS, rules_option, size_terms, table_for
+from .zuker_tables import INF, SPECIAL_LOOPS, rules_option, shape_option, size_terms, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
 SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
@@ -225,8 +229,10 @@ def _kernel(options: tuple[str, ...]):
     return loader.function(KERNELS, "zs_fold", options)     # cached by the loader, per GPU
 
 
-def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) -> list[tuple[int, str]]:
-    """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them): those
+def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
+               shape: list[np.ndarray] | None = None) -> list[tuple[int, str]]:
+    """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
+    SHAPE stacking terms, int32 per nucleotide, or None): those
     longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
     (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
     work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
@@ -237,7 +243,7 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None) ->
     if lens is None:
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
     out: list[tuple[int, str]] = []
-    _run_group(_Group(seqs, lens, model), lambda job: _finish(job, out))
+    _run_group(_Group(seqs, lens, model, shape=shape), lambda job: _finish(job, out))
     return out
 
 
@@ -417,7 +423,7 @@ class _Group:
     chunk's kernels, tables and launch settings looked up once, raw device addresses (no CuPy views)."""
 
     def __init__(self, seqs: list[str] | None, lens: np.ndarray, model: Model, ring16: bool | None = None,
-                 text: np.ndarray | None = None):
+                 text: np.ndarray | None = None, shape: list[np.ndarray] | None = None):
         self.seqs, self.lens, self.model = seqs, np.asarray(lens, dtype=np.int64), model
         self.text = text                                         # or the sequences packed, '\n' after each
         count = len(self.lens)
@@ -429,10 +435,19 @@ class _Group:
         self.ring16 = _ring16_ok(model) if ring16 is None else ring16
         self._extra: dict = {}
         self._launch: dict = {}
-        # the kernel parameter block: 2 × 12 pointers (at self._params) to 2 × 12 uint64 slots (self._pv),
-        # the fill's arguments, then the traceback's (an int argument reads the low half of its slot)
-        self._pv = np.zeros(24, dtype=np.uint64)
-        self._pp = self._pv.ctypes.data + 8 * np.arange(24, dtype=np.uint64)
+        self.shape = shape
+        self.ss = None                                           # the SHAPE terms on the device (ZK_SHAPE)
+        if shape is not None:
+            import cupy
+            ss = np.zeros(int(self.ce[-1]) + count, dtype=np.int32)   # sequence k at ce[k] + k, n + 2 words
+            for k in range(count):
+                at = int(self.ce[k]) + k + 1
+                ss[at:at + int(self.lens[k])] = shape[k]
+            self.ss = cupy.asarray(ss)
+        # the kernel parameter block: 2 × 16 pointers (at self._params) to 2 × 16 uint64 slots (self._pv),
+        # the fill's arguments, then the traceback's at slot 16 (an int argument reads the low half of its slot)
+        self._pv = np.zeros(32, dtype=np.uint64)
+        self._pp = self._pv.ctypes.data + 8 * np.arange(32, dtype=np.uint64)
         self._params = self._pp.ctypes.data
 
     def sequence(self, k: int) -> str:
@@ -457,7 +472,7 @@ class _Group:
         key = (n_max, smem)
         if key not in self._launch:
             ring16 = smem and self.ring16
-            options = tuple(TUNING.get("options", ())) + rules_option(self.model)
+            options = tuple(TUNING.get("options", ())) + rules_option(self.model) + shape_option(self.shape)
             tb = None
             per_block = 1
             if smem:
@@ -533,6 +548,9 @@ class _Group:
             fill_args = (self.P.data.ptr, self.extra(smem).data.ptr, io + o_text, io, io + o_lens, io + o_poff,
                          pool.data.ptr, out + 8 * count, out, out + 4 * count, n_max, count)
             tb_args = fill_args[:1] + fill_args[2:-2] + (count, n_max)
+            ss = ()                               # ZK_SHAPE: the chunk's SHAPE terms, the last argument
+            if self.ss is not None:
+                ss = (self.ss.data.ptr + 4 * (int(ce[a]) + a),)
             per_tb = TB_THREADS // 32
             tb_blocks, tb_shared = (count + per_tb - 1) // per_tb, per_tb * ((n_max + 2 + 15) // 16 * 16)
             events = TUNING.get("events")
@@ -541,18 +559,20 @@ class _Group:
                 job["events"][0].record()
             if f_fill:                            # straight to the driver: a tenth of CuPy's call on the host
                 at = self._params
-                self._pv[:12] = fill_args
+                nf = (len(fill_args) if smem else len(fill_args) - 1) + len(ss)   # zs_fold: no count
+                self._pv[:nf] = (fill_args if smem else fill_args[:-1]) + ss
                 drv.launchKernel(f_fill, blocks, 1, 1, threads, 1, 1, shared, sptr, at, 0)
                 if tb is not None:
-                    self._pv[12:23] = tb_args
-                    drv.launchKernel(f_tb, tb_blocks, 1, 1, TB_THREADS, 1, 1, tb_shared, sptr, at + 96, 0)
+                    self._pv[16:16 + len(tb_args) + len(ss)] = tb_args + ss
+                    drv.launchKernel(f_tb, tb_blocks, 1, 1, TB_THREADS, 1, 1, tb_shared, sptr, at + 128, 0)
             else:
                 u64 = np.uint64
                 ints = (np.int32(n_max), np.int32(count)) if smem else (np.int32(n_max),)
-                kernel((blocks,), (threads,), tuple(map(u64, fill_args[:-2])) + ints, shared_mem=shared)
+                ptrs = tuple(map(u64, ss))
+                kernel((blocks,), (threads,), tuple(map(u64, fill_args[:-2])) + ints + ptrs, shared_mem=shared)
                 if tb is not None:
-                    tb((tb_blocks,), (TB_THREADS,), tuple(map(u64, tb_args[:-2])) + (np.int32(count), np.int32(n_max)),
-                       shared_mem=tb_shared)
+                    tb((tb_blocks,), (TB_THREADS,),
+                       tuple(map(u64, tb_args[:-2])) + (np.int32(count), np.int32(n_max)) + ptrs, shared_mem=tb_shared)
             if events is not None:
                 job["events"][1].record()
             rt.memcpyAsync(hptr + o_out, out, nbytes - o_out, rt.memcpyDeviceToHost, sptr)
@@ -576,10 +596,10 @@ def _entry(kernel) -> int:
 
 
 def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pool=None,
-           ring16: bool | None = None) -> dict:
+           ring16: bool | None = None, shape: list[np.ndarray] | None = None) -> dict:
     """Launch one chunk of its own (a group of one chunk; see _Group.start); zs_fold_smem with the int16
-    ring if ring16 (None: where the model allows)."""
-    return _Group(seqs, lens, model, ring16).start(0, len(seqs), smem, stream, pool)
+    ring if ring16 (None: where the model allows); shape: the sequences' SHAPE terms or None."""
+    return _Group(seqs, lens, model, ring16, shape=shape).start(0, len(seqs), smem, stream, pool)
 
 
 def _done(job: dict):
@@ -611,8 +631,9 @@ def _done(job: dict):
 def _refold(job: dict, refold: np.ndarray) -> list[tuple[int, str]]:
     """The sequences of a chunk whose values passed the int16 ring, again with the int32 one."""
     group, a = job["group"], job["first"]
+    shape = None if group.shape is None else [group.shape[a + k] for k in refold.tolist()]
     return _finish(_start([group.sequence(a + k) for k in refold.tolist()], job["lens"][refold], job["model"],
-                          True, None, ring16=False))
+                          True, None, ring16=False, shape=shape))
 
 
 def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:

@@ -88,6 +88,13 @@ def rules_option(model: Model) -> tuple[str, ...]:
     return ("-DZK_RULES",) if model.pairing() else ()
 
 
+def shape_option(shape) -> tuple[str, ...]:
+    """The nvcc option that builds the kernels with SHAPE stacking terms (``-DZK_SHAPE``: one more kernel
+    argument, the terms of every sequence) where the batch has SHAPE data (``shape`` not None); none without,
+    whose kernels read none."""
+    return ("-DZK_SHAPE",) if shape is not None else ()
+
+
 def span_of(model: Model) -> int:
     """The longest span j - i + 1 a pair may have (NO_SPAN: no limit)."""
     return model.max_bp_span or NO_SPAN

@@ -61,8 +61,8 @@ PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClo
 PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
 if PAIRING and ALGORITHM != "zuker":
     raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
-# fold keys the CPU engine alone takes for now: constraint lines, SHAPE data
-CPU_ONLY = [f"fold.{key}" for key in ("constraint", "shape") if config["fold"][key]]
+# fold keys the CPU engine alone takes for now: constraint lines (SHAPE data fold on CPU and GPU jobs alike)
+CPU_ONLY = [f"fold.{key}" for key in ("constraint",) if config["fold"][key]]
 
 
 def _gpu_jobs_asked():

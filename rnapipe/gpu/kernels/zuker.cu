@@ -22,13 +22,18 @@ struct ZkBatch {
     int* V1N;
     int* VAU;
     int* VMX;
+#ifdef ZK_SHAPE
+    const int* SS;              // SHAPE stacking terms of every sequence, laid out as S (sequence s at soff[s])
+#endif
 };
 
-// Kernel arguments that make up a ZkBatch (CuPy passes pointers and scalars, not structs).
+// Kernel arguments that make up a ZkBatch (CuPy passes pointers and scalars, not structs); built with ZK_SHAPE,
+// the SHAPE terms SSall are the thirteenth.
 #define ZK_BATCH_ARGS const int* P, const signed char* Sall, const long long* soff, const int* lens, \
                       const long long* moff, int* Vall, int* WMall, int* WM1Tall, int* VIall, int* V1Nall, \
-                      int* VAUall, int* VMXall
-#define ZK_BATCH ZkBatch b = {P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall}
+                      int* VAUall, int* VMXall ZK_SHAPE_PARAM
+#define ZK_BATCH ZkBatch b = {P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall \
+                              ZK_SHAPE_NAME}
 
 __device__ __forceinline__ ZkSeq zk_seq(const ZkBatch& b, int s) {
     ZkSeq q;
@@ -43,6 +48,9 @@ __device__ __forceinline__ ZkSeq zk_seq(const ZkBatch& b, int s) {
     q.V1N = b.V1N + o;
     q.VAU = b.VAU + o;
     q.VMX = b.VMX + o;
+#ifdef ZK_SHAPE
+    q.SS = b.SS + b.soff[s];
+#endif
     return q;
 }
 
@@ -285,7 +293,7 @@ __device__ __forceinline__ int zk_v_flat(const int* P, const ZkSeq& q, int i, in
             int t2 = zk_pair(P, S, p, qq);
             if (t2 && (lane == 0 || zk_closes(P, t2)))
                 best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
-                                    q.V[p * q.N + qq]);
+                                    q.V[p * q.N + qq] + (lane == 0 ? ZK_SSTACK(q.SS, i, j) : 0));
         }
     }
     const int o0 = zk_au(P, t), o1 = zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
@@ -360,11 +368,13 @@ __device__ __forceinline__ void zk_fin_tiles(ZK_BATCH_ARGS, int s0, int D) {
 }
 
 extern "C" __global__ void zk_fin(ZK_BATCH_ARGS, int s0, int D) {
-    zk_fin_tiles<false>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall, s0, D);
+    zk_fin_tiles<false>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall ZK_SHAPE_NAME,
+                        s0, D);
 }
 
 extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
-    zk_fin_tiles<true>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall, s0, D);
+    zk_fin_tiles<true>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall ZK_SHAPE_NAME,
+                       s0, D);
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -523,7 +533,7 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
             int target = q.V[i * N + j];
             if (zk_no_lp(P)) {       // the helix inwards while V equals what is left of the target (zk_traceback)
                 do {
-                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1);
+                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1) + ZK_SSTACK(q.SS, i, j);
                     ++i;
                     --j;
                     if (tid == 0) { pt[i] = j; pt[j] = i; }
@@ -543,7 +553,8 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
                         int p = i + 1 + n1, qq = j - 1 - n2;
                         int t2 = zk_pair(P, S, p, qq);
                         if (t2 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
-                            zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target)
+                            zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] +
+                                    (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target)
                             mine = c;
                     }
                 }

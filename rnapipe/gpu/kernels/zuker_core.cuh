@@ -139,6 +139,21 @@ ZK_HD int zk_span(const int* P) {
 #endif
 }
 
+// SHAPE pseudo-energies (RNAfold's --shape, Deigan's method), as rnapipe.cpu.zuker applies them (its module
+// docstring): each position's stacking term SS[i] (int32, dcal/mol, N = n + 2 entries laid out as the padded
+// codes, 0 where there is no data), the four of i, i+1, j-1, j added to the stack of pair i.j on i+1.j-1
+// (every fill's stack, no_lp's stack on CC, the tracebacks' re-derivations). Only kernels built with ZK_SHAPE
+// take SS (one more kernel argument, ZK_SHAPE_PARAM); without it ZK_SSTACK is 0 and no code reads SS.
+#ifdef ZK_SHAPE
+#define ZK_SHAPE_PARAM , const int* SSall
+#define ZK_SHAPE_NAME , SSall
+#define ZK_SSTACK(SS, i, j) ((SS)[i] + (SS)[(i) + 1] + (SS)[(j) - 1] + (SS)[j])
+#else
+#define ZK_SHAPE_PARAM
+#define ZK_SHAPE_NAME
+#define ZK_SSTACK(SS, i, j) 0
+#endif
+
 ZK_HD int zk_mm(const int* P, int off, int t, int a, int b) { return zk_tab(P, off + (t * 5 + a) * 5 + b); }
 
 // Index of the first special hairpin (ViennaRNA's strstr order) whose codes are S[i .. i+size-1], or -1.
@@ -220,12 +235,13 @@ ZK_HD int zk_interior_at(const int* P, const signed char* S, int i, int j, int p
 }
 
 // no_lp: V[i][j] of a pair of type t, the stack on CC[i+1][j-1] (*cc_inner, read only where i+1.j-1 can
-// pair, so only once written); INF where that cannot form (rnapipe.cpu.zuker's _fill, ViennaRNA's c).
-ZK_HD int zk_stack_on(const int* P, const signed char* S, int i, int j, int t, const int* cc_inner) {
+// pair, so only once written) with its SHAPE term sstack (0 without); INF where that cannot form
+// (rnapipe.cpu.zuker's _fill, ViennaRNA's c).
+ZK_HD int zk_stack_on(const int* P, const signed char* S, int i, int j, int t, const int* cc_inner, int sstack) {
     if (j - i - 2 <= ZK_TURN) return ZK_INF;
     const int t2 = zk_pair(P, S, i + 1, j - 1);
     if (t2 == 0) return ZK_INF;
-    const int c = *cc_inner + zk_tab(P, ZK_OFF_STACK + t * 8 + zk_rtype(t2));
+    const int c = *cc_inner + zk_tab(P, ZK_OFF_STACK + t * 8 + zk_rtype(t2)) + sstack;
     return c >= ZK_HALF_INF ? ZK_INF : c;
 }
 
@@ -277,6 +293,9 @@ struct ZkSeq {
     int* V1N;
     int* VAU;
     int* VMX;               // VMX[i][j] = min_k WM[i+1][k-1] + WM1T[j-1][k] (VM without the closing terms)
+#ifdef ZK_SHAPE
+    const int* SS;          // SHAPE stacking terms, N entries (ZK_SSTACK)
+#endif
 };
 
 // The 11 loops with tables or rules of their own (stack, bulges of 1 and 2, 1x1, 1x2, 2x1, 2x2, 2x3,
@@ -308,7 +327,7 @@ ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int
         int t2 = zk_pair(P, S, p, qq);
         if (t2 && (c == 0 || zk_closes(P, t2)))
             best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
-                                q.V[p * q.N + qq]);
+                                q.V[p * q.N + qq] + (c == 0 ? ZK_SSTACK(q.SS, i, j) : 0));
     }
     // The rest: bulges >= 3 (VAU), 1xn with n >= 3 (V1N), generic (VI); aux is INF where p.q cannot pair
     // and SZ is INF at the special (n1, n2), so neither can win.
@@ -341,7 +360,7 @@ ZK_HD int zk_lonely(const int* P, const ZkSeq& q, int i, int j, int v, bool stor
     if (!zk_no_lp(P)) return v;
     const int t = zk_pair(P, q.S, i, j);
     if (t == 0) return ZK_INF;
-    const int c = zk_stack_on(P, q.S, i, j, t, q.V + (long long)(j - 1) * q.N + i + 1);
+    const int c = zk_stack_on(P, q.S, i, j, t, q.V + (long long)(j - 1) * q.N + i + 1, ZK_SSTACK(q.SS, i, j));
     if (store) q.V[(long long)j * q.N + i] = zk_min(v, c);
     return c;
 }
@@ -455,7 +474,7 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
                 // V[i][j] is the stack on CC[i+1][j-1]: the helix goes on inwards while V equals what is left
                 // of the target (rnapipe.cpu.zuker.traceback's entries of kind 2, walked in place)
                 do {
-                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1);
+                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1) + ZK_SSTACK(q.SS, i, j);
                     ++i;
                     --j;
                     pt[i] = j;
@@ -473,7 +492,8 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
                     int qq = j - 1 - n2;
                     int t2 = zk_pair(P, S, p, qq);
                     if (t2 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
-                        zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] == target) {
+                        zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] +
+                                (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target) {
                         stack[3 * top] = 0; stack[3 * top + 1] = p; stack[3 * top + 2] = qq; ++top;
                         found = true;
                         break;

@@ -99,7 +99,7 @@ __device__ void zs_finish(const int* P, const ZsSeq& q, int* sW, int w_from, int
 extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_fold(const int* P, const int* LTg, const unsigned char* seqs,
                                                           const long long* soff, const int* lens,
                                                           const long long* poff, int* pool, unsigned char* out,
-                                                          int* mfe, int* status, int max_n) {
+                                                          int* mfe, int* status, int max_n ZK_SHAPE_PARAM) {
     extern __shared__ int smem[];
     const int s = blockIdx.x;
     const int n = lens[s];
@@ -128,6 +128,9 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
     }
     if (tid < 2) sCnt[tid] = 0;
     ZsSeq q = zs_seq(sS, n, pool + poff[s]);
+#ifdef ZK_SHAPE
+    q.SS = SSall + soff[s] + s;                       // N entries per sequence: the text's n + 1 bytes, plus one
+#endif
     zs_low_diagonals(q);
     __syncthreads();
     // List of the cells of diagonal TURN + 1 that can pair.
@@ -340,16 +343,18 @@ ZK_HD long long z2_pool_words(int n) {
 #endif
 
 // One of the 11 loops of zk_interior (c: its index in ZK_SPECIAL_N1/N2) for pairable cell (i, j) of a
-// sequence whose codes are S (i, j in its numbering) and whose V (row stride N) is in global memory.
+// sequence whose codes are S (i, j in its numbering) and whose V (row stride N) is in global memory; sstack:
+// the stack's SHAPE term (0 without).
 template <int C>
 __device__ __forceinline__ int z2_special_loop(const int* P, const signed char* S, const int* V, int N, int i, int j,
-                                               int t, int maxu) {
+                                               int t, int maxu, int sstack = 0) {
     constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
     if (n1 + n2 > maxu) return ZK_INF;
     const int p = i + 1 + n1, qq = j - 1 - n2;
     const int t2 = zk_pair(P, S, p, qq);
     if (!t2 || (C != 0 && !zk_closes(P, t2))) return ZK_INF;     // the stack (C = 0) on any pair
-    return zk_interior(P, n1, n2, t, zk_rtype(t2), S[i + 1], S[j - 1], S[p - 1], S[qq + 1]) + V[(qq - p) * N + p];
+    return zk_interior(P, n1, n2, t, zk_rtype(t2), S[i + 1], S[j - 1], S[p - 1], S[qq + 1]) + V[(qq - p) * N + p] +
+           (C == 0 ? sstack : 0);                                  // the stack's SHAPE term (ZK_SSTACK)
 }
 
 // The block's sequences side by side (Z2_SEQS of them): in shared memory sequence k's cell i is column
@@ -410,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                                                                 const long long* soff, const int* lens,
                                                                 const long long* poff, int* pool,
                                                                 unsigned char* out, int* mfe, int* status,
-                                                                int max_n, int count) {
+                                                                int max_n, int count ZK_SHAPE_PARAM) {
     extern __shared__ int smem[];
     constexpr int K = Z2_SEQS;
     const int s0 = blockIdx.x * K;                     // the block's sequences: s0 .. s0 + K - 1 (< count)
@@ -436,6 +441,14 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     for (int k = 0; k < K; ++k) n = max(n, s0 + k < count ? lens[s0 + k] : 0);
     const int N0 = n + 2, R = K * N0;
     const int plane = Z2_RING * R;
+    // sequence k of the block (z2_seq), with its SHAPE terms: N entries per sequence, at soff + s
+    auto seq_of = [&](int k) {
+        ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);
+#ifdef ZK_SHAPE
+        q.SS = SSall + soff[s0 + k] + s0 + k;
+#endif
+        return q;
+    };
     for (int e = tid; e < R; e += T) {
         const int k = z2_seq_of(e, N0), i = e - k * N0;
         const int nk = s0 + k < count ? lens[s0 + k] : 0;
@@ -457,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     __syncthreads();
     for (int k = 0; k < K; ++k) {
         if (sLen[k] == 0) continue;
-        const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);     // V, WM, WM1, XT (the aux planes are not used)
+        const ZsSeq q = seq_of(k);     // V, WM, WM1, XT (the aux planes are not used)
         zs_low_diagonals(q);
         for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += T) sW[k * MN + j] = 0;
     }
@@ -498,7 +511,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 if (u >= n_pm) {
                     const int k = u - n_pm;
                     if (d >= ZK_TURN + 2 && d < sLen[k])
-                        zs_w_step(z2_seq(sS, sBase, sLen, N0, k), sW + k * MN, d, lane);
+                        zs_w_step(seq_of(k), sW + k * MN, d, lane);
                     continue;
                 }
                 if (u >= n_v) {
@@ -556,7 +569,12 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                         const signed char* S = sS + k * N0;
                         const int i = e - k * N0, j = i + d;
                         if (grp == 1) {
+#ifdef ZK_SHAPE
+                            const int* SS = SSall + soff[s0 + k] + s0 + k;
+                            v = z2_special_loop<0>(P, S, V, N, i, j, t, mu, ZK_SSTACK(SS, i, j));
+#else
                             v = z2_special_loop<0>(P, S, V, N, i, j, t, mu);
+#endif
                             v = zk_min(v, z2_special_loop<1>(P, S, V, N, i, j, t, mu));
                             v = zk_min(v, z2_special_loop<2>(P, S, V, N, i, j, t, mu));
                             v = zk_min(v, z2_special_loop<3>(P, S, V, N, i, j, t, mu));
@@ -620,7 +638,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
             for (int x = tid; x < cells; x += T) {
                 int k, i;
                 z2_cell(sLen, d, x, k, i);
-                const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);
+                const ZsSeq q = seq_of(k);
                 const int N = q.N, j = i + d, e = k * N0 + i;
                 const signed char* S = q.S;
                 const int t = zk_pair(P, S, i, j);
@@ -690,7 +708,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     // W[n] of each sequence (warp k), then W and the status to global memory: zs_tb_smem walks the traceback.
     const int warp = tid >> 5;
     if (warp < K && sLen[warp] > 0) {
-        const ZsSeq q = z2_seq(sS, sBase, sLen, N0, warp);
+        const ZsSeq q = seq_of(warp);
         for (int j = q.n > ZK_TURN + 2 ? q.n : ZK_TURN + 2; j <= q.n; ++j) zs_w_step(q, sW + warp * MN, j, lane);
     }
     __syncthreads();
@@ -705,7 +723,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     for (int k = 0; k < K; ++k) {
         const int nk = sLen[k];
         if (nk == 0) continue;
-        const ZsSeq q = z2_seq(sS, sBase, sLen, N0, k);
+        const ZsSeq q = seq_of(k);
         int* gW = sBase[k] + 4LL * (nk + 2) * (nk + 2);
         zs_finish(P, q, sW + k * MN, nk > ZK_TURN + 2 ? nk : ZK_TURN + 2, gW + nk + 2, out + soff[s0 + k],
                   mfe + s0 + k, status + s0 + k);
@@ -723,7 +741,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const unsigned char* seqs,
                                                           const long long* soff, const int* lens,
                                                           const long long* poff, int* pool, unsigned char* out,
-                                                          int* mfe, int* status, int count, int max_n) {
+                                                          int* mfe, int* status, int count, int max_n ZK_SHAPE_PARAM) {
     extern __shared__ int smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = blockIdx.x * (blockDim.x >> 5) + warp;
@@ -736,7 +754,12 @@ extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const
     unsigned char* o = out + soff[s];
     for (int k = lane; k < n; k += 32) o[k] = '.';
     int* base = pool + poff[s];
+#ifdef ZK_SHAPE
+    ZsSeq q = zs_seq(sS, n, base);
+    q.SS = SSall + soff[s] + s;
+#else
     const ZsSeq q = zs_seq(sS, n, base);
+#endif
     const int* W = base + 4LL * N * N;
     __syncwarp();
     if (status[s] == 2) return;                        // folded again with the int32 ring

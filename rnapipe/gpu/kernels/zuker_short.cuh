@@ -35,6 +35,9 @@ struct ZsSeq {
     int* VAU;
     int* V1N;
     int* VI;
+#ifdef ZK_SHAPE
+    const int* SS;          // SHAPE stacking terms, N entries (zuker_core.cuh, ZK_SSTACK); set by the kernels
+#endif
 };
 
 // Words of pool one sequence of n nt takes (V, WM, WM1, XT, VAU, V1N, VI: N*N each; the traceback stack).
@@ -98,7 +101,7 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
         int t2 = zk_pair(P, S, p, qq);
         if (t2 && (c == 0 || zk_closes(P, t2)))
             best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
-                                q.V[(qq - p) * N + p]);
+                                q.V[(qq - p) * N + p] + (c == 0 ? ZK_SSTACK(q.SS, i, j) : 0));
     }
     const int* A = q.VAU + (d - 2) * N + i + 1;
     const int outer[3] = {zk_au(P, t), zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
@@ -126,7 +129,8 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
 // that W and the traceback do not read). Without no_lp, v.
 ZK_HD int zs_lonely(const int* P, const ZsSeq& q, int i, int j, int v) {
     if (!zk_no_lp(P)) return v;
-    const int c = zk_stack_on(P, q.S, i, j, zk_ptype(q.S[i], q.S[j]), q.XT + (i + 1) * q.N + j - 1);
+    const int c = zk_stack_on(P, q.S, i, j, zk_ptype(q.S[i], q.S[j]), q.XT + (i + 1) * q.N + j - 1,
+                              ZK_SSTACK(q.SS, i, j));
     q.XT[i * q.N + j] = zk_min(v, c);
     return c;
 }
@@ -258,7 +262,7 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
             int target = q.V[d * N + i];
             if (zk_no_lp(P)) {       // the helix inwards while V equals what is left of the target (zk_traceback)
                 do {
-                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1);
+                    target -= zk_interior_at(P, S, i, j, i + 1, j - 1) + ZK_SSTACK(q.SS, i, j);
                     ++i;
                     --j;
                     d -= 2;
@@ -283,10 +287,12 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
 #ifdef ZK_RULES
                     int t2 = zk_pair(P, S, p, qq);
                     return t2 != 0 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
-                           zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] == target;
+                           zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] +
+                                   (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target;
 #else
                     return zk_ptype(S[p], S[qq]) != 0 &&
-                           zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] == target;
+                           zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] +
+                                   (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target;
 #endif
                 });
                 if (n2 >= 0) {

@@ -73,8 +73,13 @@ class Folder:
                 shape = [v for p in parts for v in (p.shape or [None] * len(p))]
                 shape = [np.zeros(int(n), dtype=np.int32) if v is None else v
                          for v, n in zip(shape, np.concatenate([p.lens for p in parts]))]
-            results = self.engine.fold_batch([s for p in parts for s in p.seqs], self.variant, self.threads,
-                                             self.options, self.progress, constraints=constraints, shape=shape)
+            args = ([s for p in parts for s in p.seqs], self.variant, self.threads, self.options, self.progress)
+            if self.gpus:                         # per-record data: folded on the first GPU
+                import cupy
+                with cupy.cuda.Device(self.gpus[0]):
+                    results = self.engine.fold_batch(*args, constraints=constraints, shape=shape)
+            else:
+                results = self.engine.fold_batch(*args, constraints=constraints, shape=shape)
             scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=count)
             return scores, ("\n".join([r[1] for r in results]) + "\n").encode("ascii")
         packed = getattr(self.engine, "fold_packed", None)

@@ -220,6 +220,11 @@ class HybridFolder:
         return max(1, self.cpu.threads - CPU_SPARE)
 
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
+        if any(p.shape is not None for p in parts):
+            # SHAPE data: the batch on the first GPU (its engine applies them as the CPU engine does)
+            self.records += sum(len(p) for p in parts)
+            self._batches += 1
+            return self.gpu_folders[0].fold_packed(parts)
         text = parts[0].seqs_text if len(parts) == 1 else b"".join(p.seqs_text for p in parts)
         lens = parts[0].lens if len(parts) == 1 else np.concatenate([p.lens for p in parts])
         count = len(lens)
