@@ -331,9 +331,12 @@ def test_interrupt_exits_130_and_leaves_nothing_under_the_output_name(tmp_path):
     """Ctrl-C: exit 130 and one line; nothing under the output's name; what was finished stays for a rerun
     (the journal and the part file) only if a chunk was finished, with the line saying how to go on."""
     random_fasta(tmp_path / "in.fa", 40, 1400, 1600, seed=7)
+    # Ctrl-C reaches the command as a terminal's would: a process started in the background of a non-interactive
+    # shell (`cmd &`, nohup) inherits SIGINT ignored, and so would the command, which then rightly folds on
     proc = subprocess.Popen([sys.executable, "-m", "rnapipe", "fold", "in.fa", "-o", "out.fa", "--algorithm",
                              "nussinov", "--variant", "naive", "--threads", "2", "-q"], cwd=tmp_path, env=_env(),
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4)  # past start-up (imports, Numba's cache) and into the folding
     if proc.poll() is not None:
         _, err = proc.communicate()
