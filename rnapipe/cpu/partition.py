@@ -1,0 +1,623 @@
+"""McCaskill's partition function on CPU and the base-pair probabilities, as ViennaRNA's ``fold_compound.pf()``
+and ``bpp()`` compute them with default model details (Turner 2004, ``-d2`` or ``-d0``, any temperature, a
+parameter file), in Numba.
+
+Boltzmann weights (:class:`ExpTables`, :func:`exp_tables`) are ViennaRNA's ``get_scaled_exp_params``
+(params/params.c) with its default ``pf_smooth``: every loop term is ``exp(-dG(T)·10/kT)`` of the *unrounded*
+rescaled energy ``dG(T) = dH - (dH - dG37)·T/T37`` (the MFE engine's tables are truncated to integers, so they
+are not reused as weights); dangles and the exterior and multiloop mismatches of ``-d2`` go through ViennaRNA's
+``SMOOTH`` (weight 1 for a destabilising term, a smooth step near 0); loops beyond 30 nt are extrapolated with
+``lxc·log(u/30)`` unrounded; ``kT = (T + 273.15)·1.98717`` cal/mol. The pair types, sequence codes, special
+hairpins and their matching are rnapipe.energy's and the MFE engine's (N never pairs; it is code 0 in the
+mismatch and dangle tables, as in ViennaRNA).
+
+Matrices (positions 1-based, float64, each value *scaled*: multiplied by ``scale[k] = s^-k`` for the k
+nucleotides it covers), named as in McCaskill (1990) and ViennaRNA's ``q, qb, qm, qm1``:
+
+* ``QB[i, j]``: i·j pair; the hairpin, the stacks, bulges and interior loops (at most 30 unpaired) on an inner
+  pair p·q, and the multiloops ``Mc(i, j) · sum_k QM[i+1, k-1] · QM1[k, j-1]`` (Mc: ML closing, the closing
+  pair as a branch seen from inside, scale[2]).
+* ``QM1[i, j]``: one branch starting with the pair i·l, l <= j, then j - l unpaired:
+  ``QM1[i, j] = QM1[i, j-1] · b + QB[i, j] · stem(i, j)`` (b: ML base times scale[1]).
+* ``QM[i, j]``: a multiloop segment with at least one branch:
+  ``sum_k (QM[i, k-1] + b^(k-i)) · QM1[k, j]``.
+* the exterior loop as prefix and suffix vectors: ``Q5[j]`` (ViennaRNA's ``q[1, j]``) and ``Q3[i]``
+  (``q[i, n]``); ``Z = Q5[n]``.
+
+The outside pass (:func:`_outside`) gathers, cell by cell from the outermost inwards (i ascending, j
+descending), the outside weights QBout, QMout and QM1out of the same recursions read backwards (one rule per
+term above), and ``P[i, j] = QB[i, j] · QBout[i, j] / Z``: every pair's probability summed over the very
+terms the inside pass adds, so the probabilities are ViennaRNA's ``bpp()`` to rounding.
+
+Storage: matrices of (n+2)² float64 that hold one quantity in the upper triangle and another, or the same one
+transposed, in the lower, so that every sum over k reads two contiguous rows:
+
+* ``A``: QB[i, j] at [i, j], QBout[i, j] at [j, i];
+* ``M``, ``M1``, ``MO``, ``X``: QM, QM1, QMout and ``X = QBout · Mc`` at [i, j] and again at [j, i];
+* ``O1``: QM1out[i, j] at [i, j], the probability P[i, j] at [j, i].
+
+Six matrices, 48·(n+2)² bytes (432 MB at 3,000 nt).
+
+Scaling. Every weight of k nucleotides is multiplied by ``s^-k``, with ViennaRNA's choice of s from the MFE:
+``s = exp(-1.07 · MFE / (n·kT))`` (``exp_params_rescale``; the MFE from rnapipe.cpu.zuker), so that the scaled
+Z is ``exp(-(G - 1.07·MFE)/kT)``, near 1 where the ensemble free energy G is near the MFE. A scaled cell of
+span d is ``exp(-(G_d - 1.07·MFE·d/n)/kT)`` for the free energy G_d of its segment: it can only overflow where a
+segment is more than about 437 kcal/mol (709 kT at 37 °C) more stable than its length's share of 1.07 times the
+whole sequence's MFE, which no sequence that folds into one domain reaches (the whole sequence's share is its
+own 1.07·MFE, so Z itself stays within exp(±709) while G - 1.07·MFE does). The fill checks rather than trusts
+this: it stops at the first cell above 1e280 and the fold starts again with s raised so that this cell
+would be 1e100; if the whole sequence's Z then falls below 1e-280 (a sequence of very unequal halves, one of
+them that stable), s is lowered the same way; after 8 tries :func:`fold_codes` raises ``FloatingPointError``
+rather than return numbers it cannot vouch for. Underflow of a cell (a segment far less stable than the
+average) loses only weights below 1e-308 of a scaled Z that is at least 1e-280. The ensemble free energy
+``-kT (ln Z_scaled + n ln s)`` does not depend on s.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .. import energy as E
+from .. import params as P
+from ..model import Model
+from . import zuker
+from .batch import map_longest_first
+
+K0 = 273.15
+GASCONST = 1.98717                  # cal/(mol K), ViennaRNA's
+SFACT = 1.07                        # ViennaRNA's md.sfact
+MAXLOOP = E.MAXLOOP
+TURN = E.MIN_HAIRPIN
+BIG = 1e280                         # a scaled cell above this restarts the fold with a larger scale
+SMALL = 1e-280                      # a scaled Z below this restarts it with a smaller one
+TRIES = 8
+THRESHOLD = 1e-5                    # the default lowest probability of the sparse pair lists
+
+# ExpTables.scalars
+ML_BASE, ML_CLOSING, ML_INTERN, TERM_AU, KT, LXC = range(6)
+
+
+class ExpTables(NamedTuple):
+    """Boltzmann weights at one temperature and dangle model, ViennaRNA's ``vrna_exp_param_t`` (float64, the
+    shapes and indices of rnapipe.params' tables; ``ninio[k]`` the weight of an asymmetry of k)."""
+
+    stack: np.ndarray
+    hairpin: np.ndarray
+    bulge: np.ndarray
+    interior: np.ndarray
+    ninio: np.ndarray
+    mismatch_hairpin: np.ndarray
+    mismatch_interior: np.ndarray
+    mismatch_interior_1n: np.ndarray
+    mismatch_interior_23: np.ndarray
+    mismatch_multi: np.ndarray
+    mismatch_exterior: np.ndarray
+    dangle5: np.ndarray
+    dangle3: np.ndarray
+    int11: np.ndarray
+    int21: np.ndarray
+    int22: np.ndarray
+    tetra_seq: np.ndarray
+    tetra: np.ndarray
+    tri_seq: np.ndarray
+    tri: np.ndarray
+    hexa_seq: np.ndarray
+    hexa: np.ndarray
+    scalars: np.ndarray
+
+
+def _smooth(x):
+    """ViennaRNA's ``SMOOTH`` (params.c) of x = -dG in dcal/mol: 0 below -12.28, x above 8.66, a smooth step
+    between."""
+    y = x / 10.0
+    mid = 10.0 * 0.38490018 * (np.sin(y - 0.34242663) + 1) * (np.sin(y - 0.34242663) + 1)
+    return np.where(y < -1.2283697, 0.0, np.where(y > 0.8660254, x, mid))
+
+
+def _frozen(a) -> np.ndarray:
+    out = np.ascontiguousarray(a, dtype=np.float64)
+    out.setflags(write=False)
+    return out
+
+
+def make_exp_tables(ps: P.ParameterSet, temperature: float, dangles: int) -> ExpTables:
+    """Boltzmann weights of a raw parameter set as ViennaRNA's ``get_scaled_exp_params`` makes them (default
+    model details: ``pf_smooth`` on, standard salt, betaScale 1)."""
+    tt = (temperature + K0) / P.T_MEASURE
+    kt = (temperature + K0) * GASCONST
+
+    def dg(key):
+        h = ps.dh[key].astype(np.float64)
+        return h - (h - ps.dg[key].astype(np.float64)) * tt
+
+    def bf(x):
+        return np.exp(-np.asarray(x, dtype=np.float64) * 10.0 / kt)
+
+    def bf_smooth(key):
+        if not dangles:
+            return np.ones(ps.dg[key].shape)
+        return np.exp(_smooth(-dg(key)) * 10.0 / kt)
+
+    def scalar(name):
+        g, h = ps.scalars[name]
+        return h - (h - float(g)) * tt
+
+    def loops(name, size):
+        seqs = np.zeros((max(1, len(ps.loops[name])), size), dtype=np.int8)
+        weights = np.zeros(max(1, len(ps.loops[name])))
+        if not ps.loops[name]:
+            seqs[:] = -1
+        for k, (seq, (g, h)) in enumerate(ps.loops[name].items()):
+            seqs[k] = ["NACGU".index(c) for c in seq]
+            weights[k] = bf(h - (h - float(g)) * tt)
+        seqs.setflags(write=False)
+        return seqs, _frozen(weights)
+
+    ninio = np.array([bf(min(float(ps.max_ninio), k * scalar("ninio"))) for k in range(MAXLOOP + 1)])
+    tetra_seq, tetra = loops("Tetraloops", 6)
+    tri_seq, tri = loops("Triloops", 5)
+    hexa_seq, hexa = loops("Hexaloops", 8)
+    scalars = np.array([bf(scalar("ml_base")), bf(scalar("ml_closing")), bf(scalar("ml_intern")),
+                        bf(scalar("terminal_au")), kt, ps.lxc37 * tt])
+    return ExpTables(
+        stack=_frozen(bf(dg("stack"))), hairpin=_frozen(bf(dg("hairpin"))), bulge=_frozen(bf(dg("bulge"))),
+        interior=_frozen(bf(dg("interior"))), ninio=_frozen(ninio),
+        mismatch_hairpin=_frozen(bf(dg("mismatch_hairpin"))),
+        mismatch_interior=_frozen(bf(dg("mismatch_interior"))),
+        mismatch_interior_1n=_frozen(bf(dg("mismatch_interior_1n"))),
+        mismatch_interior_23=_frozen(bf(dg("mismatch_interior_23"))),
+        mismatch_multi=_frozen(bf_smooth("mismatch_multi")),
+        mismatch_exterior=_frozen(bf_smooth("mismatch_exterior")),
+        dangle5=_frozen(bf_smooth("dangle5")), dangle3=_frozen(bf_smooth("dangle3")),
+        int11=_frozen(bf(dg("int11"))), int21=_frozen(bf(dg("int21"))), int22=_frozen(bf(dg("int22"))),
+        tetra_seq=tetra_seq, tetra=tetra, tri_seq=tri_seq, tri=tri, hexa_seq=hexa_seq, hexa=hexa,
+        scalars=_frozen(scalars))
+
+
+def _check_model(model: Model) -> None:
+    if model.pairing() or model.enforce_constraint:
+        raise ValueError("the partition function takes RNAfold's default pairing rules only (no no_lp, no_gu, "
+                         "no_closing_gu, max_bp_span or enforce_constraint)")
+
+
+@lru_cache(maxsize=32)
+def _cached_exp_tables(path, temperature: float, dangles: int) -> ExpTables:
+    return make_exp_tables(P.load(path), temperature, dangles)
+
+
+def exp_tables(model: Model) -> ExpTables:
+    """The Boltzmann weights of ``model`` (cached)."""
+    _check_model(model)
+    key = None if model.params is None else str(model.params)
+    return _cached_exp_tables(key, model.temperature, model.dangles)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Loop weights: ViennaRNA's exp_E_* (eval/exp_eval_*.c), without the scale factors (the callers add them)
+
+@njit(cache=True, nogil=True, inline="always")
+def _special(S, i, seqs):
+    """Index of the first special hairpin whose codes are S[i ..], or -1 (ViennaRNA's strstr)."""
+    size = seqs.shape[1]
+    for k in range(seqs.shape[0]):
+        hit = True
+        for m in range(size):
+            if S[i + m] != seqs[k, m]:
+                hit = False
+                break
+        if hit:
+            return k
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def exp_hairpin(X, S, i, j, t):
+    """Weight of the hairpin closed by i·j of type t (``exp_E_Hairpin``): size term (extrapolated beyond 30),
+    the special tri-, tetra- and hexaloops (their weight is the whole loop's), terminal AU/GU for other
+    triloops, the hairpin mismatch otherwise."""
+    u = j - i - 1
+    if u <= MAXLOOP:
+        q = X.hairpin[u]
+    else:
+        q = X.hairpin[MAXLOOP] * math.exp(-(X.scalars[LXC] * math.log(u / 30.0)) * 10.0 / X.scalars[KT])
+    if u < 3:
+        return q
+    if u == 4:
+        k = _special(S, i, X.tetra_seq)
+        if k >= 0:
+            return X.tetra[k]
+    elif u == 6:
+        k = _special(S, i, X.hexa_seq)
+        if k >= 0:
+            return X.hexa[k]
+    elif u == 3:
+        k = _special(S, i, X.tri_seq)
+        if k >= 0:
+            return X.tri[k]
+        if t > 2:
+            return q * X.scalars[TERM_AU]
+        return q
+    return q * X.mismatch_hairpin[t, S[i + 1], S[j - 1]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exp_internal(X, u1, u2, t, t2, si1, sj1, sp1, sq1):
+    """Weight of the stack, bulge or interior loop between i·j (type t) and p·q (t2 = type of q·p), u1 = p-i-1
+    and u2 = j-q-1 unpaired, neighbours S[i+1], S[j-1], S[p-1], S[q+1] (``vrna_exp_E_internal``)."""
+    if u1 > u2:
+        ul = u1
+        us = u2
+    else:
+        ul = u2
+        us = u1
+    if ul == 0:
+        return X.stack[t, t2]
+    if us == 0:
+        z = X.bulge[ul]
+        if ul == 1:
+            return z * X.stack[t, t2]
+        if t > 2:
+            z *= X.scalars[TERM_AU]
+        if t2 > 2:
+            z *= X.scalars[TERM_AU]
+        return z
+    if us == 1:
+        if ul == 1:
+            return X.int11[t, t2, si1, sj1]
+        if ul == 2:
+            if u1 == 1:
+                return X.int21[t, t2, si1, sq1, sj1]
+            return X.int21[t2, t, sq1, si1, sp1]
+        return (X.interior[ul + us] * X.ninio[ul - us] * X.mismatch_interior_1n[t, si1, sj1]
+                * X.mismatch_interior_1n[t2, sq1, sp1])
+    if us == 2:
+        if ul == 2:
+            return X.int22[t, t2, si1, sp1, sq1, sj1]
+        if ul == 3:
+            return (X.interior[5] * X.ninio[1] * X.mismatch_interior_23[t, si1, sj1]
+                    * X.mismatch_interior_23[t2, sq1, sp1])
+    return (X.interior[ul + us] * X.ninio[ul - us] * X.mismatch_interior[t, si1, sj1]
+            * X.mismatch_interior[t2, sq1, sp1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stem(X, mismatch, t, n5d, n3d):
+    """A helix end of type t with neighbours n5d (5') and n3d (3'), -1 for none: the mismatch when both are
+    there, else a dangle; terminal AU/GU (``vrna_exp_E_exterior_stem``; ``-d0``'s tables are all 1)."""
+    if n5d >= 0 and n3d >= 0:
+        e = mismatch[t, n5d, n3d]
+    elif n5d >= 0:
+        e = X.dangle5[t, n5d]
+    elif n3d >= 0:
+        e = X.dangle3[t, n3d]
+    else:
+        e = 1.0
+    if t > 2:
+        e *= X.scalars[TERM_AU]
+    return e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exp_ext_stem(X, S, n, i, j, t):
+    """The exterior loop's weight of the helix i·j: neighbours inside the sequence only."""
+    return _stem(X, X.mismatch_exterior, t, S[i - 1] if i > 1 else -1, S[j + 1] if j < n else -1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exp_ml_stem(X, S, n, i, j, t):
+    """A multiloop branch i·j (``vrna_exp_E_multibranch_stem``): ML intern and the exterior-style stem with
+    the multiloop mismatches."""
+    return X.scalars[ML_INTERN] * _stem(X, X.mismatch_multi, t, S[i - 1] if i > 1 else -1,
+                                        S[j + 1] if j < n else -1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exp_ml_closing(X, S, i, j, t):
+    """The multiloop closed by i·j without scale: ML closing, the closing pair seen from inside (type of j·i,
+    neighbours S[j-1] and S[i+1])."""
+    return X.scalars[ML_CLOSING] * X.scalars[ML_INTERN] * _stem(X, X.mismatch_multi, E.RTYPE[t], S[j - 1],
+                                                                S[i + 1])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Inside and outside
+
+@njit(cache=True, nogil=True)
+def _ptypes(S, n):
+    N = n + 2
+    ptype = np.zeros((N, N), dtype=np.int8)
+    for i in range(1, n + 1):
+        for j in range(i + TURN + 1, n + 1):
+            ptype[i, j] = E.PAIR_TYPE[S[i], S[j]]
+    return ptype
+
+
+@njit(cache=True, nogil=True)
+def _scales(X, n, log_s):
+    """scale[k] = s^-k and b[k] = (ML base)^k · scale[k], k = 0 .. n+1 (0 where they underflow)."""
+    sc = np.zeros(n + 2)
+    b = np.zeros(n + 2)
+    lb = math.log(X.scalars[ML_BASE])
+    for k in range(n + 2):
+        x = -k * log_s
+        sc[k] = math.exp(x) if x > -700.0 else 0.0
+        y = x + k * lb
+        b[k] = math.exp(y) if y > -700.0 else 0.0
+    return sc, b
+
+
+@njit(cache=True, nogil=True)
+def _inside(X, S, n, ptype, sc, bml, A, M, M1):
+    """Fill QB (A's upper triangle), QM (M) and QM1 (M1) and the exterior vectors; returns Q5, Q3 and the
+    largest cell, or stops early (Q5, Q3 empty) at the first cell above BIG, returning it and its span."""
+    RT = E.RTYPE
+    sc1 = sc[1]
+    b1 = bml[1]
+    sc2 = sc[2]
+    for i in range(n, 0, -1):
+        for j in range(i + 1, n + 1):
+            t = ptype[i, j]
+            qb = 0.0
+            if t:
+                qb = exp_hairpin(X, S, i, j, t) * sc[j - i + 1]
+                si1 = S[i + 1]
+                sj1 = S[j - 1]
+                for p in range(i + 1, min(i + MAXLOOP + 1, j - TURN - 2) + 1):
+                    u1 = p - i - 1
+                    lo = max(p + TURN + 1, j - 1 - (MAXLOOP - u1))
+                    sp1 = S[p - 1]
+                    for q in range(j - 1, lo - 1, -1):
+                        t2 = ptype[p, q]
+                        if t2:
+                            u2 = j - q - 1
+                            qb += (exp_internal(X, u1, u2, t, RT[t2], si1, sj1, sp1, S[q + 1]) * A[p, q]
+                                   * sc[u1 + u2 + 2])
+                # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
+                acc = 0.0
+                for k in range(i + TURN + 3, j - TURN - 1):
+                    acc += M[i + 1, k - 1] * M1[j - 1, k]
+                qb += acc * exp_ml_closing(X, S, i, j, t) * sc2
+                A[i, j] = qb
+            m1 = M1[i, j - 1] * b1 if j - 1 > i else 0.0
+            if t:
+                m1 += qb * exp_ml_stem(X, S, n, i, j, t)
+            M1[i, j] = m1
+            M1[j, i] = m1
+            m = 0.0
+            for k in range(i, j - TURN):
+                m += (M[i, k - 1] + bml[k - i]) * M1[j, k]
+            M[i, j] = m
+            M[j, i] = m
+            big = max(qb, m)
+            if big > BIG:
+                return np.zeros(0), np.zeros(0), big, j - i + 1
+    Q5 = np.zeros(n + 2)
+    Q5[0] = 1.0
+    for j in range(1, n + 1):
+        q = Q5[j - 1] * sc1
+        for i in range(1, j - TURN):
+            t = ptype[i, j]
+            if t:
+                q += Q5[i - 1] * A[i, j] * exp_ext_stem(X, S, n, i, j, t)
+        Q5[j] = q
+    Q3 = np.zeros(n + 2)
+    Q3[n + 1] = 1.0
+    for i in range(n, 0, -1):
+        q = Q3[i + 1] * sc1
+        for j in range(i + TURN + 1, n + 1):
+            t = ptype[i, j]
+            if t:
+                q += A[i, j] * exp_ext_stem(X, S, n, i, j, t) * Q3[j + 1]
+        Q3[i] = q
+    return Q5, Q3, Q5[n], n
+
+
+@njit(cache=True, nogil=True)
+def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, Q5, Q3):
+    """The outside weights, cell by cell with i ascending and j descending (every cell that contains (i, j) is
+    done before it): QMout (MO, both triangles), QM1out (O1's upper triangle), QBout (A's lower) and X = QBout
+    · Mc (XM, both), then P[i, j] = QB · QBout / Z into O1's lower triangle."""
+    RT = E.RTYPE
+    b1 = bml[1]
+    sc2 = sc[2]
+    Z = Q5[n]
+    for i in range(1, n + 1):
+        for j in range(n, i, -1):
+            # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
+            mo = 0.0
+            for l in range(j + 1 + TURN, n + 1):
+                mo += MO[i, l] * M1[j + 1, l]
+            if i > 1:
+                for l in range(j + 2 + TURN, n + 1):
+                    mo += XM[i - 1, l] * M1[j + 1, l - 1]
+            MO[i, j] = mo
+            MO[j, i] = mo
+            # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
+            # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
+            o1 = O1[i, j + 1] * b1 if j < n else 0.0
+            if j < n:
+                for h in range(1, i - 1):
+                    o1 += XM[j + 1, h] * M[i - 1, h + 1]
+            for h in range(1, i + 1):
+                o1 += MO[j, h] * (M[i - 1, h] + bml[i - h]) if h < i else MO[j, h] * bml[0]
+            O1[i, j] = o1
+            t = ptype[i, j]
+            if t == 0:
+                XM[i, j] = 0.0
+                XM[j, i] = 0.0
+                continue
+            # QBout[i, j]: the exterior loop, a multiloop branch, the inner pair of a stack, bulge or interior loop
+            ob = Q5[i - 1] * exp_ext_stem(X, S, n, i, j, t) * Q3[j + 1]
+            ob += o1 * exp_ml_stem(X, S, n, i, j, t)
+            t2 = RT[t]
+            sp1 = S[i - 1]
+            sq1 = S[j + 1]
+            for h in range(i - 1, max(1, i - MAXLOOP - 1) - 1, -1):
+                u1 = i - h - 1
+                hi = min(n, j + 1 + MAXLOOP - u1)
+                si1 = S[h + 1]
+                for l in range(j + 1, hi + 1):
+                    th = ptype[h, l]
+                    if th:
+                        u2 = l - j - 1
+                        ob += (A[l, h] * exp_internal(X, u1, u2, th, t2, si1, S[l - 1], sp1, sq1)
+                               * sc[u1 + u2 + 2])
+            A[j, i] = ob
+            x = ob * exp_ml_closing(X, S, i, j, t) * sc2
+            XM[i, j] = x
+            XM[j, i] = x
+            O1[j, i] = A[i, j] * ob / Z
+
+
+@njit(cache=True, nogil=True)
+def fold_codes(X, S, mfe):
+    """Partition function and pair probabilities of the padded codes S (S[1..n]); ``mfe`` in dcal/mol sets
+    the scale (see the module docstring). Returns (ensemble free energy in kcal/mol, the probability matrix:
+    P[i, j] at [j, i] (i < j) of an (n+2)² array, and ln s)."""
+    n = S.shape[0] - 2
+    N = n + 2
+    kt = X.scalars[KT]
+    log_s = -(SFACT * mfe * 10.0) / n / kt if n > 0 else 0.0
+    ptype = _ptypes(S, n)
+    A = np.zeros((N, N))
+    M = np.zeros((N, N))
+    M1 = np.zeros((N, N))
+    Q5 = np.zeros(0)
+    Q3 = np.zeros(0)
+    sc, bml = _scales(X, n, log_s)
+    ok = False
+    for _ in range(TRIES):
+        sc, bml = _scales(X, n, log_s)
+        A[:] = 0.0
+        M[:] = 0.0
+        M1[:] = 0.0
+        Q5, Q3, top, span = _inside(X, S, n, ptype, sc, bml, A, M, M1)
+        if Q5.shape[0] == 0 or not math.isfinite(top):
+            log_s += (math.log(top) - math.log(1e100)) / span if math.isfinite(top) else 700.0 / span
+        elif top < SMALL:
+            log_s -= (math.log(1e-100) - math.log(max(top, 1e-308))) / max(n, 1)
+        else:
+            ok = True
+            break
+    if not ok:
+        raise FloatingPointError("no scale keeps this sequence's partition function in the double range")
+    Z = Q5[n]
+    MO = np.zeros((N, N))
+    XM = np.zeros((N, N))
+    O1 = np.zeros((N, N))
+    if n > 0:
+        _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, Q5, Q3)
+    G = -(math.log(Z) + n * log_s) * kt / 1000.0
+    return G, O1, log_s
+
+
+@njit(cache=True, nogil=True)
+def _sparse(Pm, n, threshold):
+    """The pairs of probability above ``threshold`` (1-based i < j, i ascending then j) and each nucleotide's
+    unpaired probability."""
+    count = 0
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            if Pm[j, i] > threshold:
+                count += 1
+    I = np.empty(count, dtype=np.int32)
+    J = np.empty(count, dtype=np.int32)
+    p = np.empty(count)
+    paired = np.zeros(n + 2)
+    k = 0
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            x = Pm[j, i]
+            paired[i] += x
+            paired[j] += x
+            if x > threshold:
+                I[k] = i
+                J[k] = j
+                p[k] = x
+                k += 1
+    unpaired = np.empty(n)
+    for i in range(1, n + 1):
+        unpaired[i - 1] = 1.0 - paired[i]
+    return I, J, p, unpaired
+
+
+@njit(cache=True, nogil=True)
+def _derived(Pm, n):
+    """Ensemble diversity (ViennaRNA's mean base-pair distance, 2 · sum p(1 - p)), the centroid (pairs of
+    probability above 0.5) as dot-bracket bytes and its distance to the ensemble."""
+    d = 0.0
+    dist = 0.0
+    db = np.full(n, 46, dtype=np.uint8)
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            x = Pm[j, i]
+            d += x * (1.0 - x)
+            if x > 0.5:
+                db[i - 1] = 40
+                db[j - 1] = 41
+                dist += 1.0 - x
+            else:
+                dist += x
+    return 2.0 * d, db, dist
+
+
+@njit(cache=True, nogil=True)
+def fold_sparse(X, T, S, threshold):
+    """One sequence start to end: the MFE (MFE engine, for the scale and the MFE frequency), the partition
+    function, the sparse pairs and the derived values."""
+    n = S.shape[0] - 2
+    mfe, _ = zuker.fold_codes(T, S)
+    G, Pm, _ = fold_codes(X, S, mfe)
+    I, J, p, unpaired = _sparse(Pm, n, threshold)
+    diversity, centroid, dist = _derived(Pm, n)
+    return G, mfe, I, J, p, unpaired, diversity, centroid, dist
+
+
+class PartitionResult(NamedTuple):
+    """One sequence's partition function: ensemble free energy (kcal/mol, as RNAfold prints it), the pairs of
+    probability above the threshold (``i``, ``j`` 1-based, i < j, and ``p``), each nucleotide's unpaired
+    probability, the MFE (kcal/mol) and the frequency of the MFE structure in the ensemble, the ensemble
+    diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``)."""
+
+    energy: float
+    i: np.ndarray
+    j: np.ndarray
+    p: np.ndarray
+    unpaired: np.ndarray
+    mfe: float
+    mfe_frequency: float
+    diversity: float
+    centroid: str
+    centroid_distance: float
+
+
+def _result(sequence: str, X, T, threshold: float) -> PartitionResult:
+    S = E.padded_codes(sequence)
+    G, mfe, I, J, p, unpaired, diversity, centroid, dist = fold_sparse(X, T, S, threshold)
+    mfe_kcal = mfe / 100.0
+    freq = math.exp(-(mfe_kcal - G) * 1000.0 / X.scalars[KT]) if sequence else 1.0
+    return PartitionResult(float(G), I, J, p, unpaired, mfe_kcal, freq, float(diversity),
+                           centroid.tobytes().decode("ascii"), float(dist))
+
+
+def fold_one(sequence: str, model: Model | None = None, threshold: float = THRESHOLD) -> PartitionResult:
+    """The partition function of one (normalised: upper case, U) sequence under ``model`` (RNAfold's defaults
+    when None)."""
+    model = model or Model()
+    X = exp_tables(model)
+    return _result(sequence, X, model.tables(), threshold)
+
+
+def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 1,
+               threshold: float = THRESHOLD) -> list[PartitionResult]:
+    """:func:`fold_one` of every sequence, over ``threads`` threads (longest first, as the MFE engine's batch),
+    results in input order."""
+    model = model or Model()
+    X = exp_tables(model)
+    T = model.tables()
+    return map_longest_first(lambda s: _result(s, X, T, threshold), sequences, threads)
