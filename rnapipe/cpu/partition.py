@@ -351,14 +351,42 @@ def _scales(X, n, log_s):
     return sc, b
 
 
+FAST = {"reassoc", "contract", "nsz", "arcp"}     # sums in any order (vectorised); inf and NaN kept
+
+
 @njit(cache=True, nogil=True)
-def _inside(X, S, n, ptype, sc, bml, A, M, M1):
-    """Fill QB (A's upper triangle), QM (M) and QM1 (M1) and the exterior vectors; returns Q5, Q3 and the
-    largest cell, or stops early (Q5, Q3 empty) at the first cell above BIG, returning it and its span."""
+def _generic_weights(X, sc):
+    """GS[u1, u2]: the size, Ninio and scale terms of a generic interior loop with u1 and u2 unpaired (both
+    >= 2, not 2x2, 2x3 or 3x2, which have their own tables, u1 + u2 <= 30), 0 elsewhere; its mismatches are
+    the closing pair's and the inner pair's (QBI)."""
+    GS = np.zeros((MAXLOOP + 1, MAXLOOP + 1))
+    for u1 in range(2, MAXLOOP + 1):
+        for u2 in range(2, MAXLOOP + 1 - u1):
+            if (u1 == 2 and u2 <= 3) or (u1 == 3 and u2 == 2):
+                continue
+            GS[u1, u2] = X.interior[u1 + u2] * X.ninio[abs(u1 - u2)] * sc[u1 + u2 + 2]
+    return GS
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_generic(u1, u2):
+    return u1 >= 2 and u2 >= 2 and not ((u1 == 2 and u2 <= 3) or (u1 == 3 and u2 == 2))
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
+    """Fill QB (A's upper triangle), QM (M) and QM1 (M1), QI[p, q] = QB[p, q] times the inner pair's generic
+    interior mismatch (upper triangle), and the exterior vectors; returns Q5, Q3 and Z, or stops early (Q5, Q3
+    empty) at the first cell above BIG, returning it and its span.
+
+    The interior loops of each pair: the generic ones (GS, the bulk: u1, u2 >= 2) as one sum per u1 over a
+    row of QI, the others (stack, bulges, 1xn, the 2x2, 2x3 and 3x2 tables) one by one."""
     RT = E.RTYPE
+    mmI = X.mismatch_interior
     sc1 = sc[1]
     b1 = bml[1]
     sc2 = sc[2]
+    GS = _generic_weights(X, sc)
     for i in range(n, 0, -1):
         for j in range(i + 1, n + 1):
             t = ptype[i, j]
@@ -367,14 +395,25 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1):
                 qb = exp_hairpin(X, S, i, j, t) * sc[j - i + 1]
                 si1 = S[i + 1]
                 sj1 = S[j - 1]
-                for p in range(i + 1, min(i + MAXLOOP + 1, j - TURN - 2) + 1):
+                pmax = min(i + MAXLOOP + 1, j - TURN - 2)
+                for p in range(i + 1, pmax + 1):
                     u1 = p - i - 1
                     lo = max(p + TURN + 1, j - 1 - (MAXLOOP - u1))
                     sp1 = S[p - 1]
-                    for q in range(j - 1, lo - 1, -1):
+                    if u1 >= 2:
+                        # generic loops: u2 >= 2, q <= j - 3
+                        g = GS[u1]
+                        acc = 0.0
+                        for q in range(lo, j - 2):
+                            acc += QI[p, q] * g[j - 1 - q]
+                        qb += acc * mmI[t, si1, sj1]
+                        qlo = max(lo, j - 2) if u1 > 3 else max(lo, j - 4)
+                    else:
+                        qlo = lo
+                    for q in range(j - 1, qlo - 1, -1):
                         t2 = ptype[p, q]
-                        if t2:
-                            u2 = j - q - 1
+                        u2 = j - q - 1
+                        if t2 and not _is_generic(u1, u2):
                             qb += (exp_internal(X, u1, u2, t, RT[t2], si1, sj1, sp1, S[q + 1]) * A[p, q]
                                    * sc[u1 + u2 + 2])
                 # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
@@ -383,13 +422,14 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1):
                     acc += M[i + 1, k - 1] * M1[j - 1, k]
                 qb += acc * exp_ml_closing(X, S, i, j, t) * sc2
                 A[i, j] = qb
+                QI[i, j] = qb * mmI[RT[t], S[j + 1], S[i - 1]]
             m1 = M1[i, j - 1] * b1 if j - 1 > i else 0.0
             if t:
                 m1 += qb * exp_ml_stem(X, S, n, i, j, t)
             M1[i, j] = m1
             M1[j, i] = m1
-            m = 0.0
-            for k in range(i, j - TURN):
+            m = bml[0] * M1[j, i]
+            for k in range(i + 1, j - TURN):
                 m += (M[i, k - 1] + bml[k - i]) * M1[j, k]
             M[i, j] = m
             M[j, i] = m
@@ -417,15 +457,18 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1):
     return Q5, Q3, Q5[n], n
 
 
-@njit(cache=True, nogil=True)
-def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, Q5, Q3):
+@njit(cache=True, nogil=True, fastmath=FAST)
+def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
     """The outside weights, cell by cell with i ascending and j descending (every cell that contains (i, j) is
-    done before it): QMout (MO, both triangles), QM1out (O1's upper triangle), QBout (A's lower) and X = QBout
-    · Mc (XM, both), then P[i, j] = QB · QBout / Z into O1's lower triangle."""
+    done before it): QMout (MO, both triangles), QM1out (O1's upper triangle), QBout (A's lower), OI = QBout
+    times the pair's generic interior mismatch as a closing pair (upper triangle; the inside's QI is no longer
+    read) and X = QBout · Mc (XM, both), then P[i, j] = QB · QBout / Z into O1's lower triangle."""
     RT = E.RTYPE
+    mmI = X.mismatch_interior
     b1 = bml[1]
     sc2 = sc[2]
     Z = Q5[n]
+    GS = _generic_weights(X, sc)
     for i in range(1, n + 1):
         for j in range(n, i, -1):
             # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
@@ -439,17 +482,16 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, Q5, Q3):
             MO[j, i] = mo
             # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
             # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
-            o1 = O1[i, j + 1] * b1 if j < n else 0.0
+            o1 = mo * bml[0]
             if j < n:
+                o1 += O1[i, j + 1] * b1
                 for h in range(1, i - 1):
                     o1 += XM[j + 1, h] * M[i - 1, h + 1]
-            for h in range(1, i + 1):
-                o1 += MO[j, h] * (M[i - 1, h] + bml[i - h]) if h < i else MO[j, h] * bml[0]
+            for h in range(1, i):
+                o1 += MO[j, h] * (M[i - 1, h] + bml[i - h])
             O1[i, j] = o1
             t = ptype[i, j]
             if t == 0:
-                XM[i, j] = 0.0
-                XM[j, i] = 0.0
                 continue
             # QBout[i, j]: the exterior loop, a multiloop branch, the inner pair of a stack, bulge or interior loop
             ob = Q5[i - 1] * exp_ext_stem(X, S, n, i, j, t) * Q3[j + 1]
@@ -457,17 +499,27 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, Q5, Q3):
             t2 = RT[t]
             sp1 = S[i - 1]
             sq1 = S[j + 1]
+            gen = 0.0
             for h in range(i - 1, max(1, i - MAXLOOP - 1) - 1, -1):
                 u1 = i - h - 1
                 hi = min(n, j + 1 + MAXLOOP - u1)
                 si1 = S[h + 1]
-                for l in range(j + 1, hi + 1):
+                if u1 >= 2:
+                    g = GS[u1]
+                    for l in range(j + 3, hi + 1):
+                        gen += OI[h, l] * g[l - j - 1]
+                    lhi = min(hi, j + 2) if u1 > 3 else min(hi, j + 4)
+                else:
+                    lhi = hi
+                for l in range(j + 1, lhi + 1):
                     th = ptype[h, l]
-                    if th:
-                        u2 = l - j - 1
+                    u2 = l - j - 1
+                    if th and not _is_generic(u1, u2):
                         ob += (A[l, h] * exp_internal(X, u1, u2, th, t2, si1, S[l - 1], sp1, sq1)
                                * sc[u1 + u2 + 2])
+            ob += gen * mmI[t2, sq1, sp1]
             A[j, i] = ob
+            OI[i, j] = ob * mmI[t, S[i + 1], S[j - 1]]
             x = ob * exp_ml_closing(X, S, i, j, t) * sc2
             XM[i, j] = x
             XM[j, i] = x
@@ -487,6 +539,7 @@ def fold_codes(X, S, mfe):
     A = np.zeros((N, N))
     M = np.zeros((N, N))
     M1 = np.zeros((N, N))
+    QI = np.zeros((N, N))
     Q5 = np.zeros(0)
     Q3 = np.zeros(0)
     sc, bml = _scales(X, n, log_s)
@@ -496,7 +549,8 @@ def fold_codes(X, S, mfe):
         A[:] = 0.0
         M[:] = 0.0
         M1[:] = 0.0
-        Q5, Q3, top, span = _inside(X, S, n, ptype, sc, bml, A, M, M1)
+        QI[:] = 0.0
+        Q5, Q3, top, span = _inside(X, S, n, ptype, sc, bml, A, M, M1, QI)
         if Q5.shape[0] == 0 or not math.isfinite(top):
             log_s += (math.log(top) - math.log(1e100)) / span if math.isfinite(top) else 700.0 / span
         elif top < SMALL:
@@ -511,7 +565,7 @@ def fold_codes(X, S, mfe):
     XM = np.zeros((N, N))
     O1 = np.zeros((N, N))
     if n > 0:
-        _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, Q5, Q3)
+        _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, QI, Q5, Q3)
     G = -(math.log(Z) + n * log_s) * kt / 1000.0
     return G, O1, log_s
 
