@@ -355,6 +355,15 @@ FAST = {"reassoc", "contract", "nsz", "arcp"}     # sums in any order (vectorise
 
 
 @njit(cache=True, nogil=True)
+def _terminal_au(X):
+    """AU[t]: the terminal AU/GU weight of a pair of type t (1 for CG and GC and no pair)."""
+    AU = np.ones(8)
+    for t in range(3, 8):
+        AU[t] = X.scalars[TERM_AU]
+    return AU
+
+
+@njit(cache=True, nogil=True)
 def _generic_weights(X, sc):
     """GS[u1, u2]: the size, Ninio and scale terms of a generic interior loop with u1 and u2 unpaired (both
     >= 2, not 2x2, 2x3 or 3x2, which have their own tables, u1 + u2 <= 30), 0 elsewhere; its mismatches are
@@ -383,6 +392,9 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
     row of QI, the others (stack, bulges, 1xn, the 2x2, 2x3 and 3x2 tables) one by one."""
     RT = E.RTYPE
     mmI = X.mismatch_interior
+    stack, bulge, interior, ninio = X.stack, X.bulge, X.interior, X.ninio
+    int11, int21, int22, mm1n, mm23 = X.int11, X.int21, X.int22, X.mismatch_interior_1n, X.mismatch_interior_23
+    au = _terminal_au(X)
     sc1 = sc[1]
     b1 = bml[1]
     sc2 = sc[2]
@@ -395,27 +407,65 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
                 qb = exp_hairpin(X, S, i, j, t) * sc[j - i + 1]
                 si1 = S[i + 1]
                 sj1 = S[j - 1]
-                pmax = min(i + MAXLOOP + 1, j - TURN - 2)
-                for p in range(i + 1, pmax + 1):
+                rt = RT[t]
+                # generic loops (u1, u2 >= 2): one sum per u1 over a row of QI
+                acc = 0.0
+                for p in range(i + 3, min(i + MAXLOOP - 1, j - TURN - 4) + 1):
                     u1 = p - i - 1
-                    lo = max(p + TURN + 1, j - 1 - (MAXLOOP - u1))
-                    sp1 = S[p - 1]
-                    if u1 >= 2:
-                        # generic loops: u2 >= 2, q <= j - 3
-                        g = GS[u1]
-                        acc = 0.0
-                        for q in range(lo, j - 2):
-                            acc += QI[p, q] * g[j - 1 - q]
-                        qb += acc * mmI[t, si1, sj1]
-                        qlo = max(lo, j - 2) if u1 > 3 else max(lo, j - 4)
-                    else:
-                        qlo = lo
-                    for q in range(j - 1, qlo - 1, -1):
-                        t2 = ptype[p, q]
-                        u2 = j - q - 1
-                        if t2 and not _is_generic(u1, u2):
-                            qb += (exp_internal(X, u1, u2, t, RT[t2], si1, sj1, sp1, S[q + 1]) * A[p, q]
-                                   * sc[u1 + u2 + 2])
+                    g = GS[u1]
+                    for q in range(max(p + TURN + 1, j - 1 - (MAXLOOP - u1)), j - 2):
+                        acc += QI[p, q] * g[j - 1 - q]
+                qb += acc * mmI[t, si1, sj1]
+                # the others, each with its own table (vrna_exp_E_internal's cases); ptype is 0 below the
+                # diagonal and within TURN of it, so a loop that does not fit finds no inner pair
+                t2 = ptype[i + 1, j - 1]                                        # stack
+                if t2:
+                    qb += stack[t, RT[t2]] * A[i + 1, j - 1] * sc[2]
+                w = bulge[1] * sc[3]                                            # bulges of 1
+                t2 = ptype[i + 2, j - 1]
+                if t2:
+                    qb += w * stack[t, RT[t2]] * A[i + 2, j - 1]
+                t2 = ptype[i + 1, j - 2]
+                if t2:
+                    qb += w * stack[t, RT[t2]] * A[i + 1, j - 2]
+                for u in range(2, min(MAXLOOP, j - i - TURN - 3) + 1):          # bulges of 2 or more
+                    w = bulge[u] * au[t] * sc[u + 2]
+                    t2 = ptype[i + 1 + u, j - 1]
+                    if t2:
+                        qb += w * au[t2] * A[i + 1 + u, j - 1]
+                    t2 = ptype[i + 1, j - 1 - u]
+                    if t2:
+                        qb += w * au[t2] * A[i + 1, j - 1 - u]
+                t2 = ptype[i + 2, j - 2]                                        # 1x1
+                if t2:
+                    qb += int11[t, RT[t2], si1, sj1] * A[i + 2, j - 2] * sc[4]
+                t2 = ptype[i + 2, j - 3]                                        # 1x2
+                if t2:
+                    qb += int21[t, RT[t2], si1, S[j - 2], sj1] * A[i + 2, j - 3] * sc[5]
+                t2 = ptype[i + 3, j - 2]                                        # 2x1
+                if t2:
+                    qb += int21[RT[t2], t, S[j - 1], si1, S[i + 2]] * A[i + 3, j - 2] * sc[5]
+                t2 = ptype[i + 3, j - 3]                                        # 2x2
+                if t2:
+                    qb += int22[t, RT[t2], si1, S[i + 2], S[j - 2], sj1] * A[i + 3, j - 3] * sc[6]
+                w = interior[5] * ninio[1] * mm23[t, si1, sj1] * sc[7]           # 2x3, 3x2
+                t2 = ptype[i + 3, j - 4]
+                if t2:
+                    qb += w * mm23[RT[t2], S[j - 3], S[i + 2]] * A[i + 3, j - 4]
+                t2 = ptype[i + 4, j - 3]
+                if t2:
+                    qb += w * mm23[RT[t2], S[j - 2], S[i + 3]] * A[i + 4, j - 3]
+                m1n = mm1n[t, si1, sj1]                                         # 1xn, nx1 (n >= 3)
+                for u in range(3, min(MAXLOOP - 1, j - i - TURN - 4) + 1):
+                    w = interior[u + 1] * ninio[u - 1] * m1n * sc[u + 3]
+                    q = j - 1 - u
+                    t2 = ptype[i + 2, q]
+                    if t2:
+                        qb += w * mm1n[RT[t2], S[q + 1], S[i + 1]] * A[i + 2, q]
+                    p = i + 1 + u
+                    t2 = ptype[p, j - 2]
+                    if t2:
+                        qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2]
                 # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
                 acc = 0.0
                 for k in range(i + TURN + 3, j - TURN - 1):
@@ -465,6 +515,9 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
     read) and X = QBout · Mc (XM, both), then P[i, j] = QB · QBout / Z into O1's lower triangle."""
     RT = E.RTYPE
     mmI = X.mismatch_interior
+    stack, bulge, interior, ninio = X.stack, X.bulge, X.interior, X.ninio
+    int11, int21, int22, mm1n, mm23 = X.int11, X.int21, X.int22, X.mismatch_interior_1n, X.mismatch_interior_23
+    au = _terminal_au(X)
     b1 = bml[1]
     sc2 = sc[2]
     Z = Q5[n]
@@ -500,23 +553,74 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
             sp1 = S[i - 1]
             sq1 = S[j + 1]
             gen = 0.0
-            for h in range(i - 1, max(1, i - MAXLOOP - 1) - 1, -1):
+            for h in range(max(1, i - MAXLOOP + 1), i - 2):                 # generic loops: a row of OI each
                 u1 = i - h - 1
-                hi = min(n, j + 1 + MAXLOOP - u1)
-                si1 = S[h + 1]
-                if u1 >= 2:
-                    g = GS[u1]
-                    for l in range(j + 3, hi + 1):
-                        gen += OI[h, l] * g[l - j - 1]
-                    lhi = min(hi, j + 2) if u1 > 3 else min(hi, j + 4)
-                else:
-                    lhi = hi
-                for l in range(j + 1, lhi + 1):
-                    th = ptype[h, l]
-                    u2 = l - j - 1
-                    if th and not _is_generic(u1, u2):
-                        ob += (A[l, h] * exp_internal(X, u1, u2, th, t2, si1, S[l - 1], sp1, sq1)
-                               * sc[u1 + u2 + 2])
+                g = GS[u1]
+                for l in range(j + 3, min(n, j + 1 + MAXLOOP - u1) + 1):
+                    gen += OI[h, l] * g[l - j - 1]
+            # the others, as in _inside with the enclosing pair h·l (type th) and i·j inside; QBout[h, l] is
+            # A[l, h], and positions outside 1..n have ptype 0 (the padding rows and columns)
+            h = i - 1
+            l = j + 1
+            th = ptype[h, l]                                                # stack
+            if th:
+                ob += stack[th, t2] * A[l, h] * sc[2]
+            w = bulge[1] * sc[3]                                            # bulges of 1
+            if i > 2:
+                th = ptype[i - 2, j + 1]
+                if th:
+                    ob += w * stack[th, t2] * A[j + 1, i - 2]
+            th = ptype[i - 1, j + 2] if j + 2 <= n else 0
+            if th:
+                ob += w * stack[th, t2] * A[j + 2, i - 1]
+            for u in range(2, MAXLOOP + 1):                                 # bulges of 2 or more
+                w = bulge[u] * au[t] * sc[u + 2]
+                if i - 1 - u >= 1:
+                    th = ptype[i - 1 - u, j + 1]
+                    if th:
+                        ob += w * au[th] * A[j + 1, i - 1 - u]
+                if j + 1 + u <= n:
+                    th = ptype[i - 1, j + 1 + u]
+                    if th:
+                        ob += w * au[th] * A[j + 1 + u, i - 1]
+            if i > 2 and j + 2 <= n:
+                th = ptype[i - 2, j + 2]                                    # 1x1
+                if th:
+                    ob += int11[th, t2, S[i - 1], S[j + 1]] * A[j + 2, i - 2] * sc[4]
+            if i > 2 and j + 3 <= n:
+                th = ptype[i - 2, j + 3]                                    # 1x2
+                if th:
+                    ob += int21[th, t2, S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 2] * sc[5]
+            if i > 3 and j + 2 <= n:
+                th = ptype[i - 3, j + 2]                                    # 2x1
+                if th:
+                    ob += int21[t2, th, S[j + 1], S[i - 2], S[i - 1]] * A[j + 2, i - 3] * sc[5]
+            if i > 3 and j + 3 <= n:
+                th = ptype[i - 3, j + 3]                                    # 2x2
+                if th:
+                    ob += int22[th, t2, S[i - 2], S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 3] * sc[6]
+            w = interior[5] * ninio[1] * mm23[t2, sq1, sp1] * sc[7]         # 2x3, 3x2
+            if i > 3 and j + 4 <= n:
+                th = ptype[i - 3, j + 4]
+                if th:
+                    ob += w * mm23[th, S[i - 2], S[j + 3]] * A[j + 4, i - 3]
+            if i > 4 and j + 3 <= n:
+                th = ptype[i - 4, j + 3]
+                if th:
+                    ob += w * mm23[th, S[i - 3], S[j + 2]] * A[j + 3, i - 4]
+            m1n = mm1n[t2, sq1, sp1]                                        # 1xn, nx1 (n >= 3)
+            for u in range(3, MAXLOOP):
+                w = interior[u + 1] * ninio[u - 1] * m1n * sc[u + 3]
+                if i > 2 and j + 1 + u <= n:                                # h = i - 2, l = j + 1 + u
+                    l = j + 1 + u
+                    th = ptype[i - 2, l]
+                    if th:
+                        ob += w * mm1n[th, S[i - 1], S[l - 1]] * A[l, i - 2]
+                if i - 1 - u >= 1 and j + 2 <= n:                           # h = i - 1 - u, l = j + 2
+                    h = i - 1 - u
+                    th = ptype[h, j + 2]
+                    if th:
+                        ob += w * mm1n[th, S[h + 1], S[j + 1]] * A[j + 2, h]
             ob += gen * mmI[t2, sq1, sp1]
             A[j, i] = ob
             OI[i, j] = ob * mmI[t, S[i + 1], S[j - 1]]
