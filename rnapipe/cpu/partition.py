@@ -47,8 +47,9 @@ whole sequence's MFE, which no sequence that folds into one domain reaches (the 
 own 1.07·MFE, so Z itself stays within exp(±709) while G - 1.07·MFE does). The fill checks rather than trusts
 this: it stops at the first cell above 1e280 and the fold starts again with s raised so that this cell
 would be 1e100; if the whole sequence's Z then falls below 1e-280 (a sequence of very unequal halves, one of
-them that stable), s is lowered the same way; after 8 tries :func:`fold_codes` raises ``FloatingPointError``
-rather than return numbers it cannot vouch for. Underflow of a cell (a segment far less stable than the
+them that stable), s is lowered the same way (where Z is lost altogether, in steps of 700/n, 1400/n, ... in
+ln s); after 24 tries, or where a probability of the outside pass is not a number in [0, 1], :func:`fold_codes`
+raises ``FloatingPointError`` rather than return numbers it cannot vouch for. Underflow of a cell (a segment far less stable than the
 average) loses only weights below 1e-308 of a scaled Z that is at least 1e-280. The ensemble free energy
 ``-kT (ln Z_scaled + n ln s)`` does not depend on s.
 """
@@ -75,7 +76,7 @@ MAXLOOP = E.MAXLOOP
 TURN = E.MIN_HAIRPIN
 BIG = 1e280                         # a scaled cell above this restarts the fold with a larger scale
 SMALL = 1e-280                      # a scaled Z below this restarts it with a smaller one
-TRIES = 8
+TRIES = 24
 THRESHOLD = 1e-5                    # the default lowest probability of the sparse pair lists
 
 # ExpTables.scalars
@@ -648,6 +649,7 @@ def fold_codes(X, S, mfe):
     Q3 = np.zeros(0)
     sc, bml = _scales(X, n, log_s)
     ok = False
+    lost = 0                        # tries in a row whose Z underflowed to 0 (or a subnormal)
     for _ in range(TRIES):
         sc, bml = _scales(X, n, log_s)
         A[:] = 0.0
@@ -656,9 +658,16 @@ def fold_codes(X, S, mfe):
         QI[:] = 0.0
         Q5, Q3, top, span = _inside(X, S, n, ptype, sc, bml, A, M, M1, QI)
         if Q5.shape[0] == 0 or not math.isfinite(top):
+            # a cell of span d above BIG: the scale that makes it 1e100 (a Z of inf: one 700 larger)
             log_s += (math.log(top) - math.log(1e100)) / span if math.isfinite(top) else 700.0 / span
+            lost = 0
         elif top < SMALL:
-            log_s -= (math.log(1e-100) - math.log(max(top, 1e-308))) / max(n, 1)
+            # Z of 1e-280 or less: the scale that makes it 1e-100, or where it is lost, steps that double
+            if top >= 2.3e-308:
+                log_s -= (math.log(1e-100) - math.log(top)) / n
+            else:
+                log_s -= 700.0 * 2.0 ** lost / n
+                lost += 1
         else:
             ok = True
             break
@@ -670,6 +679,10 @@ def fold_codes(X, S, mfe):
     O1 = np.zeros((N, N))
     if n > 0:
         _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, QI, Q5, Q3)
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            if not (O1[j, i] <= 1.0 + 1e-9):        # NaN too
+                raise FloatingPointError("a pair probability left the double range (outside pass)")
     G = -(math.log(Z) + n * log_s) * kt / 1000.0
     return G, O1, log_s
 
