@@ -176,19 +176,39 @@ def test_long_sequence_without_overflow():
     assert len(r.p) > len(s)
 
 
+def _scales_of(s):
+    X = PF.exp_tables(Model())
+    T = Model().tables()
+    S = E.padded_codes(s)
+    mfe, db = PF.zuker.fold_codes(T, S)
+    return X, S, PF.uniform_scales(X, len(s), mfe), PF.structure_scales(X, T, S, len(s), db)
+
+
 @pytest.mark.parametrize("mfe", [40_000, -400_000])
 def test_scale_restarts_give_the_same_answer(mfe):
-    """A scale far off (from a wrong MFE: cells overflow, or Z underflows) is corrected by the restarts, to the
+    """Scales far off (from a wrong MFE: cells overflow, or Z underflows) are corrected by the restarts, to the
     same ensemble free energy and probabilities as the scale from the true MFE."""
     s = random_seqs(1, 600, 600, seed=600, n_rate=0.0)[0]
-    X = PF.exp_tables(Model())
-    S = E.padded_codes(s)
-    true_mfe = PF.zuker.fold_codes(Model().tables(), S)[0]
-    G, P, log_s = PF.fold_codes(X, S, true_mfe)
-    G2, P2, log_s2 = PF.fold_codes(X, S, mfe)
-    assert abs(log_s2 - log_s) > 0.01           # another scale was used ...
-    assert G2 == pytest.approx(G, abs=1e-9)     # ... to the same result
+    X, S, uniform, _ = _scales_of(s)
+    bad = PF.uniform_scales(X, len(s), mfe)
+    G, P, lam = PF.fold_scaled(X, S, uniform, uniform)
+    G2, P2, lam2 = PF.fold_scaled(X, S, bad, bad)
+    assert abs(lam2[1] - lam[1]) > 0.01 and abs(lam2[1] - bad[1]) > 0.01     # corrected, to another scale ...
+    assert G2 == pytest.approx(G, abs=1e-9)                                  # ... with the same result
     assert np.abs(np.tril(P2) - np.tril(P)).max() < 1e-12
+
+
+def test_structure_scales_against_viennarna():
+    """The per-nucleotide scales from the MFE structure's loops (the fallback) give ViennaRNA's results too."""
+    for s in random_seqs(20, 30, 400, seed=55, n_rate=0.01):
+        X, S, uniform, structure = _scales_of(s)
+        assert structure.sum() == pytest.approx(uniform.sum(), rel=1e-9, abs=1e-9)
+        G, P, lam = PF.fold_scaled(X, S, structure, structure)
+        assert np.array_equal(lam, structure)
+        fc, G_ref, bpp, _ = _vienna(s)
+        assert abs(G - G_ref) < 0.01
+        n = len(s)
+        assert np.abs(np.tril(P).T[:n + 1, :n + 1] - bpp).max() < 1e-6
 
 
 def test_threshold_and_batch_order():
@@ -232,20 +252,20 @@ def test_pairing_rules_are_refused():
 
 
 def test_stable_domain_beside_a_long_unpaired_tail():
-    """A 404-nt G·C hairpin before 896 A (which pair with nothing): the MFE's per-nucleotide scale overflows the
-    hairpin's cells, the fill starts again with another scale, and the result is that of the hairpin and the
-    first A alone (the A's are unpaired with weight 1; the first is the hairpin's dangle), against ViennaRNA."""
+    """A 404-nt G·C hairpin before 896 A (which pair with nothing): no uniform scale holds both (the hairpin's
+    cells or the tail's weights leave the double range), so the fold takes the scales of the MFE structure's
+    loops, and the result is that of the hairpin and the first A alone (the A's are unpaired with weight 1; the
+    first is the hairpin's dangle), against ViennaRNA."""
     head = "G" * 200 + "AAAA" + "C" * 200 + "A"
     s = head + "A" * 895
-    X = PF.exp_tables(Model())
-    S = E.padded_codes(s)
-    mfe = PF.zuker.fold_codes(Model().tables(), S)[0]
-    G, P, log_s = PF.fold_codes(X, S, mfe)
-    first = -(PF.SFACT * mfe * 10.0) / len(s) / X.scalars[PF.KT]
-    assert abs(log_s - first) > 1e-3                   # restarted
+    X, S, uniform, structure = _scales_of(s)
+    G, P, lam = PF.fold_scaled(X, S, uniform, structure)
+    assert not np.array_equal(lam, uniform)          # the uniform scale failed
     fc, G_head, bpp, _ = _vienna(head)
     assert abs(G - G_head) < 0.01
     n = len(head)
     ours = np.tril(P).T[:n + 1, :n + 1]
     assert np.abs(ours - bpp).max() < 1e-6
     assert np.tril(P)[n + 1:, :].max() == 0.0
+    r = PF.fold_one(s, threshold=0.0)
+    assert r.energy == pytest.approx(G, abs=1e-9)

@@ -339,17 +339,31 @@ def _ptypes(S, n):
 
 
 @njit(cache=True, nogil=True)
-def _scales(X, n, log_s):
-    """scale[k] = s^-k and b[k] = (ML base)^k · scale[k], k = 0 .. n+1 (0 where they underflow)."""
-    sc = np.zeros(n + 2)
-    b = np.zeros(n + 2)
-    lb = math.log(X.scalars[ML_BASE])
-    for k in range(n + 2):
-        x = -k * log_s
-        sc[k] = math.exp(x) if x > -700.0 else 0.0
-        y = x + k * lb
-        b[k] = math.exp(y) if y > -700.0 else 0.0
-    return sc, b
+def _scales(lam, n):
+    """The scale tables of per-nucleotide log-scales ``lam`` (lam[k] for nucleotide k; a weight covering the
+    nucleotides U is multiplied by exp(-sum of lam over U)): SL[i, u] = the factor of the stretch i .. i+u and
+    SR[j, u] = that of j-u .. j (u = 0 .. MAXLOOP + 1, nucleotides past either end count 0); 0 where it
+    underflows."""
+    L = np.zeros(n + 2)
+    for k in range(1, n + 1):
+        L[k] = L[k - 1] + lam[k]
+    L[n + 1] = L[n]
+    SL = np.zeros((n + 2, MAXLOOP + 2))
+    SR = np.zeros((n + 2, MAXLOOP + 2))
+    for i in range(0, n + 2):
+        for u in range(MAXLOOP + 2):
+            x = -(L[min(i + u, n + 1)] - L[max(i - 1, 0)])
+            SL[i, u] = math.exp(x) if x > -700.0 else 0.0
+            y = -(L[i] - L[max(i - u - 1, 0)])
+            SR[i, u] = math.exp(y) if y > -700.0 else 0.0
+    return L, SL, SR
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stretch(L, a, b):
+    """The scale factor of the stretch a .. b."""
+    x = -(L[b] - L[a - 1])
+    return math.exp(x) if x > -700.0 else 0.0
 
 
 FAST = {"reassoc", "contract", "nsz", "arcp"}     # sums in any order (vectorised); inf and NaN kept
@@ -365,8 +379,8 @@ def _terminal_au(X):
 
 
 @njit(cache=True, nogil=True)
-def _generic_weights(X, sc):
-    """GS[u1, u2]: the size, Ninio and scale terms of a generic interior loop with u1 and u2 unpaired (both
+def _generic_weights(X):
+    """GS[u1, u2]: the size and Ninio terms of a generic interior loop with u1 and u2 unpaired (both
     >= 2, not 2x2, 2x3 or 3x2, which have their own tables, u1 + u2 <= 30), 0 elsewhere; its mismatches are
     the closing pair's and the inner pair's (QBI)."""
     GS = np.zeros((MAXLOOP + 1, MAXLOOP + 1))
@@ -374,7 +388,7 @@ def _generic_weights(X, sc):
         for u2 in range(2, MAXLOOP + 1 - u1):
             if (u1 == 2 and u2 <= 3) or (u1 == 3 and u2 == 2):
                 continue
-            GS[u1, u2] = X.interior[u1 + u2] * X.ninio[abs(u1 - u2)] * sc[u1 + u2 + 2]
+            GS[u1, u2] = X.interior[u1 + u2] * X.ninio[abs(u1 - u2)]
     return GS
 
 
@@ -384,7 +398,7 @@ def _is_generic(u1, u2):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
+def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
     """Fill QB (A's upper triangle), QM (M) and QM1 (M1), QI[p, q] = QB[p, q] times the inner pair's generic
     interior mismatch (upper triangle), and the exterior vectors; returns Q5, Q3 and Z, or stops early (Q5, Q3
     empty) at the first cell above BIG, returning it and its span.
@@ -396,16 +410,20 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
     stack, bulge, interior, ninio = X.stack, X.bulge, X.interior, X.ninio
     int11, int21, int22, mm1n, mm23 = X.int11, X.int21, X.int22, X.mismatch_interior_1n, X.mismatch_interior_23
     au = _terminal_au(X)
-    sc1 = sc[1]
-    b1 = bml[1]
-    sc2 = sc[2]
-    GS = _generic_weights(X, sc)
+    mlb = X.scalars[ML_BASE]
+    GS = _generic_weights(X)
+    B = np.zeros(n + 2)         # B[k]: ML base weight and scale of the unpaired stretch i .. k-1 (row i's)
     for i in range(n, 0, -1):
+        B[i] = 1.0
+        for k in range(i + 1, n + 1):
+            B[k] = B[k - 1] * mlb * SL[k - 1, 0]
+        sli = SL[i]
         for j in range(i + 1, n + 1):
+            srj = SR[j]
             t = ptype[i, j]
             qb = 0.0
             if t:
-                qb = exp_hairpin(X, S, i, j, t) * sc[j - i + 1]
+                qb = exp_hairpin(X, S, i, j, t) * _stretch(L, i, j)
                 si1 = S[i + 1]
                 sj1 = S[j - 1]
                 rt = RT[t]
@@ -414,74 +432,76 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
                 for p in range(i + 3, min(i + MAXLOOP - 1, j - TURN - 4) + 1):
                     u1 = p - i - 1
                     g = GS[u1]
+                    row = 0.0
                     for q in range(max(p + TURN + 1, j - 1 - (MAXLOOP - u1)), j - 2):
-                        acc += QI[p, q] * g[j - 1 - q]
+                        row += QI[p, q] * g[j - 1 - q] * srj[j - 1 - q]
+                    acc += row * sli[u1]
                 qb += acc * mmI[t, si1, sj1]
                 # the others, each with its own table (vrna_exp_E_internal's cases); ptype is 0 below the
                 # diagonal and within TURN of it, so a loop that does not fit finds no inner pair
                 t2 = ptype[i + 1, j - 1]                                        # stack
                 if t2:
-                    qb += stack[t, RT[t2]] * A[i + 1, j - 1] * sc[2]
-                w = bulge[1] * sc[3]                                            # bulges of 1
+                    qb += stack[t, RT[t2]] * A[i + 1, j - 1] * sli[0] * srj[0]
+                w = bulge[1]                                                    # bulges of 1
                 t2 = ptype[i + 2, j - 1]
                 if t2:
-                    qb += w * stack[t, RT[t2]] * A[i + 2, j - 1]
+                    qb += w * stack[t, RT[t2]] * A[i + 2, j - 1] * sli[1] * srj[0]
                 t2 = ptype[i + 1, j - 2]
                 if t2:
-                    qb += w * stack[t, RT[t2]] * A[i + 1, j - 2]
+                    qb += w * stack[t, RT[t2]] * A[i + 1, j - 2] * sli[0] * srj[1]
                 for u in range(2, min(MAXLOOP, j - i - TURN - 3) + 1):          # bulges of 2 or more
-                    w = bulge[u] * au[t] * sc[u + 2]
+                    w = bulge[u] * au[t]
                     t2 = ptype[i + 1 + u, j - 1]
                     if t2:
-                        qb += w * au[t2] * A[i + 1 + u, j - 1]
+                        qb += w * au[t2] * A[i + 1 + u, j - 1] * sli[u] * srj[0]
                     t2 = ptype[i + 1, j - 1 - u]
                     if t2:
-                        qb += w * au[t2] * A[i + 1, j - 1 - u]
+                        qb += w * au[t2] * A[i + 1, j - 1 - u] * sli[0] * srj[u]
                 t2 = ptype[i + 2, j - 2]                                        # 1x1
                 if t2:
-                    qb += int11[t, RT[t2], si1, sj1] * A[i + 2, j - 2] * sc[4]
+                    qb += int11[t, RT[t2], si1, sj1] * A[i + 2, j - 2] * sli[1] * srj[1]
                 t2 = ptype[i + 2, j - 3]                                        # 1x2
                 if t2:
-                    qb += int21[t, RT[t2], si1, S[j - 2], sj1] * A[i + 2, j - 3] * sc[5]
+                    qb += int21[t, RT[t2], si1, S[j - 2], sj1] * A[i + 2, j - 3] * sli[1] * srj[2]
                 t2 = ptype[i + 3, j - 2]                                        # 2x1
                 if t2:
-                    qb += int21[RT[t2], t, S[j - 1], si1, S[i + 2]] * A[i + 3, j - 2] * sc[5]
+                    qb += int21[RT[t2], t, S[j - 1], si1, S[i + 2]] * A[i + 3, j - 2] * sli[2] * srj[1]
                 t2 = ptype[i + 3, j - 3]                                        # 2x2
                 if t2:
-                    qb += int22[t, RT[t2], si1, S[i + 2], S[j - 2], sj1] * A[i + 3, j - 3] * sc[6]
-                w = interior[5] * ninio[1] * mm23[t, si1, sj1] * sc[7]           # 2x3, 3x2
+                    qb += int22[t, RT[t2], si1, S[i + 2], S[j - 2], sj1] * A[i + 3, j - 3] * sli[2] * srj[2]
+                w = interior[5] * ninio[1] * mm23[t, si1, sj1]                  # 2x3, 3x2
                 t2 = ptype[i + 3, j - 4]
                 if t2:
-                    qb += w * mm23[RT[t2], S[j - 3], S[i + 2]] * A[i + 3, j - 4]
+                    qb += w * mm23[RT[t2], S[j - 3], S[i + 2]] * A[i + 3, j - 4] * sli[2] * srj[3]
                 t2 = ptype[i + 4, j - 3]
                 if t2:
-                    qb += w * mm23[RT[t2], S[j - 2], S[i + 3]] * A[i + 4, j - 3]
+                    qb += w * mm23[RT[t2], S[j - 2], S[i + 3]] * A[i + 4, j - 3] * sli[3] * srj[2]
                 m1n = mm1n[t, si1, sj1]                                         # 1xn, nx1 (n >= 3)
                 for u in range(3, min(MAXLOOP - 1, j - i - TURN - 4) + 1):
-                    w = interior[u + 1] * ninio[u - 1] * m1n * sc[u + 3]
+                    w = interior[u + 1] * ninio[u - 1] * m1n
                     q = j - 1 - u
                     t2 = ptype[i + 2, q]
                     if t2:
-                        qb += w * mm1n[RT[t2], S[q + 1], S[i + 1]] * A[i + 2, q]
+                        qb += w * mm1n[RT[t2], S[q + 1], S[i + 1]] * A[i + 2, q] * sli[1] * srj[u]
                     p = i + 1 + u
                     t2 = ptype[p, j - 2]
                     if t2:
-                        qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2]
+                        qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2] * sli[u] * srj[1]
                 # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
                 acc = 0.0
                 for k in range(i + TURN + 3, j - TURN - 1):
                     acc += M[i + 1, k - 1] * M1[j - 1, k]
-                qb += acc * exp_ml_closing(X, S, i, j, t) * sc2
+                qb += acc * exp_ml_closing(X, S, i, j, t) * sli[0] * srj[0]
                 A[i, j] = qb
                 QI[i, j] = qb * mmI[RT[t], S[j + 1], S[i - 1]]
-            m1 = M1[i, j - 1] * b1 if j - 1 > i else 0.0
+            m1 = M1[i, j - 1] * mlb * srj[0] if j - 1 > i else 0.0
             if t:
                 m1 += qb * exp_ml_stem(X, S, n, i, j, t)
             M1[i, j] = m1
             M1[j, i] = m1
-            m = bml[0] * M1[j, i]
+            m = M1[j, i]
             for k in range(i + 1, j - TURN):
-                m += (M[i, k - 1] + bml[k - i]) * M1[j, k]
+                m += (M[i, k - 1] + B[k]) * M1[j, k]
             M[i, j] = m
             M[j, i] = m
             big = max(qb, m)
@@ -490,7 +510,7 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
     Q5 = np.zeros(n + 2)
     Q5[0] = 1.0
     for j in range(1, n + 1):
-        q = Q5[j - 1] * sc1
+        q = Q5[j - 1] * SR[j, 0]
         for i in range(1, j - TURN):
             t = ptype[i, j]
             if t:
@@ -499,7 +519,7 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
     Q3 = np.zeros(n + 2)
     Q3[n + 1] = 1.0
     for i in range(n, 0, -1):
-        q = Q3[i + 1] * sc1
+        q = Q3[i + 1] * SL[i, 0]
         for j in range(i + TURN + 1, n + 1):
             t = ptype[i, j]
             if t:
@@ -509,7 +529,7 @@ def _inside(X, S, n, ptype, sc, bml, A, M, M1, QI):
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)
-def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
+def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
     """The outside weights, cell by cell with i ascending and j descending (every cell that contains (i, j) is
     done before it): QMout (MO, both triangles), QM1out (O1's upper triangle), QBout (A's lower), OI = QBout
     times the pair's generic interior mismatch as a closing pair (upper triangle; the inside's QI is no longer
@@ -519,11 +539,14 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
     stack, bulge, interior, ninio = X.stack, X.bulge, X.interior, X.ninio
     int11, int21, int22, mm1n, mm23 = X.int11, X.int21, X.int22, X.mismatch_interior_1n, X.mismatch_interior_23
     au = _terminal_au(X)
-    b1 = bml[1]
-    sc2 = sc[2]
+    mlb = X.scalars[ML_BASE]
     Z = Q5[n]
-    GS = _generic_weights(X, sc)
+    GS = _generic_weights(X)
+    C = np.zeros(n + 2)         # C[h]: ML base weight and scale of the unpaired stretch h .. i-1 (row i's)
     for i in range(1, n + 1):
+        C[i] = 1.0
+        for h in range(i - 1, 0, -1):
+            C[h] = C[h + 1] * mlb * SL[h, 0]
         for j in range(n, i, -1):
             # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
             mo = 0.0
@@ -536,13 +559,13 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
             MO[j, i] = mo
             # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
             # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
-            o1 = mo * bml[0]
+            o1 = mo
             if j < n:
-                o1 += O1[i, j + 1] * b1
+                o1 += O1[i, j + 1] * mlb * SR[j + 1, 0]
                 for h in range(1, i - 1):
                     o1 += XM[j + 1, h] * M[i - 1, h + 1]
             for h in range(1, i):
-                o1 += MO[j, h] * (M[i - 1, h] + bml[i - h])
+                o1 += MO[j, h] * (M[i - 1, h] + C[h])
             O1[i, j] = o1
             t = ptype[i, j]
             if t == 0:
@@ -554,92 +577,176 @@ def _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, OI, Q5, Q3):
             sp1 = S[i - 1]
             sq1 = S[j + 1]
             gen = 0.0
+            slj = SL[j + 1]
             for h in range(max(1, i - MAXLOOP + 1), i - 2):                 # generic loops: a row of OI each
                 u1 = i - h - 1
                 g = GS[u1]
+                row = 0.0
                 for l in range(j + 3, min(n, j + 1 + MAXLOOP - u1) + 1):
-                    gen += OI[h, l] * g[l - j - 1]
+                    row += OI[h, l] * g[l - j - 1] * slj[l - j - 1]
+                gen += row * SL[h, u1]
             # the others, as in _inside with the enclosing pair h·l (type th) and i·j inside; QBout[h, l] is
             # A[l, h], and positions outside 1..n have ptype 0 (the padding rows and columns)
             h = i - 1
             l = j + 1
             th = ptype[h, l]                                                # stack
             if th:
-                ob += stack[th, t2] * A[l, h] * sc[2]
-            w = bulge[1] * sc[3]                                            # bulges of 1
+                ob += stack[th, t2] * A[l, h] * SL[h, 0] * slj[0]
+            w = bulge[1]                                                    # bulges of 1
             if i > 2:
                 th = ptype[i - 2, j + 1]
                 if th:
-                    ob += w * stack[th, t2] * A[j + 1, i - 2]
+                    ob += w * stack[th, t2] * A[j + 1, i - 2] * SL[i - 2, 1] * slj[0]
             th = ptype[i - 1, j + 2] if j + 2 <= n else 0
             if th:
-                ob += w * stack[th, t2] * A[j + 2, i - 1]
+                ob += w * stack[th, t2] * A[j + 2, i - 1] * SL[i - 1, 0] * slj[1]
             for u in range(2, MAXLOOP + 1):                                 # bulges of 2 or more
-                w = bulge[u] * au[t] * sc[u + 2]
+                w = bulge[u] * au[t]
                 if i - 1 - u >= 1:
                     th = ptype[i - 1 - u, j + 1]
                     if th:
-                        ob += w * au[th] * A[j + 1, i - 1 - u]
+                        ob += w * au[th] * A[j + 1, i - 1 - u] * SL[i - 1 - u, u] * slj[0]
                 if j + 1 + u <= n:
                     th = ptype[i - 1, j + 1 + u]
                     if th:
-                        ob += w * au[th] * A[j + 1 + u, i - 1]
+                        ob += w * au[th] * A[j + 1 + u, i - 1] * SL[i - 1, 0] * slj[u]
             if i > 2 and j + 2 <= n:
                 th = ptype[i - 2, j + 2]                                    # 1x1
                 if th:
-                    ob += int11[th, t2, S[i - 1], S[j + 1]] * A[j + 2, i - 2] * sc[4]
+                    ob += int11[th, t2, S[i - 1], S[j + 1]] * A[j + 2, i - 2] * SL[i - 2, 1] * slj[1]
             if i > 2 and j + 3 <= n:
                 th = ptype[i - 2, j + 3]                                    # 1x2
                 if th:
-                    ob += int21[th, t2, S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 2] * sc[5]
+                    ob += int21[th, t2, S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 2] * SL[i - 2, 1] * slj[2]
             if i > 3 and j + 2 <= n:
                 th = ptype[i - 3, j + 2]                                    # 2x1
                 if th:
-                    ob += int21[t2, th, S[j + 1], S[i - 2], S[i - 1]] * A[j + 2, i - 3] * sc[5]
+                    ob += int21[t2, th, S[j + 1], S[i - 2], S[i - 1]] * A[j + 2, i - 3] * SL[i - 3, 2] * slj[1]
             if i > 3 and j + 3 <= n:
                 th = ptype[i - 3, j + 3]                                    # 2x2
                 if th:
-                    ob += int22[th, t2, S[i - 2], S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 3] * sc[6]
-            w = interior[5] * ninio[1] * mm23[t2, sq1, sp1] * sc[7]         # 2x3, 3x2
+                    ob += (int22[th, t2, S[i - 2], S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 3] * SL[i - 3, 2]
+                           * slj[2])
+            w = interior[5] * ninio[1] * mm23[t2, sq1, sp1]                 # 2x3, 3x2
             if i > 3 and j + 4 <= n:
                 th = ptype[i - 3, j + 4]
                 if th:
-                    ob += w * mm23[th, S[i - 2], S[j + 3]] * A[j + 4, i - 3]
+                    ob += w * mm23[th, S[i - 2], S[j + 3]] * A[j + 4, i - 3] * SL[i - 3, 2] * slj[3]
             if i > 4 and j + 3 <= n:
                 th = ptype[i - 4, j + 3]
                 if th:
-                    ob += w * mm23[th, S[i - 3], S[j + 2]] * A[j + 3, i - 4]
+                    ob += w * mm23[th, S[i - 3], S[j + 2]] * A[j + 3, i - 4] * SL[i - 4, 3] * slj[2]
             m1n = mm1n[t2, sq1, sp1]                                        # 1xn, nx1 (n >= 3)
             for u in range(3, MAXLOOP):
-                w = interior[u + 1] * ninio[u - 1] * m1n * sc[u + 3]
+                w = interior[u + 1] * ninio[u - 1] * m1n
                 if i > 2 and j + 1 + u <= n:                                # h = i - 2, l = j + 1 + u
                     l = j + 1 + u
                     th = ptype[i - 2, l]
                     if th:
-                        ob += w * mm1n[th, S[i - 1], S[l - 1]] * A[l, i - 2]
+                        ob += w * mm1n[th, S[i - 1], S[l - 1]] * A[l, i - 2] * SL[i - 2, 1] * slj[u]
                 if i - 1 - u >= 1 and j + 2 <= n:                           # h = i - 1 - u, l = j + 2
                     h = i - 1 - u
                     th = ptype[h, j + 2]
                     if th:
-                        ob += w * mm1n[th, S[h + 1], S[j + 1]] * A[j + 2, h]
+                        ob += w * mm1n[th, S[h + 1], S[j + 1]] * A[j + 2, h] * SL[h, u] * slj[1]
             ob += gen * mmI[t2, sq1, sp1]
             A[j, i] = ob
             OI[i, j] = ob * mmI[t, S[i + 1], S[j - 1]]
-            x = ob * exp_ml_closing(X, S, i, j, t) * sc2
+            x = ob * exp_ml_closing(X, S, i, j, t) * SL[i, 0] * SR[j, 0]
             XM[i, j] = x
             XM[j, i] = x
             O1[j, i] = A[i, j] * ob / Z
 
 
 @njit(cache=True, nogil=True)
-def fold_codes(X, S, mfe):
-    """Partition function and pair probabilities of the padded codes S (S[1..n]); ``mfe`` in dcal/mol sets
-    the scale (see the module docstring). Returns (ensemble free energy in kcal/mol, the probability matrix:
-    P[i, j] at [j, i] (i < j) of an (n+2)² array, and ln s)."""
+def uniform_scales(X, n, mfe):
+    """ViennaRNA's per-nucleotide scale from the MFE (dcal/mol), ``exp_params_rescale``: lam[k] = ln s for every
+    nucleotide, s = exp(-1.07 · MFE / (n · kT))."""
+    lam = np.zeros(n + 2)
+    if n > 0:
+        lam[1:n + 1] = -(SFACT * mfe * 10.0) / n / X.scalars[KT]
+    return lam
+
+
+@njit(cache=True, nogil=True)
+def structure_scales(X, T, S, n, db):
+    """Per-nucleotide log-scales from the MFE structure ``db`` (dot-bracket bytes): each loop's free energy
+    (rnapipe.energy's, times 1.07, in kT) shared out evenly over its closing pair and its unpaired nucleotides,
+    each exterior stem's over its pair; the exterior loop's unpaired nucleotides 0. Their sum is the uniform
+    scales' (:func:`uniform_scales`), but a stretch's share follows its own loops, so a stable domain beside an
+    unstructured one is scaled by its own energy, not by the average."""
+    lam = np.zeros(n + 2)
+    pt = np.zeros(n + 2, dtype=np.int64)
+    stack = np.zeros(n + 1, dtype=np.int64)
+    top = 0
+    for k in range(1, n + 1):
+        if db[k - 1] == 40:
+            stack[top] = k
+            top += 1
+        elif db[k - 1] == 41:
+            top -= 1
+            pt[stack[top]] = k
+            pt[k] = stack[top]
+    f = -SFACT * 10.0 / X.scalars[KT]
+    ml_base = T.scalars[E._ML_BASE]
+    for i in range(1, n + 1):
+        j = pt[i]
+        if j <= i:
+            continue
+        branches = 0
+        unpaired = 0
+        p = 0
+        q = 0
+        e = np.int64(0)
+        k = i + 1
+        while k < j:
+            if pt[k] > k:
+                branches += 1
+                p = k
+                q = pt[k]
+                e += E.multi_stem_at(T, S, p, q)
+                k = q + 1
+            else:
+                unpaired += 1
+                k += 1
+        if branches == 0:
+            e = E.hairpin_energy(T, S, i, j)
+        elif branches == 1:
+            e = E.interior_energy_at(T, S, i, j, p, q)
+        else:
+            e += E.multi_closing(T, S, i, j) + unpaired * ml_base
+        share = f * e / (unpaired + 2)
+        lam[i] += share
+        lam[j] += share
+        k = i + 1
+        while k < j:
+            if pt[k] > k:
+                k = pt[k] + 1
+            else:
+                lam[k] += share
+                k += 1
+    i = 1
+    while i <= n:
+        j = pt[i]
+        if j > i:
+            share = f * E.exterior_stem_at(T, S, n, i, j) / 2
+            lam[i] += share
+            lam[j] += share
+            i = j + 1
+        else:
+            i += 1
+    return lam
+
+
+@njit(cache=True, nogil=True)
+def fold_scaled(X, S, first, second):
+    """Partition function and pair probabilities of the padded codes S (S[1..n]) with the per-nucleotide
+    log-scales ``first`` (see the module docstring for the restarts: then ``second``, then ``second`` plus a
+    uniform correction). Returns (ensemble free energy in kcal/mol, the probabilities: P[i, j] at [j, i]
+    (i < j) of an (n+2)² array, the log-scales used)."""
     n = S.shape[0] - 2
     N = n + 2
     kt = X.scalars[KT]
-    log_s = -(SFACT * mfe * 10.0) / n / kt if n > 0 else 0.0
     ptype = _ptypes(S, n)
     A = np.zeros((N, N))
     M = np.zeros((N, N))
@@ -647,27 +754,37 @@ def fold_codes(X, S, mfe):
     QI = np.zeros((N, N))
     Q5 = np.zeros(0)
     Q3 = np.zeros(0)
-    sc, bml = _scales(X, n, log_s)
+    lam = first.copy()
+    L, SL, SR = _scales(lam, n)
     ok = False
+    delta = 0.0                     # the uniform correction added to ``second``
     lost = 0                        # tries in a row whose Z underflowed to 0 (or a subnormal)
-    for _ in range(TRIES):
-        sc, bml = _scales(X, n, log_s)
+    for attempt in range(TRIES):
+        if attempt > 0:
+            lam = second.copy()
+            lam[1:n + 1] += delta
+        L, SL, SR = _scales(lam, n)
         A[:] = 0.0
         M[:] = 0.0
         M1[:] = 0.0
         QI[:] = 0.0
-        Q5, Q3, top, span = _inside(X, S, n, ptype, sc, bml, A, M, M1, QI)
+        Q5, Q3, top, span = _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI)
         if Q5.shape[0] == 0 or not math.isfinite(top):
-            # a cell of span d above BIG: the scale that makes it 1e100 (a Z of inf: one 700 larger)
-            log_s += (math.log(top) - math.log(1e100)) / span if math.isfinite(top) else 700.0 / span
+            # a cell of span d above BIG: the correction that makes it 1e100 (a Z of inf: one 700 larger)
+            if attempt > 0:
+                delta += (math.log(top) - math.log(1e100)) / span if math.isfinite(top) else 700.0 / span
             lost = 0
         elif top < SMALL:
-            # Z of 1e-280 or less: the scale that makes it 1e-100, or where it is lost, steps that double
-            if top >= 2.3e-308:
-                log_s -= (math.log(1e-100) - math.log(top)) / n
-            else:
-                log_s -= 700.0 * 2.0 ** lost / n
-                lost += 1
+            # Z of 1e-280 or less: the correction that makes it 1e-100, or where it is lost, steps that double
+            if attempt > 0:
+                if top >= 2.3e-308:
+                    delta -= (math.log(1e-100) - math.log(top)) / n
+                else:
+                    delta -= 700.0 * 2.0 ** lost / n
+                    lost += 1
+        elif n > 0 and abs(Q3[1] - Q5[n]) > 1e-9 * Q5[n]:
+            # the 5' and 3' sums of the exterior loop disagree: terms that matter underflowed in one of them
+            lost = 0
         else:
             ok = True
             break
@@ -678,13 +795,24 @@ def fold_codes(X, S, mfe):
     XM = np.zeros((N, N))
     O1 = np.zeros((N, N))
     if n > 0:
-        _outside(X, S, n, ptype, sc, bml, A, M, M1, MO, XM, O1, QI, Q5, Q3)
+        _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, QI, Q5, Q3)
     for i in range(1, n + 1):
         for j in range(i + 1, n + 1):
             if not (O1[j, i] <= 1.0 + 1e-9):        # NaN too
                 raise FloatingPointError("a pair probability left the double range (outside pass)")
-    G = -(math.log(Z) + n * log_s) * kt / 1000.0
-    return G, O1, log_s
+    G = -(math.log(Z) + L[n]) * kt / 1000.0 if n > 0 else 0.0
+    return G, O1, lam
+
+
+@njit(cache=True, nogil=True)
+def fold_codes(X, T, S):
+    """The MFE structure (rnapipe.cpu.zuker), then :func:`fold_scaled` with the uniform scales first and the
+    structure's second. Returns (ensemble free energy in kcal/mol, the probabilities as fold_scaled's, the MFE
+    in dcal/mol)."""
+    n = S.shape[0] - 2
+    mfe, db = zuker.fold_codes(T, S)
+    G, Pm, _ = fold_scaled(X, S, uniform_scales(X, n, mfe), structure_scales(X, T, S, n, db))
+    return G, Pm, mfe
 
 
 @njit(cache=True, nogil=True)
@@ -742,8 +870,7 @@ def fold_sparse(X, T, S, threshold):
     """One sequence start to end: the MFE (MFE engine, for the scale and the MFE frequency), the partition
     function, the sparse pairs and the derived values."""
     n = S.shape[0] - 2
-    mfe, _ = zuker.fold_codes(T, S)
-    G, Pm, _ = fold_codes(X, S, mfe)
+    G, Pm, mfe = fold_codes(X, T, S)
     I, J, p, unpaired = _sparse(Pm, n, threshold)
     diversity, centroid, dist = _derived(Pm, n)
     return G, mfe, I, J, p, unpaired, diversity, centroid, dist
@@ -768,6 +895,9 @@ class PartitionResult(NamedTuple):
 
 
 def _result(sequence: str, X, T, threshold: float) -> PartitionResult:
+    if not sequence:
+        return PartitionResult(0.0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), 0.0,
+                               1.0, 0.0, "", 0.0)
     S = E.padded_codes(sequence)
     G, mfe, I, J, p, unpaired, diversity, centroid, dist = fold_sparse(X, T, S, threshold)
     mfe_kcal = mfe / 100.0
