@@ -11,16 +11,16 @@ are not reused as weights); dangles and the exterior and multiloop mismatches of
 hairpins and their matching are rnapipe.energy's and the MFE engine's (N never pairs; it is code 0 in the
 mismatch and dangle tables, as in ViennaRNA).
 
-Matrices (positions 1-based, float64, each value *scaled*: multiplied by ``scale[k] = s^-k`` for the k
-nucleotides it covers), named as in McCaskill (1990) and ViennaRNA's ``q, qb, qm, qm1``:
+Matrices (positions 1-based, float64, each value *scaled*: see Scaling below), named as in McCaskill (1990)
+and ViennaRNA's ``q, qb, qm, qm1``:
 
 * ``QB[i, j]``: i·j pair; the hairpin, the stacks, bulges and interior loops (at most 30 unpaired) on an inner
   pair p·q, and the multiloops ``Mc(i, j) · sum_k QM[i+1, k-1] · QM1[k, j-1]`` (Mc: ML closing, the closing
-  pair as a branch seen from inside, scale[2]).
+  pair as a branch seen from inside).
 * ``QM1[i, j]``: one branch starting with the pair i·l, l <= j, then j - l unpaired:
-  ``QM1[i, j] = QM1[i, j-1] · b + QB[i, j] · stem(i, j)`` (b: ML base times scale[1]).
+  ``QM1[i, j] = QM1[i, j-1] · b + QB[i, j] · stem(i, j)`` (b: the ML base weight).
 * ``QM[i, j]``: a multiloop segment with at least one branch:
-  ``sum_k (QM[i, k-1] + b^(k-i)) · QM1[k, j]``.
+  ``sum_k (QM[i, k-1] + b^(k-i)) · QM1[k, j]``; and QI (below) for the interior loops.
 * the exterior loop as prefix and suffix vectors: ``Q5[j]`` (ViennaRNA's ``q[1, j]``) and ``Q3[i]``
   (``q[i, n]``); ``Z = Q5[n]``.
 
@@ -34,24 +34,39 @@ transposed, in the lower, so that every sum over k reads two contiguous rows:
 
 * ``A``: QB[i, j] at [i, j], QBout[i, j] at [j, i];
 * ``M``, ``M1``, ``MO``, ``X``: QM, QM1, QMout and ``X = QBout · Mc`` at [i, j] and again at [j, i];
-* ``O1``: QM1out[i, j] at [i, j], the probability P[i, j] at [j, i].
+* ``O1``: QM1out[i, j] at [i, j], the probability P[i, j] at [j, i];
+* ``QI``: QB[i, j] times the pair's mismatch as the inner pair of a generic interior loop (u1, u2 >= 2), then
+  (outside) QBout[i, j] times its mismatch as the closing pair: the generic loops, most of an interior-loop
+  sweep, are one contiguous sum per row.
 
-Six matrices, 48·(n+2)² bytes (432 MB at 3,000 nt).
+Seven matrices, 56·(n+2)² bytes (504 MB at 3,000 nt).
 
-Scaling. Every weight of k nucleotides is multiplied by ``s^-k``, with ViennaRNA's choice of s from the MFE:
-``s = exp(-1.07 · MFE / (n·kT))`` (``exp_params_rescale``; the MFE from rnapipe.cpu.zuker), so that the scaled
-Z is ``exp(-(G - 1.07·MFE)/kT)``, near 1 where the ensemble free energy G is near the MFE. A scaled cell of
-span d is ``exp(-(G_d - 1.07·MFE·d/n)/kT)`` for the free energy G_d of its segment: it can only overflow where a
-segment is more than about 437 kcal/mol (709 kT at 37 °C) more stable than its length's share of 1.07 times the
-whole sequence's MFE, which no sequence that folds into one domain reaches (the whole sequence's share is its
-own 1.07·MFE, so Z itself stays within exp(±709) while G - 1.07·MFE does). The fill checks rather than trusts
-this: it stops at the first cell above 1e280 and the fold starts again with s raised so that this cell
-would be 1e100; if the whole sequence's Z then falls below 1e-280 (a sequence of very unequal halves, one of
-them that stable), s is lowered the same way (where Z is lost altogether, in steps of 700/n, 1400/n, ... in
-ln s); after 24 tries, or where a probability of the outside pass is not a number in [0, 1], :func:`fold_codes`
-raises ``FloatingPointError`` rather than return numbers it cannot vouch for. Underflow of a cell (a segment far less stable than the
-average) loses only weights below 1e-308 of a scaled Z that is at least 1e-280. The ensemble free energy
-``-kT (ln Z_scaled + n ln s)`` does not depend on s.
+Scaling. Every weight is multiplied by ``exp(-lam[k])`` for each nucleotide k it covers (``_scales``: the
+factors of the stretches a loop's nucleotides form, SL and SR, and the unpaired runs of multiloops and the
+exterior loop by recurrence), so a cell of segment a..b holds ``Z_ab · exp(-(lam[a] + ... + lam[b]))`` and
+the ensemble free energy is ``-kT (ln Z_scaled + sum lam)`` whatever lam is. Two choices of lam, in turn:
+
+1. ViennaRNA's (``exp_params_rescale``, :func:`uniform_scales`): lam[k] = -1.07 · MFE / (n · kT) for every k,
+   the MFE from rnapipe.cpu.zuker. The scaled Z is ``exp(-(G - 1.07 · MFE)/kT)``: G, the ensemble free energy,
+   is below the MFE by a few kcal/mol per 100 nt, so this is near 1 for one sequence of any length. A segment
+   of span d holds ``exp(-(G_ab - 1.07 · MFE · d/n)/kT)``: it overflows only where a segment is about 437
+   kcal/mol (709 kT at 37 °C) more stable than its length's share of the whole MFE, and its weights underflow
+   (losing terms that matter) only where a long stretch is that much less stable: a very stable domain beside a
+   long unstructured one.
+2. The MFE structure's (:func:`structure_scales`): each loop's energy times 1.07 shared out over its own
+   nucleotides, 0 for the exterior loop's unpaired ones. The cell of a segment that the MFE structure closes
+   holds ``exp(-(G_ab - 1.07 · E_ab)/kT)`` for its own share E_ab, near 1 as the whole Z is, whatever the rest
+   of the sequence is, and an unstructured stretch holds about 1: the case that defeats (1) is none here.
+
+Each fold checks the scaled values rather than trusting these bounds: the fill stops at the first cell above
+1e280; a Z below 1e-280, or 5' and 3' sums of the exterior loop (Q5[n] and Q3[1], the same Z summed in two
+orders) that differ by more than 1e-9 relatively, mean lost terms. A fold that fails with (1) starts again with
+(2), then with (2) plus a uniform correction (the one that brings the cell that overflowed to 1e100, or Z to
+1e-100; where Z is lost altogether, steps of 700/n, 1400/n, ... per nucleotide); after 24 tries, or where a
+probability of the outside pass is not a number in [0, 1 + 1e-9], :func:`fold_scaled` raises
+``FloatingPointError`` rather than return numbers it cannot vouch for. A term lost to underflow in a fold that
+passes is below 1e-308 times a cell of at most 1e280, 1e-28 in scaled units, where the scaled Z of either
+choice is near 1.
 """
 
 from __future__ import annotations
