@@ -381,6 +381,70 @@ def _stretch(L, a, b):
     return math.exp(x) if x > -700.0 else 0.0
 
 
+NONE = 5                            # the neighbour code of "no neighbour" in the stem tables
+
+
+@njit(cache=True, nogil=True)
+def _stem_tables(X):
+    """The helix-end weights as lookups: EXT[t, a, b] (exterior stem, :func:`exp_ext_stem`), MLS[t, a, b] (a
+    multiloop branch, :func:`exp_ml_stem`) for 5' neighbour a and 3' neighbour b (NONE past either end), and
+    CLO[t, a, b] (:func:`exp_ml_closing` of a closing pair of type t with S[j-1] = a, S[i+1] = b)."""
+    EXT = np.zeros((8, 6, 6))
+    MLS = np.zeros((8, 6, 6))
+    CLO = np.zeros((8, 5, 5))
+    for t in range(8):
+        for a in range(6):
+            for b in range(6):
+                n5 = a if a < NONE else -1
+                n3 = b if b < NONE else -1
+                EXT[t, a, b] = _stem(X, X.mismatch_exterior, t, n5, n3)
+                MLS[t, a, b] = X.scalars[ML_INTERN] * _stem(X, X.mismatch_multi, t, n5, n3)
+                if a < NONE and b < NONE:
+                    CLO[t, a, b] = (X.scalars[ML_CLOSING] * X.scalars[ML_INTERN]
+                                    * _stem(X, X.mismatch_multi, E.RTYPE[t], a, b))
+    return EXT, MLS, CLO
+
+
+@njit(cache=True, nogil=True)
+def _neighbours(S, n):
+    """S5[i] = S[i-1] and S3[j] = S[j+1] inside the sequence, NONE past its ends."""
+    S5 = np.full(n + 2, NONE, dtype=np.int64)
+    S3 = np.full(n + 2, NONE, dtype=np.int64)
+    for k in range(2, n + 1):
+        S5[k] = S[k - 1]
+    for k in range(1, n):
+        S3[k] = S[k + 1]
+    return S5, S3
+
+
+@njit(cache=True, nogil=True)
+def _hairpin_tables(X, S, n):
+    """HP[u]: the size term of a hairpin of u unpaired (:func:`exp_hairpin`'s, extrapolated), and SPEC[i]: the
+    whole weight of a special tri-, tetra- or hexaloop closed at i (its length says which; -1 where none)."""
+    HP = np.zeros(n + 1)
+    kt = X.scalars[KT]
+    for u in range(n + 1):
+        if u <= MAXLOOP:
+            HP[u] = X.hairpin[u]
+        else:
+            HP[u] = X.hairpin[MAXLOOP] * math.exp(-(X.scalars[LXC] * math.log(u / 30.0)) * 10.0 / kt)
+    SPEC = np.full((n + 2, 7), -1.0)
+    for i in range(1, n + 1):
+        if i + 4 <= n:
+            k = _special(S, i, X.tri_seq)
+            if k >= 0:
+                SPEC[i, 3] = X.tri[k]
+        if i + 5 <= n:
+            k = _special(S, i, X.tetra_seq)
+            if k >= 0:
+                SPEC[i, 4] = X.tetra[k]
+        if i + 7 <= n:
+            k = _special(S, i, X.hexa_seq)
+            if k >= 0:
+                SPEC[i, 6] = X.hexa[k]
+    return HP, SPEC
+
+
 FAST = {"reassoc", "contract", "nsz", "arcp"}     # sums in any order (vectorised); inf and NaN kept
 
 
@@ -427,6 +491,10 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
     au = _terminal_au(X)
     mlb = X.scalars[ML_BASE]
     GS = _generic_weights(X)
+    EXT, MLS, CLO = _stem_tables(X)
+    S5, S3 = _neighbours(S, n)
+    HP, SPEC = _hairpin_tables(X, S, n)
+    mmH = X.mismatch_hairpin
     B = np.zeros(n + 2)         # B[k]: ML base weight and scale of the unpaired stretch i .. k-1 (row i's)
     for i in range(n, 0, -1):
         B[i] = 1.0
@@ -438,7 +506,14 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
             t = ptype[i, j]
             qb = 0.0
             if t:
-                qb = exp_hairpin(X, S, i, j, t) * _stretch(L, i, j)
+                u = j - i - 1                                                   # the hairpin (exp_hairpin)
+                w = SPEC[i, u] if u <= 6 else -1.0
+                if w < 0.0:
+                    if u == 3:
+                        w = HP[3] * au[t]
+                    else:
+                        w = HP[u] * mmH[t, S[i + 1], S[j - 1]]
+                qb = w * _stretch(L, i, j)
                 si1 = S[i + 1]
                 sj1 = S[j - 1]
                 rt = RT[t]
@@ -506,12 +581,12 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                 acc = 0.0
                 for k in range(i + TURN + 3, j - TURN - 1):
                     acc += M[i + 1, k - 1] * M1[j - 1, k]
-                qb += acc * exp_ml_closing(X, S, i, j, t) * sli[0] * srj[0]
+                qb += acc * CLO[t, S[j - 1], S[i + 1]] * sli[0] * srj[0]
                 A[i, j] = qb
                 QI[i, j] = qb * mmI[RT[t], S[j + 1], S[i - 1]]
             m1 = M1[i, j - 1] * mlb * srj[0] if j - 1 > i else 0.0
             if t:
-                m1 += qb * exp_ml_stem(X, S, n, i, j, t)
+                m1 += qb * MLS[t, S5[i], S3[j]]
             M1[i, j] = m1
             M1[j, i] = m1
             m = M1[j, i]
@@ -529,7 +604,7 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
         for i in range(1, j - TURN):
             t = ptype[i, j]
             if t:
-                q += Q5[i - 1] * A[i, j] * exp_ext_stem(X, S, n, i, j, t)
+                q += Q5[i - 1] * A[i, j] * EXT[t, S5[i], S3[j]]
         Q5[j] = q
     Q3 = np.zeros(n + 2)
     Q3[n + 1] = 1.0
@@ -538,7 +613,7 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
         for j in range(i + TURN + 1, n + 1):
             t = ptype[i, j]
             if t:
-                q += A[i, j] * exp_ext_stem(X, S, n, i, j, t) * Q3[j + 1]
+                q += A[i, j] * EXT[t, S5[i], S3[j]] * Q3[j + 1]
         Q3[i] = q
     return Q5, Q3, Q5[n], n
 
@@ -557,6 +632,8 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
     mlb = X.scalars[ML_BASE]
     Z = Q5[n]
     GS = _generic_weights(X)
+    EXT, MLS, CLO = _stem_tables(X)
+    S5, S3 = _neighbours(S, n)
     C = np.zeros(n + 2)         # C[h]: ML base weight and scale of the unpaired stretch h .. i-1 (row i's)
     for i in range(1, n + 1):
         C[i] = 1.0
@@ -586,8 +663,8 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
             if t == 0:
                 continue
             # QBout[i, j]: the exterior loop, a multiloop branch, the inner pair of a stack, bulge or interior loop
-            ob = Q5[i - 1] * exp_ext_stem(X, S, n, i, j, t) * Q3[j + 1]
-            ob += o1 * exp_ml_stem(X, S, n, i, j, t)
+            ob = Q5[i - 1] * EXT[t, S5[i], S3[j]] * Q3[j + 1]
+            ob += o1 * MLS[t, S5[i], S3[j]]
             t2 = RT[t]
             sp1 = S[i - 1]
             sq1 = S[j + 1]
@@ -667,7 +744,7 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
             ob += gen * mmI[t2, sq1, sp1]
             A[j, i] = ob
             OI[i, j] = ob * mmI[t, S[i + 1], S[j - 1]]
-            x = ob * exp_ml_closing(X, S, i, j, t) * SL[i, 0] * SR[j, 0]
+            x = ob * CLO[t, S[j - 1], S[i + 1]] * SL[i, 0] * SR[j, 0]
             XM[i, j] = x
             XM[j, i] = x
             O1[j, i] = A[i, j] * ob / Z
