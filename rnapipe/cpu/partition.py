@@ -641,23 +641,18 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
             C[h] = C[h + 1] * mlb * SL[h, 0]
         for j in range(n, i, -1):
             # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
+            # (one sweep: XM's row 0 and column n+1 are 0)
             mo = 0.0
             for l in range(j + 1 + TURN, n + 1):
-                mo += MO[i, l] * M1[j + 1, l]
-            if i > 1:
-                for l in range(j + 2 + TURN, n + 1):
-                    mo += XM[i - 1, l] * M1[j + 1, l - 1]
+                mo += (MO[i, l] + XM[i - 1, l + 1]) * M1[j + 1, l]
             MO[i, j] = mo
             MO[j, i] = mo
             # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
             # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
-            o1 = mo
-            if j < n:
-                o1 += O1[i, j + 1] * mlb * SR[j + 1, 0]
-                for h in range(1, i - 1):
-                    o1 += XM[j + 1, h] * M[i - 1, h + 1]
+            # (one sweep: XM's row n+1 and column 0 are 0, so is O1's column n+1)
+            o1 = mo + O1[i, j + 1] * mlb * SR[j + 1, 0]
             for h in range(1, i):
-                o1 += MO[j, h] * (M[i - 1, h] + C[h])
+                o1 += M[i - 1, h] * (MO[j, h] + XM[j + 1, h - 1]) + MO[j, h] * C[h]
             O1[i, j] = o1
             t = ptype[i, j]
             if t == 0:
