@@ -93,6 +93,7 @@ BIG = 1e280                         # a scaled cell above this restarts the fold
 SMALL = 1e-280                      # a scaled Z below this restarts it with a smaller one
 TRIES = 24
 THRESHOLD = 1e-5                    # the default lowest probability of the sparse pair lists
+ROWS = 16                           # rows filled together (see _inside)
 
 # ExpTables.scalars
 ML_BASE, ML_CLOSING, ML_INTERN, TERM_AU, KT, LXC = range(6)
@@ -495,108 +496,117 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
     S5, S3 = _neighbours(S, n)
     HP, SPEC = _hairpin_tables(X, S, n)
     mmH = X.mismatch_hairpin
-    B = np.zeros(n + 2)         # B[k]: ML base weight and scale of the unpaired stretch i .. k-1 (row i's)
-    for i in range(n, 0, -1):
-        B[i] = 1.0
-        for k in range(i + 1, n + 1):
-            B[k] = B[k - 1] * mlb * SL[k - 1, 0]
-        sli = SL[i]
-        for j in range(i + 1, n + 1):
+    # Rows in blocks of ROWS, j outermost within a block and i downwards within a j (the MFE engine's order,
+    # the same dependencies as row by row): the row of M1 that the multiloop sweeps read at column j is read
+    # by ROWS rows while it is in cache. BB[r, k]: ML base weight and scale of the unpaired stretch i .. k-1
+    # for the block's row i = i0 - r.
+    BB = np.zeros((ROWS, n + 2))
+    for i0 in range(n, 0, -ROWS):
+        ilo = max(1, i0 - ROWS + 1)
+        for i in range(i0, ilo - 1, -1):
+            B = BB[i0 - i]
+            B[i] = 1.0
+            for k in range(i + 1, n + 1):
+                B[k] = B[k - 1] * mlb * SL[k - 1, 0]
+        for j in range(ilo + 1, n + 1):
             srj = SR[j]
-            t = ptype[i, j]
-            qb = 0.0
-            if t:
-                u = j - i - 1                                                   # the hairpin (exp_hairpin)
-                w = SPEC[i, u] if u <= 6 else -1.0
-                if w < 0.0:
-                    if u == 3:
-                        w = HP[3] * au[t]
-                    else:
-                        w = HP[u] * mmH[t, S[i + 1], S[j - 1]]
-                qb = w * _stretch(L, i, j)
-                si1 = S[i + 1]
-                sj1 = S[j - 1]
-                rt = RT[t]
-                # generic loops (u1, u2 >= 2): one sum per u1 over a row of QI
-                acc = 0.0
-                for p in range(i + 3, min(i + MAXLOOP - 1, j - TURN - 4) + 1):
-                    u1 = p - i - 1
-                    g = GS[u1]
-                    row = 0.0
-                    for q in range(max(p + TURN + 1, j - 1 - (MAXLOOP - u1)), j - 2):
-                        row += QI[p, q] * g[j - 1 - q] * srj[j - 1 - q]
-                    acc += row * sli[u1]
-                qb += acc * mmI[t, si1, sj1]
-                # the others, each with its own table (vrna_exp_E_internal's cases); ptype is 0 below the
-                # diagonal and within TURN of it, so a loop that does not fit finds no inner pair
-                t2 = ptype[i + 1, j - 1]                                        # stack
-                if t2:
-                    qb += stack[t, RT[t2]] * A[i + 1, j - 1] * sli[0] * srj[0]
-                w = bulge[1]                                                    # bulges of 1
-                t2 = ptype[i + 2, j - 1]
-                if t2:
-                    qb += w * stack[t, RT[t2]] * A[i + 2, j - 1] * sli[1] * srj[0]
-                t2 = ptype[i + 1, j - 2]
-                if t2:
-                    qb += w * stack[t, RT[t2]] * A[i + 1, j - 2] * sli[0] * srj[1]
-                for u in range(2, min(MAXLOOP, j - i - TURN - 3) + 1):          # bulges of 2 or more
-                    w = bulge[u] * au[t]
-                    t2 = ptype[i + 1 + u, j - 1]
+            for i in range(min(i0, j - 1), ilo - 1, -1):
+                B = BB[i0 - i]
+                sli = SL[i]
+                t = ptype[i, j]
+                qb = 0.0
+                if t:
+                    u = j - i - 1                                                   # the hairpin (exp_hairpin)
+                    w = SPEC[i, u] if u <= 6 else -1.0
+                    if w < 0.0:
+                        if u == 3:
+                            w = HP[3] * au[t]
+                        else:
+                            w = HP[u] * mmH[t, S[i + 1], S[j - 1]]
+                    qb = w * _stretch(L, i, j)
+                    si1 = S[i + 1]
+                    sj1 = S[j - 1]
+                    rt = RT[t]
+                    # generic loops (u1, u2 >= 2): one sum per u1 over a row of QI
+                    acc = 0.0
+                    for p in range(i + 3, min(i + MAXLOOP - 1, j - TURN - 4) + 1):
+                        u1 = p - i - 1
+                        g = GS[u1]
+                        row = 0.0
+                        for q in range(max(p + TURN + 1, j - 1 - (MAXLOOP - u1)), j - 2):
+                            row += QI[p, q] * g[j - 1 - q] * srj[j - 1 - q]
+                        acc += row * sli[u1]
+                    qb += acc * mmI[t, si1, sj1]
+                    # the others, each with its own table (vrna_exp_E_internal's cases); ptype is 0 below the
+                    # diagonal and within TURN of it, so a loop that does not fit finds no inner pair
+                    t2 = ptype[i + 1, j - 1]                                        # stack
                     if t2:
-                        qb += w * au[t2] * A[i + 1 + u, j - 1] * sli[u] * srj[0]
-                    t2 = ptype[i + 1, j - 1 - u]
+                        qb += stack[t, RT[t2]] * A[i + 1, j - 1] * sli[0] * srj[0]
+                    w = bulge[1]                                                    # bulges of 1
+                    t2 = ptype[i + 2, j - 1]
                     if t2:
-                        qb += w * au[t2] * A[i + 1, j - 1 - u] * sli[0] * srj[u]
-                t2 = ptype[i + 2, j - 2]                                        # 1x1
-                if t2:
-                    qb += int11[t, RT[t2], si1, sj1] * A[i + 2, j - 2] * sli[1] * srj[1]
-                t2 = ptype[i + 2, j - 3]                                        # 1x2
-                if t2:
-                    qb += int21[t, RT[t2], si1, S[j - 2], sj1] * A[i + 2, j - 3] * sli[1] * srj[2]
-                t2 = ptype[i + 3, j - 2]                                        # 2x1
-                if t2:
-                    qb += int21[RT[t2], t, S[j - 1], si1, S[i + 2]] * A[i + 3, j - 2] * sli[2] * srj[1]
-                t2 = ptype[i + 3, j - 3]                                        # 2x2
-                if t2:
-                    qb += int22[t, RT[t2], si1, S[i + 2], S[j - 2], sj1] * A[i + 3, j - 3] * sli[2] * srj[2]
-                w = interior[5] * ninio[1] * mm23[t, si1, sj1]                  # 2x3, 3x2
-                t2 = ptype[i + 3, j - 4]
-                if t2:
-                    qb += w * mm23[RT[t2], S[j - 3], S[i + 2]] * A[i + 3, j - 4] * sli[2] * srj[3]
-                t2 = ptype[i + 4, j - 3]
-                if t2:
-                    qb += w * mm23[RT[t2], S[j - 2], S[i + 3]] * A[i + 4, j - 3] * sli[3] * srj[2]
-                m1n = mm1n[t, si1, sj1]                                         # 1xn, nx1 (n >= 3)
-                for u in range(3, min(MAXLOOP - 1, j - i - TURN - 4) + 1):
-                    w = interior[u + 1] * ninio[u - 1] * m1n
-                    q = j - 1 - u
-                    t2 = ptype[i + 2, q]
+                        qb += w * stack[t, RT[t2]] * A[i + 2, j - 1] * sli[1] * srj[0]
+                    t2 = ptype[i + 1, j - 2]
                     if t2:
-                        qb += w * mm1n[RT[t2], S[q + 1], S[i + 1]] * A[i + 2, q] * sli[1] * srj[u]
-                    p = i + 1 + u
-                    t2 = ptype[p, j - 2]
+                        qb += w * stack[t, RT[t2]] * A[i + 1, j - 2] * sli[0] * srj[1]
+                    for u in range(2, min(MAXLOOP, j - i - TURN - 3) + 1):          # bulges of 2 or more
+                        w = bulge[u] * au[t]
+                        t2 = ptype[i + 1 + u, j - 1]
+                        if t2:
+                            qb += w * au[t2] * A[i + 1 + u, j - 1] * sli[u] * srj[0]
+                        t2 = ptype[i + 1, j - 1 - u]
+                        if t2:
+                            qb += w * au[t2] * A[i + 1, j - 1 - u] * sli[0] * srj[u]
+                    t2 = ptype[i + 2, j - 2]                                        # 1x1
                     if t2:
-                        qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2] * sli[u] * srj[1]
-                # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
-                acc = 0.0
-                for k in range(i + TURN + 3, j - TURN - 1):
-                    acc += M[i + 1, k - 1] * M1[j - 1, k]
-                qb += acc * CLO[t, S[j - 1], S[i + 1]] * sli[0] * srj[0]
-                A[i, j] = qb
-                QI[i, j] = qb * mmI[RT[t], S[j + 1], S[i - 1]]
-            m1 = M1[i, j - 1] * mlb * srj[0] if j - 1 > i else 0.0
-            if t:
-                m1 += qb * MLS[t, S5[i], S3[j]]
-            M1[i, j] = m1
-            M1[j, i] = m1
-            m = M1[j, i]
-            for k in range(i + 1, j - TURN):
-                m += (M[i, k - 1] + B[k]) * M1[j, k]
-            M[i, j] = m
-            M[j, i] = m
-            big = max(qb, m)
-            if big > BIG:
-                return np.zeros(0), np.zeros(0), big, j - i + 1
+                        qb += int11[t, RT[t2], si1, sj1] * A[i + 2, j - 2] * sli[1] * srj[1]
+                    t2 = ptype[i + 2, j - 3]                                        # 1x2
+                    if t2:
+                        qb += int21[t, RT[t2], si1, S[j - 2], sj1] * A[i + 2, j - 3] * sli[1] * srj[2]
+                    t2 = ptype[i + 3, j - 2]                                        # 2x1
+                    if t2:
+                        qb += int21[RT[t2], t, S[j - 1], si1, S[i + 2]] * A[i + 3, j - 2] * sli[2] * srj[1]
+                    t2 = ptype[i + 3, j - 3]                                        # 2x2
+                    if t2:
+                        qb += int22[t, RT[t2], si1, S[i + 2], S[j - 2], sj1] * A[i + 3, j - 3] * sli[2] * srj[2]
+                    w = interior[5] * ninio[1] * mm23[t, si1, sj1]                  # 2x3, 3x2
+                    t2 = ptype[i + 3, j - 4]
+                    if t2:
+                        qb += w * mm23[RT[t2], S[j - 3], S[i + 2]] * A[i + 3, j - 4] * sli[2] * srj[3]
+                    t2 = ptype[i + 4, j - 3]
+                    if t2:
+                        qb += w * mm23[RT[t2], S[j - 2], S[i + 3]] * A[i + 4, j - 3] * sli[3] * srj[2]
+                    m1n = mm1n[t, si1, sj1]                                         # 1xn, nx1 (n >= 3)
+                    for u in range(3, min(MAXLOOP - 1, j - i - TURN - 4) + 1):
+                        w = interior[u + 1] * ninio[u - 1] * m1n
+                        q = j - 1 - u
+                        t2 = ptype[i + 2, q]
+                        if t2:
+                            qb += w * mm1n[RT[t2], S[q + 1], S[i + 1]] * A[i + 2, q] * sli[1] * srj[u]
+                        p = i + 1 + u
+                        t2 = ptype[p, j - 2]
+                        if t2:
+                            qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2] * sli[u] * srj[1]
+                    # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
+                    acc = 0.0
+                    for k in range(i + TURN + 3, j - TURN - 1):
+                        acc += M[i + 1, k - 1] * M1[j - 1, k]
+                    qb += acc * CLO[t, S[j - 1], S[i + 1]] * sli[0] * srj[0]
+                    A[i, j] = qb
+                    QI[i, j] = qb * mmI[RT[t], S[j + 1], S[i - 1]]
+                m1 = M1[i, j - 1] * mlb * srj[0] if j - 1 > i else 0.0
+                if t:
+                    m1 += qb * MLS[t, S5[i], S3[j]]
+                M1[i, j] = m1
+                M1[j, i] = m1
+                m = M1[j, i]
+                for k in range(i + 1, j - TURN):
+                    m += (M[i, k - 1] + B[k]) * M1[j, k]
+                M[i, j] = m
+                M[j, i] = m
+                big = max(qb, m)
+                if big > BIG:
+                    return np.zeros(0), np.zeros(0), big, j - i + 1
     Q5 = np.zeros(n + 2)
     Q5[0] = 1.0
     for j in range(1, n + 1):
@@ -634,115 +644,123 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
     GS = _generic_weights(X)
     EXT, MLS, CLO = _stem_tables(X)
     S5, S3 = _neighbours(S, n)
-    C = np.zeros(n + 2)         # C[h]: ML base weight and scale of the unpaired stretch h .. i-1 (row i's)
-    for i in range(1, n + 1):
-        C[i] = 1.0
-        for h in range(i - 1, 0, -1):
-            C[h] = C[h + 1] * mlb * SL[h, 0]
-        for j in range(n, i, -1):
-            # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
-            # (one sweep: XM's row 0 and column n+1 are 0)
-            mo = 0.0
-            for l in range(j + 1 + TURN, n + 1):
-                mo += (MO[i, l] + XM[i - 1, l + 1]) * M1[j + 1, l]
-            MO[i, j] = mo
-            MO[j, i] = mo
-            # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
-            # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
-            # (one sweep: XM's row n+1 and column 0 are 0, so is O1's column n+1)
-            o1 = mo + O1[i, j + 1] * mlb * SR[j + 1, 0]
-            for h in range(1, i):
-                o1 += M[i - 1, h] * (MO[j, h] + XM[j + 1, h - 1]) + MO[j, h] * C[h]
-            O1[i, j] = o1
-            t = ptype[i, j]
-            if t == 0:
-                continue
-            # QBout[i, j]: the exterior loop, a multiloop branch, the inner pair of a stack, bulge or interior loop
-            ob = Q5[i - 1] * EXT[t, S5[i], S3[j]] * Q3[j + 1]
-            ob += o1 * MLS[t, S5[i], S3[j]]
-            t2 = RT[t]
-            sp1 = S[i - 1]
-            sq1 = S[j + 1]
-            gen = 0.0
-            slj = SL[j + 1]
-            for h in range(max(1, i - MAXLOOP + 1), i - 2):                 # generic loops: a row of OI each
-                u1 = i - h - 1
-                g = GS[u1]
-                row = 0.0
-                for l in range(j + 3, min(n, j + 1 + MAXLOOP - u1) + 1):
-                    row += OI[h, l] * g[l - j - 1] * slj[l - j - 1]
-                gen += row * SL[h, u1]
-            # the others, as in _inside with the enclosing pair h·l (type th) and i·j inside; QBout[h, l] is
-            # A[l, h], and positions outside 1..n have ptype 0 (the padding rows and columns)
-            h = i - 1
-            l = j + 1
-            th = ptype[h, l]                                                # stack
-            if th:
-                ob += stack[th, t2] * A[l, h] * SL[h, 0] * slj[0]
-            w = bulge[1]                                                    # bulges of 1
-            if i > 2:
-                th = ptype[i - 2, j + 1]
+    # Rows in blocks of ROWS as in _inside (j outermost, downwards, and i upwards within a j: a cell needs the
+    # rows above it at its own column and beyond). CB[r, h]: ML base weight and scale of the unpaired stretch
+    # h .. i-1 for the block's row i = i0 + r.
+    CB = np.zeros((ROWS, n + 2))
+    for i0 in range(1, n + 1, ROWS):
+        ihi = min(n, i0 + ROWS - 1)
+        for i in range(i0, ihi + 1):
+            C = CB[i - i0]
+            C[i] = 1.0
+            for h in range(i - 1, 0, -1):
+                C[h] = C[h + 1] * mlb * SL[h, 0]
+        for j in range(n, i0, -1):
+            for i in range(i0, min(ihi, j - 1) + 1):
+                C = CB[i - i0]
+                # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
+                # (one sweep: XM's row 0 and column n+1 are 0)
+                mo = 0.0
+                for l in range(j + 1 + TURN, n + 1):
+                    mo += (MO[i, l] + XM[i - 1, l + 1]) * M1[j + 1, l]
+                MO[i, j] = mo
+                MO[j, i] = mo
+                # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
+                # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
+                # (one sweep: XM's row n+1 and column 0 are 0, so is O1's column n+1)
+                o1 = mo + O1[i, j + 1] * mlb * SR[j + 1, 0]
+                for h in range(1, i):
+                    o1 += M[i - 1, h] * (MO[j, h] + XM[j + 1, h - 1]) + MO[j, h] * C[h]
+                O1[i, j] = o1
+                t = ptype[i, j]
+                if t == 0:
+                    continue
+                # QBout[i, j]: the exterior loop, a multiloop branch, the inner pair of a stack, bulge or interior loop
+                ob = Q5[i - 1] * EXT[t, S5[i], S3[j]] * Q3[j + 1]
+                ob += o1 * MLS[t, S5[i], S3[j]]
+                t2 = RT[t]
+                sp1 = S[i - 1]
+                sq1 = S[j + 1]
+                gen = 0.0
+                slj = SL[j + 1]
+                for h in range(max(1, i - MAXLOOP + 1), i - 2):                 # generic loops: a row of OI each
+                    u1 = i - h - 1
+                    g = GS[u1]
+                    row = 0.0
+                    for l in range(j + 3, min(n, j + 1 + MAXLOOP - u1) + 1):
+                        row += OI[h, l] * g[l - j - 1] * slj[l - j - 1]
+                    gen += row * SL[h, u1]
+                # the others, as in _inside with the enclosing pair h·l (type th) and i·j inside; QBout[h, l] is
+                # A[l, h], and positions outside 1..n have ptype 0 (the padding rows and columns)
+                h = i - 1
+                l = j + 1
+                th = ptype[h, l]                                                # stack
                 if th:
-                    ob += w * stack[th, t2] * A[j + 1, i - 2] * SL[i - 2, 1] * slj[0]
-            th = ptype[i - 1, j + 2] if j + 2 <= n else 0
-            if th:
-                ob += w * stack[th, t2] * A[j + 2, i - 1] * SL[i - 1, 0] * slj[1]
-            for u in range(2, MAXLOOP + 1):                                 # bulges of 2 or more
-                w = bulge[u] * au[t]
-                if i - 1 - u >= 1:
-                    th = ptype[i - 1 - u, j + 1]
+                    ob += stack[th, t2] * A[l, h] * SL[h, 0] * slj[0]
+                w = bulge[1]                                                    # bulges of 1
+                if i > 2:
+                    th = ptype[i - 2, j + 1]
                     if th:
-                        ob += w * au[th] * A[j + 1, i - 1 - u] * SL[i - 1 - u, u] * slj[0]
-                if j + 1 + u <= n:
-                    th = ptype[i - 1, j + 1 + u]
+                        ob += w * stack[th, t2] * A[j + 1, i - 2] * SL[i - 2, 1] * slj[0]
+                th = ptype[i - 1, j + 2] if j + 2 <= n else 0
+                if th:
+                    ob += w * stack[th, t2] * A[j + 2, i - 1] * SL[i - 1, 0] * slj[1]
+                for u in range(2, MAXLOOP + 1):                                 # bulges of 2 or more
+                    w = bulge[u] * au[t]
+                    if i - 1 - u >= 1:
+                        th = ptype[i - 1 - u, j + 1]
+                        if th:
+                            ob += w * au[th] * A[j + 1, i - 1 - u] * SL[i - 1 - u, u] * slj[0]
+                    if j + 1 + u <= n:
+                        th = ptype[i - 1, j + 1 + u]
+                        if th:
+                            ob += w * au[th] * A[j + 1 + u, i - 1] * SL[i - 1, 0] * slj[u]
+                if i > 2 and j + 2 <= n:
+                    th = ptype[i - 2, j + 2]                                    # 1x1
                     if th:
-                        ob += w * au[th] * A[j + 1 + u, i - 1] * SL[i - 1, 0] * slj[u]
-            if i > 2 and j + 2 <= n:
-                th = ptype[i - 2, j + 2]                                    # 1x1
-                if th:
-                    ob += int11[th, t2, S[i - 1], S[j + 1]] * A[j + 2, i - 2] * SL[i - 2, 1] * slj[1]
-            if i > 2 and j + 3 <= n:
-                th = ptype[i - 2, j + 3]                                    # 1x2
-                if th:
-                    ob += int21[th, t2, S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 2] * SL[i - 2, 1] * slj[2]
-            if i > 3 and j + 2 <= n:
-                th = ptype[i - 3, j + 2]                                    # 2x1
-                if th:
-                    ob += int21[t2, th, S[j + 1], S[i - 2], S[i - 1]] * A[j + 2, i - 3] * SL[i - 3, 2] * slj[1]
-            if i > 3 and j + 3 <= n:
-                th = ptype[i - 3, j + 3]                                    # 2x2
-                if th:
-                    ob += (int22[th, t2, S[i - 2], S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 3] * SL[i - 3, 2]
-                           * slj[2])
-            w = interior[5] * ninio[1] * mm23[t2, sq1, sp1]                 # 2x3, 3x2
-            if i > 3 and j + 4 <= n:
-                th = ptype[i - 3, j + 4]
-                if th:
-                    ob += w * mm23[th, S[i - 2], S[j + 3]] * A[j + 4, i - 3] * SL[i - 3, 2] * slj[3]
-            if i > 4 and j + 3 <= n:
-                th = ptype[i - 4, j + 3]
-                if th:
-                    ob += w * mm23[th, S[i - 3], S[j + 2]] * A[j + 3, i - 4] * SL[i - 4, 3] * slj[2]
-            m1n = mm1n[t2, sq1, sp1]                                        # 1xn, nx1 (n >= 3)
-            for u in range(3, MAXLOOP):
-                w = interior[u + 1] * ninio[u - 1] * m1n
-                if i > 2 and j + 1 + u <= n:                                # h = i - 2, l = j + 1 + u
-                    l = j + 1 + u
-                    th = ptype[i - 2, l]
+                        ob += int11[th, t2, S[i - 1], S[j + 1]] * A[j + 2, i - 2] * SL[i - 2, 1] * slj[1]
+                if i > 2 and j + 3 <= n:
+                    th = ptype[i - 2, j + 3]                                    # 1x2
                     if th:
-                        ob += w * mm1n[th, S[i - 1], S[l - 1]] * A[l, i - 2] * SL[i - 2, 1] * slj[u]
-                if i - 1 - u >= 1 and j + 2 <= n:                           # h = i - 1 - u, l = j + 2
-                    h = i - 1 - u
-                    th = ptype[h, j + 2]
+                        ob += int21[th, t2, S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 2] * SL[i - 2, 1] * slj[2]
+                if i > 3 and j + 2 <= n:
+                    th = ptype[i - 3, j + 2]                                    # 2x1
                     if th:
-                        ob += w * mm1n[th, S[h + 1], S[j + 1]] * A[j + 2, h] * SL[h, u] * slj[1]
-            ob += gen * mmI[t2, sq1, sp1]
-            A[j, i] = ob
-            OI[i, j] = ob * mmI[t, S[i + 1], S[j - 1]]
-            x = ob * CLO[t, S[j - 1], S[i + 1]] * SL[i, 0] * SR[j, 0]
-            XM[i, j] = x
-            XM[j, i] = x
-            O1[j, i] = A[i, j] * ob / Z
+                        ob += int21[t2, th, S[j + 1], S[i - 2], S[i - 1]] * A[j + 2, i - 3] * SL[i - 3, 2] * slj[1]
+                if i > 3 and j + 3 <= n:
+                    th = ptype[i - 3, j + 3]                                    # 2x2
+                    if th:
+                        ob += (int22[th, t2, S[i - 2], S[i - 1], S[j + 1], S[j + 2]] * A[j + 3, i - 3] * SL[i - 3, 2]
+                               * slj[2])
+                w = interior[5] * ninio[1] * mm23[t2, sq1, sp1]                 # 2x3, 3x2
+                if i > 3 and j + 4 <= n:
+                    th = ptype[i - 3, j + 4]
+                    if th:
+                        ob += w * mm23[th, S[i - 2], S[j + 3]] * A[j + 4, i - 3] * SL[i - 3, 2] * slj[3]
+                if i > 4 and j + 3 <= n:
+                    th = ptype[i - 4, j + 3]
+                    if th:
+                        ob += w * mm23[th, S[i - 3], S[j + 2]] * A[j + 3, i - 4] * SL[i - 4, 3] * slj[2]
+                m1n = mm1n[t2, sq1, sp1]                                        # 1xn, nx1 (n >= 3)
+                for u in range(3, MAXLOOP):
+                    w = interior[u + 1] * ninio[u - 1] * m1n
+                    if i > 2 and j + 1 + u <= n:                                # h = i - 2, l = j + 1 + u
+                        l = j + 1 + u
+                        th = ptype[i - 2, l]
+                        if th:
+                            ob += w * mm1n[th, S[i - 1], S[l - 1]] * A[l, i - 2] * SL[i - 2, 1] * slj[u]
+                    if i - 1 - u >= 1 and j + 2 <= n:                           # h = i - 1 - u, l = j + 2
+                        h = i - 1 - u
+                        th = ptype[h, j + 2]
+                        if th:
+                            ob += w * mm1n[th, S[h + 1], S[j + 1]] * A[j + 2, h] * SL[h, u] * slj[1]
+                ob += gen * mmI[t2, sq1, sp1]
+                A[j, i] = ob
+                OI[i, j] = ob * mmI[t, S[i + 1], S[j - 1]]
+                x = ob * CLO[t, S[j - 1], S[i + 1]] * SL[i, 0] * SR[j, 0]
+                XM[i, j] = x
+                XM[j, i] = x
+                O1[j, i] = A[i, j] * ob / Z
 
 
 @njit(cache=True, nogil=True)
