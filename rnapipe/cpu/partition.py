@@ -492,6 +492,8 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
     au = _terminal_au(X)
     mlb = X.scalars[ML_BASE]
     GS = _generic_weights(X)
+    GR = np.ascontiguousarray(GS[:, ::-1])          # the sweeps run with q ascending, u2 descending
+    SRR = np.ascontiguousarray(SR[:, ::-1])
     EXT, MLS, CLO = _stem_tables(X)
     S5, S3 = _neighbours(S, n)
     HP, SPEC = _hairpin_tables(X, S, n)
@@ -531,10 +533,13 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                     acc = 0.0
                     for p in range(i + 3, min(i + MAXLOOP - 1, j - TURN - 4) + 1):
                         u1 = p - i - 1
-                        g = GS[u1]
+                        q0 = max(p + TURN + 1, j - 1 - (MAXLOOP - u1))     # u2 = j-1-q0 .. 2, descending
+                        rq = QI[p, q0:j - 2]
+                        rg = GR[u1, MAXLOOP + 1 - (j - q0):MAXLOOP - 1]
+                        rs = SRR[j, MAXLOOP + 2 - (j - q0):MAXLOOP]
                         row = 0.0
-                        for q in range(max(p + TURN + 1, j - 1 - (MAXLOOP - u1)), j - 2):
-                            row += QI[p, q] * g[j - 1 - q] * srj[j - 1 - q]
+                        for m in range(rq.shape[0]):
+                            row += rq[m] * rg[m] * rs[m]
                         acc += row * sli[u1]
                     qb += acc * mmI[t, si1, sj1]
                     # the others, each with its own table (vrna_exp_E_internal's cases); ptype is 0 below the
@@ -588,9 +593,11 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                         if t2:
                             qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2] * sli[u] * srj[1]
                     # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
+                    ra = M[i + 1, i + TURN + 2:j - TURN - 2]
+                    rb = M1[j - 1, i + TURN + 3:j - TURN - 1]
                     acc = 0.0
-                    for k in range(i + TURN + 3, j - TURN - 1):
-                        acc += M[i + 1, k - 1] * M1[j - 1, k]
+                    for m in range(ra.shape[0]):
+                        acc += ra[m] * rb[m]
                     qb += acc * CLO[t, S[j - 1], S[i + 1]] * sli[0] * srj[0]
                     A[i, j] = qb
                     QI[i, j] = qb * mmI[RT[t], S[j + 1], S[i - 1]]
@@ -599,9 +606,12 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                     m1 += qb * MLS[t, S5[i], S3[j]]
                 M1[i, j] = m1
                 M1[j, i] = m1
+                ra = M[i, i:j - TURN - 1]
+                rb = B[i + 1:j - TURN]
+                rc = M1[j, i + 1:j - TURN]
                 m = M1[j, i]
-                for k in range(i + 1, j - TURN):
-                    m += (M[i, k - 1] + B[k]) * M1[j, k]
+                for k in range(ra.shape[0]):
+                    m += (ra[k] + rb[k]) * rc[k]
                 M[i, j] = m
                 M[j, i] = m
                 big = max(qb, m)
@@ -660,17 +670,24 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
                 C = CB[i - i0]
                 # QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l] ..., and QB[i-1, l] = Mc ... QM[i, j] QM1[j+1, l-1]
                 # (one sweep: XM's row 0 and column n+1 are 0)
+                ra = MO[i, j + 1 + TURN:n + 1]
+                rb = XM[i - 1, j + 2 + TURN:n + 2]
+                rc = M1[j + 1, j + 1 + TURN:n + 1]
                 mo = 0.0
-                for l in range(j + 1 + TURN, n + 1):
-                    mo += (MO[i, l] + XM[i - 1, l + 1]) * M1[j + 1, l]
+                for m in range(ra.shape[0]):
+                    mo += (ra[m] + rb[m]) * rc[m]
                 MO[i, j] = mo
                 MO[j, i] = mo
                 # QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h, j+1] = Mc ... QM[h+1, i-1] QM1[i, j];
                 # QM[h, j] = ... (QM[h, i-1] + b^(i-h)) QM1[i, j]
                 # (one sweep: XM's row n+1 and column 0 are 0, so is O1's column n+1)
                 o1 = mo + O1[i, j + 1] * mlb * SR[j + 1, 0]
-                for h in range(1, i):
-                    o1 += M[i - 1, h] * (MO[j, h] + XM[j + 1, h - 1]) + MO[j, h] * C[h]
+                ra = M[i - 1, 1:i]
+                rb = MO[j, 1:i]
+                rc = XM[j + 1, 0:i - 1]
+                rd = C[1:i]
+                for m in range(ra.shape[0]):
+                    o1 += ra[m] * (rb[m] + rc[m]) + rb[m] * rd[m]
                 O1[i, j] = o1
                 t = ptype[i, j]
                 if t == 0:
@@ -685,10 +702,12 @@ def _outside(X, S, n, ptype, L, SL, SR, A, M, M1, MO, XM, O1, OI, Q5, Q3):
                 slj = SL[j + 1]
                 for h in range(max(1, i - MAXLOOP + 1), i - 2):                 # generic loops: a row of OI each
                     u1 = i - h - 1
-                    g = GS[u1]
+                    ro = OI[h, j + 3:min(n, j + 1 + MAXLOOP - u1) + 1]     # u2 = 2, 3, ...
+                    rg = GS[u1, 2:]
+                    rs = slj[2:]
                     row = 0.0
-                    for l in range(j + 3, min(n, j + 1 + MAXLOOP - u1) + 1):
-                        row += OI[h, l] * g[l - j - 1] * slj[l - j - 1]
+                    for m in range(ro.shape[0]):
+                        row += ro[m] * rg[m] * rs[m]
                     gen += row * SL[h, u1]
                 # the others, as in _inside with the enclosing pair h·l (type th) and i·j inside; QBout[h, l] is
                 # A[l, h], and positions outside 1..n have ptype 0 (the padding rows and columns)
