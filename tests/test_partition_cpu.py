@@ -1,7 +1,7 @@
 """McCaskill's partition function on CPU (rnapipe.cpu.partition) against ViennaRNA's fold_compound.pf() and
 bpp() with the same model details: the ensemble free energy within 0.01 kcal/mol, every pair probability within
 1e-6 (the largest difference over the whole matrix is asserted), the unpaired probabilities, the centroid, its
-distance, the ensemble diversity and the MFE frequency; by brute force on tiny sequences; on a long sequence
+distance, the ensemble diversity, the MFE frequency and the MEA structure (gamma 1); by brute force on tiny sequences; on a long sequence
 without overflow; through the scale's restarts.
 
 ViennaRNA's own scale is ``exp_params_rescale(mfe)`` (RNAfold -p's), whose probabilities do not depend on it
@@ -64,6 +64,10 @@ def _compare(seqs, temperature, dangles, derived=False):
             assert abs(r.diversity - fc.mean_bp_distance()) < 1e-5, s
             assert round(r.mfe * 100) == round(fc.eval_structure(structure) * 100), s
             assert r.mfe_frequency == pytest.approx(fc.pr_structure(structure), rel=1e-4, abs=1e-12), s
+            mea, accuracy = fc.MEA()
+            assert r.mea == mea, s
+            # ViennaRNA's pair list holds single precision: its accuracy to about 1e-4
+            assert abs(r.mea_accuracy - accuracy) < 1e-3, s
     assert worst_g < 0.01, f"ensemble free energy differs by {worst_g} kcal/mol"
     assert worst_p < 1e-6, f"a pair probability differs by {worst_p}"
     return worst_g, worst_p

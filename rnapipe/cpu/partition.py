@@ -990,6 +990,148 @@ def _derived(Pm, n):
 
 
 @njit(cache=True, nogil=True)
+def _mea_enter(i, j, pair, Mi, pu, head, nxt, ci, ca, db):
+    """The start of ViennaRNA's ``mea_backtrack`` for [i, j]: with ``pair`` the pair i·j and M recomputed inside
+    it in place, then unpaired nucleotides off the 3' end while M allows. Returns the interval left and the
+    precision of the comparisons."""
+    if pair:
+        db[i - 1] = 40
+        db[j - 1] = 41
+        i += 1
+        j -= 1
+        Mi[i - 1] = 0.0
+        Mi[i] = pu[i]
+        for k in range(i + 1, j + 1):
+            Mi[k] = Mi[k - 1] + pu[k]
+            e = head[k]
+            while e >= 0 and ci[e] >= i:
+                Mi[k] = max(Mi[k], ca[e] + Mi[ci[e] - 1])
+                e = nxt[e]
+    prec = 2.220446049250313e-16 * Mi[j]
+    while j > i and Mi[j] <= Mi[j - 1] + pu[j] + prec:
+        db[j - 1] = 46
+        j -= 1
+    return i, j, prec
+
+
+@njit(cache=True, nogil=True)
+def _mea_backtrack(n, Mi, pu, head, nxt, ci, ca, db):
+    """ViennaRNA's recursive ``mea_backtrack`` (structures/mea.c) from [1, n], step for step, with a stack of
+    its frames (Numba's cache does not keep recursive functions): after the start (:func:`_mea_enter`), every
+    candidate of C[j] (pushed in order) whose value gives M[j] is followed: [i, k-1] first (if k > i + 3), then
+    the pair k·j; the candidates after it are still tried, on M as those calls left it, as there."""
+    FI = np.zeros(n + 8, dtype=np.int64)
+    FJ = np.zeros(n + 8, dtype=np.int64)
+    FE = np.zeros(n + 8, dtype=np.int64)
+    FS = np.zeros(n + 8, dtype=np.int64)
+    FP = np.zeros(n + 8)
+    i, j, prec = _mea_enter(1, n, False, Mi, pu, head, nxt, ci, ca, db)
+    FI[0], FJ[0], FE[0], FS[0], FP[0] = i, j, head[j], 1, prec
+    top = 1
+    while top > 0:
+        f = top - 1
+        i = FI[f]
+        j = FJ[f]
+        e = FE[f]
+        if FS[f] == 1:
+            if e < 0 or ci[e] < i:
+                top -= 1
+                continue
+            if Mi[j] <= ca[e] + Mi[ci[e] - 1] + FP[f]:
+                FS[f] = 2
+                if ci[e] > i + 3:
+                    a, b, prec = _mea_enter(i, ci[e] - 1, False, Mi, pu, head, nxt, ci, ca, db)
+                    FI[top], FJ[top], FE[top], FS[top], FP[top] = a, b, head[b], 1, prec
+                    top += 1
+            else:
+                FE[f] = nxt[e]
+        elif FS[f] == 2:
+            FS[f] = 3
+            a, b, prec = _mea_enter(ci[e], j, True, Mi, pu, head, nxt, ci, ca, db)
+            FI[top], FJ[top], FE[top], FS[top], FP[top] = a, b, head[b], 1, prec
+            top += 1
+        else:
+            FE[f] = nxt[e]
+            FS[f] = 1
+
+
+@njit(cache=True, nogil=True)
+def mea(Pm, n, gamma):
+    """The maximum expected accuracy structure and its expected accuracy, as ViennaRNA's ``MEA(gamma)``
+    (structures/mea.c): the pairs of probability at least 1e-4/(1 + gamma) (single precision, as its pair
+    list holds them), unpaired probabilities from those, pairs kept where 2·gamma·p exceeds their
+    nucleotides' unpaired probabilities, M[i, j] = max(M[i, j-1] + pu[j], M[i, k-1] + 2·gamma·p[k, j] + M[k+1,
+    j-1]) row by row from i = n down, and its backtracking, ties as it resolves them. ``Pm``: the
+    probabilities as :func:`fold_scaled` returns them (P[i, j] at [j, i])."""
+    cut = 1e-4 / (1.0 + gamma)
+    pu = np.ones(n + 2)
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            if Pm[j, i] >= cut:
+                x = np.float64(np.float32(Pm[j, i]))
+                pu[i] -= x
+                pu[j] -= x
+    # the pruned list in the DP's order: i descending, j ascending
+    count = 0
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            if Pm[j, i] >= cut:
+                x = np.float64(np.float32(Pm[j, i]))
+                if x * 2 * gamma > pu[i] + pu[j]:
+                    count += 1
+    LI = np.zeros(count + 1, dtype=np.int64)
+    LJ = np.zeros(count + 1, dtype=np.int64)
+    LP = np.zeros(count + 1)
+    k = 0
+    for i in range(n, 0, -1):
+        for j in range(i + 1, n + 1):
+            if Pm[j, i] >= cut:
+                x = np.float64(np.float32(Pm[j, i]))
+                if x * 2 * gamma > pu[i] + pu[j]:
+                    LI[k] = i
+                    LJ[k] = j
+                    LP[k] = x
+                    k += 1
+    # C[j]: (i, value) of the pairs i·j that were optimal when pushed, a linked list per j in push order
+    head = np.full(n + 2, -1, dtype=np.int64)
+    tail = np.full(n + 2, -1, dtype=np.int64)
+    nxt = np.full(count + 1, -1, dtype=np.int64)
+    ci = np.zeros(count + 1, dtype=np.int64)
+    ca = np.zeros(count + 1)
+    pushed = 0
+    Mi = np.zeros(n + 2)
+    Mi1 = np.zeros(n + 2)
+    pp = 0
+    for i in range(n, 0, -1):
+        Mi[i] = pu[i]
+        for j in range(i + 1, n + 1):
+            Mi[j] = Mi[j - 1] + pu[j]
+            e = head[j]
+            while e >= 0:
+                Mi[j] = max(Mi[j], ca[e] + Mi[ci[e] - 1])
+                e = nxt[e]
+            if LI[pp] == i and LJ[pp] == j:
+                ea = Mi1[j - 1] + 2 * gamma * LP[pp]
+                if Mi[j] < ea:
+                    Mi[j] = ea
+                    ci[pushed] = i
+                    ca[pushed] = ea
+                    if head[j] < 0:
+                        head[j] = pushed
+                    else:
+                        nxt[tail[j]] = pushed
+                    tail[j] = pushed
+                    pushed += 1
+                pp += 1
+        Mi, Mi1 = Mi1, Mi
+    value = Mi1[n] if n > 0 else 0.0
+    db = np.full(n, 46, dtype=np.uint8)
+    if n > 0:
+        _mea_backtrack(n, Mi1, pu, head, nxt, ci, ca, db)
+    return db, value
+
+
+@njit(cache=True, nogil=True)
 def fold_sparse(X, T, S, threshold):
     """One sequence start to end: the MFE (MFE engine, for the scale and the MFE frequency), the partition
     function, the sparse pairs and the derived values."""
@@ -997,14 +1139,16 @@ def fold_sparse(X, T, S, threshold):
     G, Pm, mfe = fold_codes(X, T, S)
     I, J, p, unpaired = _sparse(Pm, n, threshold)
     diversity, centroid, dist = _derived(Pm, n)
-    return G, mfe, I, J, p, unpaired, diversity, centroid, dist
+    mea_db, mea_value = mea(Pm, n, 1.0)
+    return G, mfe, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value
 
 
 class PartitionResult(NamedTuple):
     """One sequence's partition function: ensemble free energy (kcal/mol, as RNAfold prints it), the pairs of
     probability above the threshold (``i``, ``j`` 1-based, i < j, and ``p``), each nucleotide's unpaired
     probability, the MFE (kcal/mol) and the frequency of the MFE structure in the ensemble, the ensemble
-    diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``)."""
+    diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``), the MEA
+    structure (gamma 1) and its expected accuracy (ViennaRNA's ``MEA()``)."""
 
     energy: float
     i: np.ndarray
@@ -1016,18 +1160,21 @@ class PartitionResult(NamedTuple):
     diversity: float
     centroid: str
     centroid_distance: float
+    mea: str
+    mea_accuracy: float
 
 
 def _result(sequence: str, X, T, threshold: float) -> PartitionResult:
     if not sequence:
         return PartitionResult(0.0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), 0.0,
-                               1.0, 0.0, "", 0.0)
+                               1.0, 0.0, "", 0.0, "", 0.0)
     S = E.padded_codes(sequence)
-    G, mfe, I, J, p, unpaired, diversity, centroid, dist = fold_sparse(X, T, S, threshold)
+    G, mfe, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value = fold_sparse(X, T, S, threshold)
     mfe_kcal = mfe / 100.0
     freq = math.exp(-(mfe_kcal - G) * 1000.0 / X.scalars[KT]) if sequence else 1.0
     return PartitionResult(float(G), I, J, p, unpaired, mfe_kcal, freq, float(diversity),
-                           centroid.tobytes().decode("ascii"), float(dist))
+                           centroid.tobytes().decode("ascii"), float(dist), mea_db.tobytes().decode("ascii"),
+                           float(mea_value))
 
 
 def fold_one(sequence: str, model: Model | None = None, threshold: float = THRESHOLD) -> PartitionResult:
