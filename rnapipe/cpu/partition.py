@@ -39,7 +39,13 @@ transposed, in the lower, so that every sum over k reads two contiguous rows:
   (outside) QBout[i, j] times its mismatch as the closing pair: the generic loops, most of an interior-loop
   sweep, are one contiguous sum per row.
 
-Seven matrices, 56·(n+2)² bytes (504 MB at 3,000 nt).
+Seven matrices, 56·(n+2)² bytes (504 MB at 3,000 nt; :func:`bytes_needed`). Both passes fill rows in blocks
+of 16 with j outermost inside a block (the MFE engine's order), so each row the multiloop sweeps read is read
+by 16 rows while in cache, and every O(n) sweep runs over row slices from index 0, which LLVM vectorises.
+
+Derived values per sequence (:func:`fold_sparse`): the pairs above a threshold, unpaired probabilities, the
+frequency of the MFE structure, the ensemble diversity and the centroid (ViennaRNA's ``mean_bp_distance`` and
+``centroid``), and the MEA structure with gamma 1 (:func:`mea`, ViennaRNA's ``MEA``, ties as it breaks them).
 
 Scaling. Every weight is multiplied by ``exp(-lam[k])`` for each nucleotide k it covers (``_scales``: the
 factors of the stretches a loop's nucleotides form, SL and SR, and the unpaired runs of multiloops and the
@@ -82,7 +88,7 @@ from .. import energy as E
 from .. import params as P
 from ..model import Model
 from . import zuker
-from .batch import map_longest_first
+from .batch import host_budget, map_longest_first
 
 K0 = 273.15
 GASCONST = 1.98717                  # cal/(mol K), ViennaRNA's
@@ -1177,6 +1183,14 @@ def _result(sequence: str, X, T, threshold: float) -> PartitionResult:
                            float(mea_value))
 
 
+def bytes_needed(n: int) -> int:
+    """Memory for one sequence of n nt: the seven (n+2)² float64 matrices, the pair types (int8, (n+2)²), the
+    sparse lists at most (threshold 0: n²/2 pairs of 16 bytes), the scale tables and the MFE engine's workspace
+    (rnapipe.cpu.zuker)."""
+    N = n + 2
+    return 65 * N * N + (4 * (MAXLOOP + 2) + 2 * ROWS + 16) * 8 * N + zuker.bytes_needed(n)
+
+
 def fold_one(sequence: str, model: Model | None = None, threshold: float = THRESHOLD) -> PartitionResult:
     """The partition function of one (normalised: upper case, U) sequence under ``model`` (RNAfold's defaults
     when None)."""
@@ -1187,9 +1201,11 @@ def fold_one(sequence: str, model: Model | None = None, threshold: float = THRES
 
 def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 1,
                threshold: float = THRESHOLD) -> list[PartitionResult]:
-    """:func:`fold_one` of every sequence, over ``threads`` threads (longest first, as the MFE engine's batch),
+    """:func:`fold_one` of every sequence, over ``threads`` threads (longest first, as the MFE engine's batch;
+    threads fold long sequences only as many at once as fit in memory together, rnapipe.cpu.batch's gate),
     results in input order."""
     model = model or Model()
     X = exp_tables(model)
     T = model.tables()
-    return map_longest_first(lambda s: _result(s, X, T, threshold), sequences, threads)
+    return map_longest_first(lambda s: _result(s, X, T, threshold), sequences, threads, bytes_of=bytes_needed,
+                             budget=host_budget())
