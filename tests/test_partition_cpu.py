@@ -1,8 +1,8 @@
 """McCaskill's partition function on CPU (rnapipe.cpu.partition) against ViennaRNA's fold_compound.pf() and
 bpp() with the same model details: the ensemble free energy within 0.01 kcal/mol, every pair probability within
 1e-6 (the largest difference over the whole matrix is asserted), the unpaired probabilities, the centroid, its
-distance, the ensemble diversity, the MFE frequency and the MEA structure (gamma 1); by brute force on tiny sequences; on a long sequence
-without overflow; through the scale's restarts.
+distance, the ensemble diversity, the MFE frequency and the MEA structure (gamma 1); by brute force on tiny
+sequences; on a long sequence without overflow; through the scale's restarts and fallback.
 
 ViennaRNA's own scale is ``exp_params_rescale(mfe)`` (RNAfold -p's), whose probabilities do not depend on it
 beyond rounding. Default run: about a minute on 2 cores.

@@ -221,7 +221,8 @@ def exp_tables(model: Model) -> ExpTables:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Loop weights: ViennaRNA's exp_E_* (eval/exp_eval_*.c), without the scale factors (the callers add them)
+# Loop weights: ViennaRNA's exp_E_* (eval/exp_eval_*.c) as per-fold lookup tables; the interior loops
+# (vrna_exp_E_internal's cases) are written out in _inside and _outside. No scale factors here.
 
 @njit(cache=True, nogil=True, inline="always")
 def _special(S, i, seqs):
@@ -236,76 +237,6 @@ def _special(S, i, seqs):
         if hit:
             return k
     return -1
-
-
-@njit(cache=True, nogil=True)
-def exp_hairpin(X, S, i, j, t):
-    """Weight of the hairpin closed by i·j of type t (``exp_E_Hairpin``): size term (extrapolated beyond 30),
-    the special tri-, tetra- and hexaloops (their weight is the whole loop's), terminal AU/GU for other
-    triloops, the hairpin mismatch otherwise."""
-    u = j - i - 1
-    if u <= MAXLOOP:
-        q = X.hairpin[u]
-    else:
-        q = X.hairpin[MAXLOOP] * math.exp(-(X.scalars[LXC] * math.log(u / 30.0)) * 10.0 / X.scalars[KT])
-    if u < 3:
-        return q
-    if u == 4:
-        k = _special(S, i, X.tetra_seq)
-        if k >= 0:
-            return X.tetra[k]
-    elif u == 6:
-        k = _special(S, i, X.hexa_seq)
-        if k >= 0:
-            return X.hexa[k]
-    elif u == 3:
-        k = _special(S, i, X.tri_seq)
-        if k >= 0:
-            return X.tri[k]
-        if t > 2:
-            return q * X.scalars[TERM_AU]
-        return q
-    return q * X.mismatch_hairpin[t, S[i + 1], S[j - 1]]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def exp_internal(X, u1, u2, t, t2, si1, sj1, sp1, sq1):
-    """Weight of the stack, bulge or interior loop between i·j (type t) and p·q (t2 = type of q·p), u1 = p-i-1
-    and u2 = j-q-1 unpaired, neighbours S[i+1], S[j-1], S[p-1], S[q+1] (``vrna_exp_E_internal``)."""
-    if u1 > u2:
-        ul = u1
-        us = u2
-    else:
-        ul = u2
-        us = u1
-    if ul == 0:
-        return X.stack[t, t2]
-    if us == 0:
-        z = X.bulge[ul]
-        if ul == 1:
-            return z * X.stack[t, t2]
-        if t > 2:
-            z *= X.scalars[TERM_AU]
-        if t2 > 2:
-            z *= X.scalars[TERM_AU]
-        return z
-    if us == 1:
-        if ul == 1:
-            return X.int11[t, t2, si1, sj1]
-        if ul == 2:
-            if u1 == 1:
-                return X.int21[t, t2, si1, sq1, sj1]
-            return X.int21[t2, t, sq1, si1, sp1]
-        return (X.interior[ul + us] * X.ninio[ul - us] * X.mismatch_interior_1n[t, si1, sj1]
-                * X.mismatch_interior_1n[t2, sq1, sp1])
-    if us == 2:
-        if ul == 2:
-            return X.int22[t, t2, si1, sp1, sq1, sj1]
-        if ul == 3:
-            return (X.interior[5] * X.ninio[1] * X.mismatch_interior_23[t, si1, sj1]
-                    * X.mismatch_interior_23[t2, sq1, sp1])
-    return (X.interior[ul + us] * X.ninio[ul - us] * X.mismatch_interior[t, si1, sj1]
-            * X.mismatch_interior[t2, sq1, sp1])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -323,28 +254,6 @@ def _stem(X, mismatch, t, n5d, n3d):
     if t > 2:
         e *= X.scalars[TERM_AU]
     return e
-
-
-@njit(cache=True, nogil=True, inline="always")
-def exp_ext_stem(X, S, n, i, j, t):
-    """The exterior loop's weight of the helix i·j: neighbours inside the sequence only."""
-    return _stem(X, X.mismatch_exterior, t, S[i - 1] if i > 1 else -1, S[j + 1] if j < n else -1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def exp_ml_stem(X, S, n, i, j, t):
-    """A multiloop branch i·j (``vrna_exp_E_multibranch_stem``): ML intern and the exterior-style stem with
-    the multiloop mismatches."""
-    return X.scalars[ML_INTERN] * _stem(X, X.mismatch_multi, t, S[i - 1] if i > 1 else -1,
-                                        S[j + 1] if j < n else -1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def exp_ml_closing(X, S, i, j, t):
-    """The multiloop closed by i·j without scale: ML closing, the closing pair seen from inside (type of j·i,
-    neighbours S[j-1] and S[i+1])."""
-    return X.scalars[ML_CLOSING] * X.scalars[ML_INTERN] * _stem(X, X.mismatch_multi, E.RTYPE[t], S[j - 1],
-                                                                S[i + 1])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -393,9 +302,11 @@ NONE = 5                            # the neighbour code of "no neighbour" in th
 
 @njit(cache=True, nogil=True)
 def _stem_tables(X):
-    """The helix-end weights as lookups: EXT[t, a, b] (exterior stem, :func:`exp_ext_stem`), MLS[t, a, b] (a
-    multiloop branch, :func:`exp_ml_stem`) for 5' neighbour a and 3' neighbour b (NONE past either end), and
-    CLO[t, a, b] (:func:`exp_ml_closing` of a closing pair of type t with S[j-1] = a, S[i+1] = b)."""
+    """The helix-end weights as lookups: EXT[t, a, b], a helix end in the exterior loop
+    (``vrna_exp_E_exterior_stem``), and MLS[t, a, b], a multiloop branch (``vrna_exp_E_multibranch_stem``: ML
+    intern too), for 5' neighbour a and 3' neighbour b (NONE past either end); CLO[t, a, b], the multiloop closed
+    by a pair of type t (ML closing, and the closing pair as a branch seen from inside: type of j·i, neighbours
+    a = S[j-1] and b = S[i+1])."""
     EXT = np.zeros((8, 6, 6))
     MLS = np.zeros((8, 6, 6))
     CLO = np.zeros((8, 5, 5))
@@ -426,8 +337,10 @@ def _neighbours(S, n):
 
 @njit(cache=True, nogil=True)
 def _hairpin_tables(X, S, n):
-    """HP[u]: the size term of a hairpin of u unpaired (:func:`exp_hairpin`'s, extrapolated), and SPEC[i]: the
-    whole weight of a special tri-, tetra- or hexaloop closed at i (its length says which; -1 where none)."""
+    """For the hairpins (``exp_E_Hairpin``): HP[u], the size term of a hairpin of u unpaired (extrapolated with
+    lxc·log(u/30) beyond 30), and SPEC[i, u]: the whole weight of a special triloop (u = 3), tetraloop (4) or
+    hexaloop (6) closed at i, -1 where none; other triloops get terminal AU/GU, other loops the hairpin
+    mismatch (in _inside)."""
     HP = np.zeros(n + 1)
     kt = X.scalars[KT]
     for u in range(n + 1):
@@ -478,11 +391,6 @@ def _generic_weights(X):
     return GS
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _is_generic(u1, u2):
-    return u1 >= 2 and u2 >= 2 and not ((u1 == 2 and u2 <= 3) or (u1 == 3 and u2 == 2))
-
-
 @njit(cache=True, nogil=True, fastmath=FAST)
 def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
     """Fill QB (A's upper triangle), QM (M) and QM1 (M1), QI[p, q] = QB[p, q] times the inner pair's generic
@@ -524,7 +432,7 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                 t = ptype[i, j]
                 qb = 0.0
                 if t:
-                    u = j - i - 1                                                   # the hairpin (exp_hairpin)
+                    u = j - i - 1                                                   # the hairpin
                     w = SPEC[i, u] if u <= 6 else -1.0
                     if w < 0.0:
                         if u == 3:
@@ -534,7 +442,6 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                     qb = w * _stretch(L, i, j)
                     si1 = S[i + 1]
                     sj1 = S[j - 1]
-                    rt = RT[t]
                     # generic loops (u1, u2 >= 2): one sum per u1 over a row of QI
                     acc = 0.0
                     for p in range(i + 3, min(i + MAXLOOP - 1, j - TURN - 4) + 1):
