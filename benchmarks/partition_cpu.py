@@ -99,7 +99,10 @@ def main(argv=None) -> int:
             f"| length | sequences | rnapipe seq/s, 1 thread | rnapipe seq/s, {threads} threads | "
             "ViennaRNA seq/s, 1 thread | rnapipe / ViennaRNA per thread | largest bpp difference | "
             "largest ensemble energy difference (kcal/mol) |\n|---|---|---|---|---|---|---|---|\n")
-    lines = "".join(f"| {n} | {c} | {a:,.1f} | {b:,.1f} | {v:,.1f} | {x:.2f} | {dp:.1e} | {dg:.1e} |\n"
+    def rate(x):
+        return f"{x:,.1f}" if x >= 10 else f"{x:.3f}"
+
+    lines = "".join(f"| {n} | {c} | {rate(a)} | {rate(b)} | {rate(v)} | {x:.2f} | {dp:.1e} | {dg:.1e} |\n"
                     for n, c, a, b, v, x, dp, dg in rows)
     text = head + lines
     print(text)
