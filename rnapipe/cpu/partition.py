@@ -506,8 +506,9 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                         if t2:
                             qb += w * mm1n[RT[t2], S[j - 1], S[p - 1]] * A[p, j - 2] * sli[u] * srj[1]
                     # multiloop: QM[i+1, k-1] (row i+1 of M) times QM1[k, j-1] (row j-1 of M1, transposed)
-                    ra = M[i + 1, i + TURN + 2:j - TURN - 2]
-                    rb = M1[j - 1, i + TURN + 3:j - TURN - 1]
+                    kk = max(i + TURN + 2, j - TURN - 2)
+                    ra = M[i + 1, i + TURN + 2:kk]
+                    rb = M1[j - 1, i + TURN + 3:kk + 1]
                     acc = 0.0
                     for m in range(ra.shape[0]):
                         acc += ra[m] * rb[m]
@@ -519,9 +520,10 @@ def _inside(X, S, n, ptype, L, SL, SR, A, M, M1, QI):
                     m1 += qb * MLS[t, S5[i], S3[j]]
                 M1[i, j] = m1
                 M1[j, i] = m1
-                ra = M[i, i:j - TURN - 1]
-                rb = B[i + 1:j - TURN]
-                rc = M1[j, i + 1:j - TURN]
+                kk = max(i, j - TURN - 1)           # a negative slice bound would count from the end
+                ra = M[i, i:kk]
+                rb = B[i + 1:kk + 1]
+                rc = M1[j, i + 1:kk + 1]
                 m = M1[j, i]
                 for k in range(ra.shape[0]):
                     m += (ra[k] + rb[k]) * rc[k]
