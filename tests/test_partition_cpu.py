@@ -215,6 +215,30 @@ def test_structure_scales_against_viennarna():
         assert np.abs(np.tril(P).T[:n + 1, :n + 1] - bpp).max() < 1e-6
 
 
+def test_results_do_not_depend_on_the_scales():
+    """Random per-nucleotide log-scales (a scale factor e^±3 per nucleotide) give the unscaled results: every
+    term of both passes carries the factors of exactly its own nucleotides."""
+    rng = np.random.default_rng(5)
+    X = PF.exp_tables(Model(temperature=60.0))
+    for s in random_seqs(30, 5, 60, seed=66, n_rate=0.02):
+        S = E.padded_codes(s)
+        n = len(s)
+        zero = np.zeros(n + 2)
+        lam = zero.copy()
+        lam[1:n + 1] = rng.uniform(-3, 3, n)
+        G0, P0, _ = PF.fold_scaled(X, S, zero, zero)
+        G1, P1, used = PF.fold_scaled(X, S, lam, lam)
+        assert np.array_equal(used, lam)
+        assert G1 == pytest.approx(G0, abs=1e-9)
+        assert np.abs(np.tril(P1) - np.tril(P0)).max() < 1e-12, s
+
+
+@pytest.mark.parametrize("temperature,dangles", [(90.0, 2), (0.0, 0)])
+def test_far_temperatures(temperature, dangles):
+    """Far from 37 °C (multiloop branches favourable at 90 °C, ML intern's weight above 1)."""
+    _compare(random_seqs(12, 20, 250, seed=int(temperature) + 5, n_rate=0.02), temperature, dangles)
+
+
 def test_threshold_and_batch_order():
     seqs = random_seqs(12, 30, 250, seed=12)
     rs = PF.fold_batch(seqs, threads=2)
