@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     head = (f"### Partition function on CPU ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
             f"{machine})\n\n"
             "rnapipe.cpu.partition (MFE, pf and bpp, pairs above 1e-5) against ViennaRNA "
-            f"{__import__('RNA').__version__} mfe + exp_params_rescale + pf + bpp, one thread; random ACGU.\n\n"
+            f"{__import__('RNA').__version__}\nmfe + exp_params_rescale + pf + bpp, one thread; random ACGU.\n\n"
             f"| length | sequences | rnapipe seq/s, 1 thread | rnapipe seq/s, {threads} threads | "
             "ViennaRNA seq/s, 1 thread | rnapipe / ViennaRNA per thread | largest bpp difference | "
             "largest ensemble energy difference (kcal/mol) |\n|---|---|---|---|---|---|---|---|\n")
