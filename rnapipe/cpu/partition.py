@@ -1086,7 +1086,7 @@ def _result(sequence: str, X, T, threshold: float) -> PartitionResult:
     S = E.padded_codes(sequence)
     G, mfe, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value = fold_sparse(X, T, S, threshold)
     mfe_kcal = mfe / 100.0
-    freq = math.exp(-(mfe_kcal - G) * 1000.0 / X.scalars[KT]) if sequence else 1.0
+    freq = math.exp(-(mfe_kcal - G) * 1000.0 / X.scalars[KT])
     return PartitionResult(float(G), I, J, p, unpaired, mfe_kcal, freq, float(diversity),
                            centroid.tobytes().decode("ascii"), float(dist), mea_db.tobytes().decode("ascii"),
                            float(mea_value))
