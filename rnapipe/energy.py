@@ -43,7 +43,7 @@ _DANGLES = _params.SCALAR_DANGLES
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _special(S, i, seqs, energies):
+def special_hairpin(S, i, seqs):
     """Index of the first special hairpin whose sequence is S[i .. i+len-1], or -1 (ViennaRNA's strstr)."""
     size = seqs.shape[1]
     for k in range(seqs.shape[0]):
@@ -77,15 +77,15 @@ def hairpin_energy_of_type(T, S, i, j, t):
     if size < MIN_HAIRPIN:
         return e
     if size == 4:
-        k = _special(S, i, T.tetra_seq, T.tetra_e)
+        k = special_hairpin(S, i, T.tetra_seq)
         if k >= 0:
             return np.int64(T.tetra_e[k])
     elif size == 6:
-        k = _special(S, i, T.hexa_seq, T.hexa_e)
+        k = special_hairpin(S, i, T.hexa_seq)
         if k >= 0:
             return np.int64(T.hexa_e[k])
     elif size == 3:
-        k = _special(S, i, T.tri_seq, T.tri_e)
+        k = special_hairpin(S, i, T.tri_seq)
         if k >= 0:
             return np.int64(T.tri_e[k])
         if t > 2:

@@ -225,21 +225,6 @@ def exp_tables(model: Model) -> ExpTables:
 # (vrna_exp_E_internal's cases) are written out in _inside and _outside. No scale factors here.
 
 @njit(cache=True, nogil=True, inline="always")
-def _special(S, i, seqs):
-    """Index of the first special hairpin whose codes are S[i ..], or -1 (ViennaRNA's strstr)."""
-    size = seqs.shape[1]
-    for k in range(seqs.shape[0]):
-        hit = True
-        for m in range(size):
-            if S[i + m] != seqs[k, m]:
-                hit = False
-                break
-        if hit:
-            return k
-    return -1
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _stem(X, mismatch, t, n5d, n3d):
     """A helix end of type t with neighbours n5d (5') and n3d (3'), -1 for none: the mismatch when both are
     there, else a dangle; terminal AU/GU (``vrna_exp_E_exterior_stem``; ``-d0``'s tables are all 1)."""
@@ -351,15 +336,15 @@ def _hairpin_tables(X, S, n):
     SPEC = np.full((n + 2, 7), -1.0)
     for i in range(1, n + 1):
         if i + 4 <= n:
-            k = _special(S, i, X.tri_seq)
+            k = E.special_hairpin(S, i, X.tri_seq)
             if k >= 0:
                 SPEC[i, 3] = X.tri[k]
         if i + 5 <= n:
-            k = _special(S, i, X.tetra_seq)
+            k = E.special_hairpin(S, i, X.tetra_seq)
             if k >= 0:
                 SPEC[i, 4] = X.tetra[k]
         if i + 7 <= n:
-            k = _special(S, i, X.hexa_seq)
+            k = E.special_hairpin(S, i, X.hexa_seq)
             if k >= 0:
                 SPEC[i, 6] = X.hexa[k]
     return HP, SPEC
