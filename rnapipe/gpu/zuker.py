@@ -332,8 +332,9 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                progress: Callable[[int], None] | None = None, constraints: list[str] | None = None,
                shape: list[np.ndarray] | None = None) -> list[tuple[int, str]]:
     """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
-    the pairing rules (no_lp, no_gu, no_closing_gu, max_bp_span), and for tests ``gpu_fill`` ("short", "block", "diag" or "tiled": force one fill), ``host_traceback`` (bool)
-    and ``gpu_traceback`` ("block" or "thread": force one GPU traceback). ``shape``: the SHAPE stacking
+    the pairing rules (no_lp, no_gu, no_closing_gu, max_bp_span), and for tests ``gpu_fill`` ("short", "block",
+    "diag" or "tiled": force one fill), ``host_traceback`` (bool) and ``gpu_traceback`` ("block" or "thread": force
+    one GPU traceback). ``shape``: the SHAPE stacking
     pseudo-energies of each sequence (int32 dcal/mol per nucleotide, rnapipe.constraints.deigan), as the CPU
     engine takes them; None for none. ``constraints`` (hard constraints) are the CPU engine's alone: only None."""
     import cupy
@@ -387,8 +388,7 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                 group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
                 try:
                     if kind == "short":
-                        out = (zuker_short.fold_group(seqs, model, group_lens) if group_shape is None
-                               else zuker_short.fold_group(seqs, model, group_lens, shape=group_shape))
+                        out = zuker_short.fold_group(seqs, model, group_lens, shape=group_shape)
                     else:
                         zuker_short.release()              # the longer fills want the memory
                         out = _fold_group(seqs, model, kind, host, block_tb, group_shape)

@@ -3,6 +3,7 @@ records (:meth:`Folder.fold_packed`) or a list of sequences (:meth:`Folder.fold`
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Callable
 
@@ -58,6 +59,13 @@ class Folder:
                     f"more than the {budget / 2**30:.1f} GiB available{under}")
         return LengthCheck(longest_fitting(need, budget), describe)
 
+    def _first_gpu(self):
+        """The context that makes the first of ``gpus`` current (none where this folder has no GPU list)."""
+        if not self.gpus:
+            return contextlib.nullcontext()
+        import cupy
+        return cupy.cuda.Device(self.gpus[0])
+
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
         """Fold the records of ``parts`` (:class:`~..records.Records`) in order: int64 scores and the structures, each
         followed by a newline. Through the engine's ``fold_packed`` where it has one (no object per
@@ -73,13 +81,9 @@ class Folder:
                 shape = [v for p in parts for v in (p.shape or [None] * len(p))]
                 shape = [np.zeros(int(n), dtype=np.int32) if v is None else v
                          for v, n in zip(shape, np.concatenate([p.lens for p in parts]))]
-            args = ([s for p in parts for s in p.seqs], self.variant, self.threads, self.options, self.progress)
-            if self.gpus:                         # per-record data: folded on the first GPU
-                import cupy
-                with cupy.cuda.Device(self.gpus[0]):
-                    results = self.engine.fold_batch(*args, constraints=constraints, shape=shape)
-            else:
-                results = self.engine.fold_batch(*args, constraints=constraints, shape=shape)
+            with self._first_gpu():               # per-record data: folded on the first GPU
+                results = self.engine.fold_batch([s for p in parts for s in p.seqs], self.variant, self.threads,
+                                                 self.options, self.progress, constraints=constraints, shape=shape)
             scores = np.fromiter((r[0] for r in results), dtype=np.int64, count=count)
             return scores, ("\n".join([r[1] for r in results]) + "\n").encode("ascii")
         packed = getattr(self.engine, "fold_packed", None)

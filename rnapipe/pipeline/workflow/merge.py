@@ -191,7 +191,7 @@ def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str) -> dict[int, _Curs
 def job_skipped(fold_output: str) -> dict[int, Skipped]:
     """The records a fold job left out (its fold's rejected list; none where it has no list): index over the
     job's shards -> :class:`Skipped`."""
-    from .fold_job import fold_path
+    from .fold_job import fold_path               # here: fold_job brings the fold's run module (30 ms of start)
 
     out = {}
     try:
@@ -214,10 +214,9 @@ def _rejected_list(prepared: str, skipped: list[tuple[int, Skipped]]) -> str:
     with open(os.path.join(prepared, "done"), encoding="utf-8", errors=ID_ERRORS) as handle:
         done = dict(line.rstrip("\n").split("\t", 1) for line in handle if "\t" in line)
     name = done.get("input", "")
-    before = np.array(sorted(int(row.split("\t", 1)[0]) for row in rows if not row.startswith("-")),
-                      dtype=np.int64)
-    shifted = before - np.arange(len(before))             # valid records ahead of each prepared rejection
     keyed = [(int(row.split("\t", 1)[0]) if not row.startswith("-") else -1, row) for row in rows]
+    before = np.array(sorted(index for index, _ in keyed if index >= 0), dtype=np.int64)
+    shifted = before - np.arange(len(before))             # valid records ahead of each prepared rejection
     for position, record in skipped:
         index = position + int(np.searchsorted(shifted, position, side="right"))
         keyed.append((index, "\t".join((str(index), _field(record.id), name, _field(record.reason))) + "\n"))
