@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import config
-from .errors import CpuOnlyOption, UsageError
+from .errors import UsageError
 from .io import Record, Rejected
 from .model import Model
 
@@ -106,7 +106,6 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     _check_request(sequences_or_records, algorithm, threads, options)
     if constraints is not None:
         sequences_or_records, constraints = _with_constraints(sequences_or_records, constraints, algorithm)
-        device = cpu_only(device, "constraints")
     method = None
     if shape is not None:
         from .constraints import shape_method as parse_method
@@ -126,14 +125,6 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
             rejected.extend(r for r in chunk.rejected if r.reason == NO_STRUCTURE)
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
-
-
-def cpu_only(device: str, option: str) -> str:
-    """The device for a fold with per-record data that only the CPU engine applies (``option``: constraints):
-    'cpu' for 'cpu' or 'auto', else :class:`~rnapipe.errors.CpuOnlyOption`."""
-    if device in ("cpu", "auto"):
-        return "cpu"
-    raise CpuOnlyOption(option, device)
 
 
 def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, dict]:

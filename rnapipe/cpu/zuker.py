@@ -207,6 +207,44 @@ NO_DATA32 = np.zeros(0, dtype=np.int32)        # SH of a sequence without SHAPE 
 
 
 @njit(cache=True, nogil=True)
+def hc_positions(H, n, enforce):
+    """What RNAfold's constraint line (codes H, non-empty) says of each position, as :func:`_hard_constraints`
+    applies it (the GPU engine's per-position words are made from it too, rnapipe.gpu.zuker_tables.hc_words):
+    ``partner[k]``, the constrained partner of k (0: none; a ``( )`` pair closing fewer than 3 unpaired
+    nucleotides is dropped), ``enc[k]``, the 5' end of the innermost constrained pair around k (0: none; a pair of
+    two positions without a partner crosses no constrained pair exactly when both have the same), and
+    ``free[k]``, whether k may stay unpaired (with ``enforce``, not the nucleotides of ``( )`` and ``|``)."""
+    free = np.ones(n + 2, dtype=np.bool_)
+    partner = np.zeros(n + 2, dtype=np.int64)
+    opened = np.zeros(n + 2, dtype=np.int64)
+    top = 0
+    for k in range(1, n + 1):
+        if H[k] == _HC_OPEN:
+            opened[top] = k
+            top += 1
+        elif H[k] == _HC_CLOSE and top > 0:
+            top -= 1
+            i = opened[top]
+            if k - i - 1 >= TURN:
+                partner[i] = k
+                partner[k] = i
+    enc = np.zeros(n + 2, dtype=np.int64)
+    top = 0
+    for k in range(1, n + 1):
+        if partner[k] and partner[k] < k:
+            top -= 1
+        enc[k] = opened[top - 1] if top > 0 else 0
+        if partner[k] > k:
+            opened[top] = k
+            top += 1
+    if enforce:
+        for k in range(1, n + 1):
+            if H[k] == _HC_PIPE or partner[k]:
+                free[k] = False
+    return partner, enc, free
+
+
+@njit(cache=True, nogil=True)
 def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
     """Apply RNAfold's constraint line (codes H, see HC_SYMBOLS; empty: none) to the pair types, as
     ViennaRNA's ``vrna_hc_add_from_db`` with ``VRNA_CONSTRAINT_DB_DEFAULT`` (and ``..._ENFORCE_BP`` when
@@ -239,30 +277,7 @@ def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
                     inner = j - i - 2 > TURN and P[S[i + 1], S[j - 1]] != 0
                     if not outer and not inner:
                         ptype[i, j] = 0
-        partner = np.zeros(n + 2, dtype=np.int64)
-        opened = np.zeros(n + 2, dtype=np.int64)
-        top = 0
-        for k in range(1, n + 1):
-            if H[k] == _HC_OPEN:
-                opened[top] = k
-                top += 1
-            elif H[k] == _HC_CLOSE and top > 0:
-                top -= 1
-                i = opened[top]
-                if k - i - 1 >= TURN:
-                    partner[i] = k
-                    partner[k] = i
-        # enc[k]: the 5' end of the innermost constrained pair around k (0: none). A pair of two free
-        # nucleotides crosses no constrained pair exactly when both have the same.
-        enc = np.zeros(n + 2, dtype=np.int64)
-        top = 0
-        for k in range(1, n + 1):
-            if partner[k] and partner[k] < k:
-                top -= 1
-            enc[k] = opened[top - 1] if top > 0 else 0
-            if partner[k] > k:
-                opened[top] = k
-                top += 1
+        partner, enc, free = hc_positions(H, n, enforce)
         for i in range(1, n + 1):
             hi = H[i]
             for j in range(i + TURN + 1, n + 1):
@@ -276,10 +291,6 @@ def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
                 elif (hi == _HC_X or hi == _HC_UP or H[j] == _HC_X or H[j] == _HC_DOWN
                       or enc[i] != enc[j]):
                     ptype[i, j] = 0
-        if enforce:
-            for k in range(1, n + 1):
-                if H[k] == _HC_PIPE or partner[k]:
-                    free[k] = False
     for i in range(n, 0, -1):
         UP[i] = UP[i + 1] + 1 if free[i] else 0
     for j in range(1, n + 1):

@@ -95,6 +95,59 @@ def shape_option(shape) -> tuple[str, ...]:
     return ("-DZK_SHAPE",) if shape is not None else ()
 
 
+def hc_option(constraints) -> tuple[str, ...]:
+    """The nvcc option that builds the kernels with hard constraints (``-DZK_HC``: one more kernel argument, the
+    per-position words of every sequence, :func:`hc_words`) where the batch has constraint lines (``constraints``
+    not None); none without, whose kernels read none."""
+    return ("-DZK_HC",) if constraints is not None else ()
+
+
+HC_WORDS = 4                  # int32 words per position: ZkHc of zuker_core.cuh (code, enc, up, dn)
+
+
+def hc_words(constraints: list[str], lens, starts, size: int, enforce: bool, span: int) -> np.ndarray:
+    """The kernels' hard-constraint words (ZkHc, zuker_core.cuh) of every sequence: an int32 array of ``size``
+    positions × HC_WORDS, sequence k's n + 2 positions from ``starts[k]`` (laid out as its padded codes), made
+    from its constraint line ``constraints[k]`` (checked, as long as the sequence) by the CPU engine's own pass
+    (rnapipe.cpu.zuker.hc_positions): code (the partner, else minus the flags: bit 0 'x' or '>', bit 1 'x' or
+    '<'), enc, UP and DN (with ``enforce``, --enforceConstraint); position 0's UP holds the span the fill covers:
+    ``span`` (the model's max_bp_span, NO_SPAN for none) grown to the sequence's longest constrained pair, as the
+    CPU engine's _hard_constraints grows it."""
+    from ..cpu.zuker import HC_CODES, hc_positions
+
+    out = np.zeros((size, HC_WORDS), dtype=np.int32)
+    for k, line in enumerate(constraints):
+        n = int(lens[k])
+        H = np.zeros(n + 2, dtype=np.int8)
+        H[1:n + 1] = HC_CODES[np.frombuffer(line.encode("ascii"), dtype=np.uint8)]
+        partner, enc, free = hc_positions(H, np.int64(n), bool(enforce))
+        _hc_fill(out[int(starts[k]):int(starts[k]) + n + 2], H, n, partner, enc, free, span)
+    return out
+
+
+@njit(cache=True)
+def _hc_fill(out, H, n, partner, enc, free, span):
+    """One sequence's words of :func:`hc_words` into ``out`` (n + 2 rows), from hc_positions' arrays."""
+    reach = span
+    up = 0
+    for k in range(n, 0, -1):
+        up = up + 1 if free[k] else 0
+        out[k, 2] = up
+    dn = 0
+    for k in range(1, n + 1):
+        dn = dn + 1 if free[k] else 0
+        out[k, 3] = dn
+        if partner[k] > 0:
+            out[k, 0] = partner[k]
+            if partner[k] > k:
+                reach = max(reach, partner[k] - k + 1)
+        else:
+            h = H[k]
+            out[k, 0] = -((1 if h == 1 or h == 4 else 0) | (2 if h == 1 or h == 3 else 0))
+        out[k, 1] = enc[k]
+    out[0, 2] = reach
+
+
 def span_of(model: Model) -> int:
     """The longest span j - i + 1 a pair may have (NO_SPAN: no limit)."""
     return model.max_bp_span or NO_SPAN
