@@ -2,7 +2,7 @@
 
     python benchmarks/zuker_gpu_rules.py                       # the full plan, table on stdout
     python benchmarks/zuker_gpu_rules.py --quick --out t.md    # small counts, the table also written to t.md
-    python benchmarks/zuker_gpu_rules.py --models default "-C" "-C --enforceConstraint" --lengths 120 1000
+    python benchmarks/zuker_gpu_rules.py --models default constraints "constraints enforced" --lengths 120 1000
 
 Per (length, model): rnapipe.gpu.zuker.fold_batch on the same random ACGU sequences (Python strings in, MFE and
 dot-bracket out), one untimed run of the batch (kernels compiled, pools made), then the median of --repeat runs,
@@ -34,10 +34,11 @@ MODELS = {
     "noClosingGU": {"no_closing_gu": True},
     "maxBPspan 150": {"max_bp_span": 150},
     "all four (span 150)": {"no_lp": True, "no_gu": True, "no_closing_gu": True, "max_bp_span": 150},
-    "-C": {},
-    "-C --enforceConstraint": {"enforce_constraint": True},
+    "constraints": {},
+    "constraints enforced": {"enforce_constraint": True},
 }
-CONSTRAINED = ("-C", "-C --enforceConstraint")         # models folded with a constraint line per sequence
+# models folded with a random constraint line per sequence (RNAfold -C; with --enforceConstraint)
+CONSTRAINED = ("constraints", "constraints enforced")
 # (length, sequences, models)
 PLAN = [(120, 20_000, list(MODELS)), (1_000, 1_000, list(MODELS)), (5_000, 32, ["default", "maxBPspan 150"])]
 QUICK = [(120, 2_000, list(MODELS)), (1_000, 100, list(MODELS)), (5_000, 4, ["default", "maxBPspan 150"])]

@@ -62,7 +62,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     ``gpus`` (with ``device='gpu'``): CUDA device numbers to spread the sequences over, one host thread
     each (default: the current device only).
 
-    ``constraints`` (Zuker on the CPU): RNAfold's hard-constraint line of each sequence (``-C``: symbols
+    ``constraints`` (Zuker, every device): RNAfold's hard-constraint line of each sequence (``-C``: symbols
     ``. x | < > ( )``, one per nucleotide, see :mod:`rnapipe.constraints`), in the order of the sequences;
     ``enforce_constraint=True`` is RNAfold's ``--enforceConstraint``. A bad line is refused as a bad sequence is.
     ``shape`` (Zuker, every device): the SHAPE reactivities of each sequence (one number a nucleotide, a negative
@@ -71,8 +71,8 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
 
     ``options`` go to the engine: ``min_loop`` (Nussinov); ``temperature``, ``dangles``, ``params`` and the
     pairing rules ``no_lp``, ``no_gu``, ``no_closing_gu`` (True or False) and ``max_bp_span`` (an int, or None
-    for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on device 'cpu' only for
-    now: device 'gpu' or 'hybrid' refuses them, and 'auto' chooses the CPU.
+    for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on every
+    device.
     ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
     rejected: list[Rejected] = []

@@ -301,7 +301,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                          help="as RNAfold --noconv: print T as the input gives it, not as U (it folds as U)")
     rnafold.add_argument("-C", "--constraint", action="store_true",
                          help="as RNAfold -C: each FASTA record's sequence is followed by its hard-constraint line "
-                         "(. x | < > ( ), one per nucleotide); Zuker on the CPU")
+                         "(. x | < > ( ), one per nucleotide); Zuker, every device")
     rnafold.add_argument("--enforceConstraint", action="store_true", dest="enforce_constraint",
                          help="as RNAfold --enforceConstraint: the pairs ( ) of -C must form, and | must pair")
     rnafold.add_argument("--shape", metavar="FILE",

@@ -31,8 +31,10 @@ The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same ker
 unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
 (at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
 ``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
-the sequence's text offset plus its index (each sequence's text takes n + 1 bytes).
-
+the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by
+``zs_fold`` alone, built with ``-DZK_HC`` (zs_fold_smem is left out of that build): one more argument, the group's
+per-position words (zuker_core.cuh, ZkHc; four int32 a position, laid out as the SHAPE terms); its interior loops
+test the (n1, n2) of the loop table's entries against the unpaired runs.
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer

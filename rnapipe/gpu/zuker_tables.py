@@ -112,40 +112,15 @@ def hc_words(constraints: list[str], lens, starts, size: int, enforce: bool, spa
     (rnapipe.cpu.zuker.hc_positions): code (the partner, else minus the flags: bit 0 'x' or '>', bit 1 'x' or
     '<'), enc, UP and DN (with ``enforce``, --enforceConstraint); position 0's UP holds the span the fill covers:
     ``span`` (the model's max_bp_span, NO_SPAN for none) grown to the sequence's longest constrained pair, as the
-    CPU engine's _hard_constraints grows it."""
-    from ..cpu.zuker import HC_CODES, hc_positions
+    CPU engine's _hard_constraints grows it. One compiled call for the whole batch (the lines joined)."""
+    from ..cpu.zuker import HC_CODES, hc_words_fill
 
     out = np.zeros((size, HC_WORDS), dtype=np.int32)
-    for k, line in enumerate(constraints):
-        n = int(lens[k])
-        H = np.zeros(n + 2, dtype=np.int8)
-        H[1:n + 1] = HC_CODES[np.frombuffer(line.encode("ascii"), dtype=np.uint8)]
-        partner, enc, free = hc_positions(H, np.int64(n), bool(enforce))
-        _hc_fill(out[int(starts[k]):int(starts[k]) + n + 2], H, n, partner, enc, free, span)
+    if constraints:
+        codes = HC_CODES[np.frombuffer(("\n" + "\n".join(constraints) + "\n").encode("ascii"), dtype=np.uint8)]
+        hc_words_fill(out, codes, np.asarray(lens, dtype=np.int64), np.asarray(starts, dtype=np.int64), bool(enforce),
+                 np.int64(span))
     return out
-
-
-@njit(cache=True)
-def _hc_fill(out, H, n, partner, enc, free, span):
-    """One sequence's words of :func:`hc_words` into ``out`` (n + 2 rows), from hc_positions' arrays."""
-    reach = span
-    up = 0
-    for k in range(n, 0, -1):
-        up = up + 1 if free[k] else 0
-        out[k, 2] = up
-    dn = 0
-    for k in range(1, n + 1):
-        dn = dn + 1 if free[k] else 0
-        out[k, 3] = dn
-        if partner[k] > 0:
-            out[k, 0] = partner[k]
-            if partner[k] > k:
-                reach = max(reach, partner[k] - k + 1)
-        else:
-            h = H[k]
-            out[k, 0] = -((1 if h == 1 or h == 4 else 0) | (2 if h == 1 or h == 3 else 0))
-        out[k, 1] = enc[k]
-    out[0, 2] = reach
 
 
 def span_of(model: Model) -> int:
