@@ -99,7 +99,8 @@ def main() -> int:
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     rng = random.Random(2026)
     crng = random.Random(2027)
-    lines = [f"GPU Zuker under the pairing rules and hard constraints ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+    now = datetime.datetime.now(datetime.timezone.utc)
+    lines = [f"GPU Zuker under the pairing rules and hard constraints ({now:%Y-%m-%d %H:%M} UTC; "
              f"{device}; Python {platform.python_version()}): random ACGU sequences (seed 2026), "
              f"rnapipe.gpu.zuker.fold_batch end to end, median of {args.repeat} runs after one untimed run, range "
              "in brackets; ratio: seq/s over the default model's at that length.", "",

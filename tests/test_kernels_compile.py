@@ -59,7 +59,8 @@ def test_zuker_kernels_compile_with_shape(name, arch, rules, tmp_path):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("name", ["zuker.cu", "zuker_short.cu"])
-@pytest.mark.parametrize("extra", [[], ["-DZK_RULES"], ["-DZK_RULES", "-DZK_SHAPE"]], ids=["hc", "hc+rules", "hc+rules+shape"])
+@pytest.mark.parametrize("extra", [[], ["-DZK_RULES"], ["-DZK_RULES", "-DZK_SHAPE"]],
+                         ids=["hc", "hc+rules", "hc+rules+shape"])
 def test_zuker_kernels_compile_with_hard_constraints(name, arch, extra, tmp_path):
     """The Zuker kernels as the GPU engine builds them for a batch with hard constraints (-DZK_HC), alone, with the
     pairing rules and with SHAPE data too."""

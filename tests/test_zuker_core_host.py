@@ -345,7 +345,8 @@ int main(int argc, char** argv) {
         std::istringstream in(words);
         for (int k = 0; k < n + 2; ++k) in >> HC[k].code >> HC[k].enc >> HC[k].up >> HC[k].dn;
         for (int i = 1; i <= n; ++i)
-            for (int j = i + ZK_TURN + 1; j <= n; ++j) std::printf("%d ", zk_pair(table.data(), S.data(), i, j, HC.data()));
+            for (int j = i + ZK_TURN + 1; j <= n; ++j)
+                std::printf("%d ", zk_pair(table.data(), S.data(), i, j, HC.data()));
         std::printf("\n");
     }
     return 0;

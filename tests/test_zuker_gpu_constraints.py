@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 from seqgen import random_seqs
 from test_constraints import random_constraint
@@ -165,8 +164,8 @@ def test_with_shape_data():
 
 @pytest.mark.parametrize("fill", [None, "block", "diag", "tiled"])
 def test_no_structure_records(fill):
-    """Records whose enforced constraints leave no structure (a nucleotide that must pair and has no partner) get the CPU engine's energy, INF, beside records that fold, on
-    every path; nothing fails."""
+    """Records whose enforced constraints leave no structure (a nucleotide that must pair and has no partner) get
+    the CPU engine's energy, INF, beside records that fold, on every path; nothing fails."""
     seqs = ["A" * 40, "GGGAAACCC", "A" * 12, "GGGGAAAACCCC" * 3, "A" * 700, "GGGAAAUCCC" * 70]
     lines = ["." * 20 + "|" + "." * 19, ".........", "|" + "." * 11, "x" * 36, "." * 350 + "|" + "." * 349,
              "." * 700]

@@ -239,7 +239,8 @@ def test_gpu_and_hybrid_take_the_rules_shape_and_constraints(device, option):
         with pytest.raises(UnavailableError, match="needs an NVIDIA GPU") as err:
             rnapipe.fold(seqs, device=device, **option)
         assert name not in str(err.value)
-    data = ({"shape": [0.1] * 12}, {"constraints": "((((....))))"}, {"constraints": "x..|........", "enforce_constraint": True})
+    data = ({"shape": [0.1] * 12}, {"constraints": "((((....))))"},
+            {"constraints": "x..|........", "enforce_constraint": True})
     for more in data:                             # per-record data fold on every device, with the rules too
         if gpu_available():
             [r] = rnapipe.fold("GGGGAAAACCCC", device=device, **more, **option)

@@ -236,10 +236,10 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
                shape: list[np.ndarray] | None = None, constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
     SHAPE stacking terms, int32 per nucleotide, or None; constraints: their constraint lines, or None): those
-    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem (with constraints, all with zs_fold). A large group goes in chunks
-    (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
-    work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
-    one stream share one device pool (the stream orders them)."""
+    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem (with constraints, all with zs_fold). A large
+    group goes in chunks (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so
+    that the host's work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the
+    chunks of one stream share one device pool (the stream orders them)."""
     count = len(seqs)
     if count == 0:
         return []
