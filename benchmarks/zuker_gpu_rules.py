@@ -1,13 +1,16 @@
-"""GPU Zuker under RNAfold's pairing rules against the default model: sequences/s end to end.
+"""GPU Zuker under RNAfold's pairing rules and hard constraints against the default model: sequences/s end to end.
 
     python benchmarks/zuker_gpu_rules.py                       # the full plan, table on stdout
     python benchmarks/zuker_gpu_rules.py --quick --out t.md    # small counts, the table also written to t.md
+    python benchmarks/zuker_gpu_rules.py --models default constraints "constraints enforced" --lengths 120 1000
 
 Per (length, model): rnapipe.gpu.zuker.fold_batch on the same random ACGU sequences (Python strings in, MFE and
 dot-bracket out), one untimed run of the batch (kernels compiled, pools made), then the median of --repeat runs,
 each after gc.collect(); the ratio to the default model at that length. The models: RNAfold's defaults, each rule
-alone (--noLP, --noGU, --noClosingGU, --maxBPspan 150) and all four together; at the long length (chr19-like
-transcripts, 5,000 nt) the defaults and --maxBPspan 150 only.
+alone (--noLP, --noGU, --noClosingGU, --maxBPspan 150) and all four together, and hard constraints (RNAfold's -C:
+a random constraint line per sequence, made as tests/test_constraints.py's random_constraint makes them, seed
+2027), with and without --enforceConstraint; at the long length (chr19-like transcripts, 5,000 nt) the defaults and
+--maxBPspan 150 only.
 """
 
 from __future__ import annotations
@@ -31,21 +34,54 @@ MODELS = {
     "noClosingGU": {"no_closing_gu": True},
     "maxBPspan 150": {"max_bp_span": 150},
     "all four (span 150)": {"no_lp": True, "no_gu": True, "no_closing_gu": True, "max_bp_span": 150},
+    "constraints": {},
+    "constraints enforced": {"enforce_constraint": True},
 }
+# models folded with a random constraint line per sequence (RNAfold -C; with --enforceConstraint)
+CONSTRAINED = ("constraints", "constraints enforced")
 # (length, sequences, models)
 PLAN = [(120, 20_000, list(MODELS)), (1_000, 1_000, list(MODELS)), (5_000, 32, ["default", "maxBPspan 150"])]
 QUICK = [(120, 2_000, list(MODELS)), (1_000, 100, list(MODELS)), (5_000, 4, ["default", "maxBPspan 150"])]
 
 
-def timed(seqs: list[str], options: dict, repeat: int) -> list[float]:
+def random_constraint(seq: str, rng: random.Random) -> str:
+    """A valid constraint line for ``seq``, as tests/test_constraints.py's random_constraint makes them: nested
+    bracket pairs (a third of them on complementary bases, the rest anything), and x, |, <, > on some free
+    positions."""
+    n = len(seq)
+    line = ["."] * n
+    pairs = {"A": "U", "U": "AG", "G": "CU", "C": "G"}
+    for _ in range(rng.randint(0, max(1, n // 25))):
+        i = rng.randrange(n)
+        lo = i + rng.choice([2, 3, 4, 5, 8, 12, 20])
+        if lo >= n:
+            continue
+        js = list(range(lo, min(n, lo + 60)))
+        if rng.random() < 0.35:
+            js = [j for j in js if seq[j] in pairs.get(seq[i], "")] or js
+        j = rng.choice(js)
+        depth, ok = 0, line[i] == "." and line[j] == "."
+        for k in range(i + 1, j):
+            depth += {"(": 1, ")": -1}.get(line[k], 0)
+            if depth < 0:
+                ok = False
+        if ok and depth == 0:
+            line[i], line[j] = "(", ")"
+    for k in range(n):
+        if line[k] == "." and rng.random() < 0.08:
+            line[k] = rng.choice("x|<>" if k else "x|<")
+    return "".join(line)
+
+
+def timed(seqs: list[str], options: dict, repeat: int, constraints: list[str] | None = None) -> list[float]:
     from rnapipe.gpu import zuker as gpu
 
-    gpu.fold_batch(seqs, "default", 1, options)              # compile, pools
+    gpu.fold_batch(seqs, "default", 1, options, constraints=constraints)      # compile, pools
     times = []
     for _ in range(repeat):
         gc.collect()
         t = time.perf_counter()
-        gpu.fold_batch(seqs, "default", 1, options)
+        gpu.fold_batch(seqs, "default", 1, options, constraints=constraints)
         times.append(time.perf_counter() - t)
     return times
 
@@ -55,21 +91,30 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", help="also write the table to this file")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default first)")
+    parser.add_argument("--lengths", nargs="+", type=int, help="only these lengths of the plan")
     args = parser.parse_args()
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     rng = random.Random(2026)
-    lines = [f"GPU Zuker under the pairing rules ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+    crng = random.Random(2027)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    lines = [f"GPU Zuker under the pairing rules and hard constraints ({now:%Y-%m-%d %H:%M} UTC; "
              f"{device}; Python {platform.python_version()}): random ACGU sequences (seed 2026), "
              f"rnapipe.gpu.zuker.fold_batch end to end, median of {args.repeat} runs after one untimed run, range "
              "in brackets; ratio: seq/s over the default model's at that length.", "",
              "| L | sequences | model | GPU seq/s | ratio to default |", "|---:|---:|---|---:|---:|"]
     for n, count, models in (QUICK if args.quick else PLAN):
+        if args.lengths and n not in args.lengths:
+            continue
+        if args.models:
+            models = [m for m in models if m in args.models]
         seqs = ["".join(rng.choice("ACGU") for _ in range(n)) for _ in range(count)]
+        cons = [random_constraint(s, crng) for s in seqs] if any(m in CONSTRAINED for m in models) else None
         base = None
         for name in models:
-            times = timed(seqs, MODELS[name], args.repeat)
+            times = timed(seqs, MODELS[name], args.repeat, cons if name in CONSTRAINED else None)
             rate = count / statistics.median(times)
             base = base or rate
             lines.append(f"| {n:,} | {count:,} | {name} | {rate:,.1f} ({count / max(times):,.1f}-"

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import config
-from .errors import CpuOnlyOption, UsageError
+from .errors import UsageError
 from .io import Record, Rejected
 from .model import Model
 
@@ -62,7 +62,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     ``gpus`` (with ``device='gpu'``): CUDA device numbers to spread the sequences over, one host thread
     each (default: the current device only).
 
-    ``constraints`` (Zuker on the CPU): RNAfold's hard-constraint line of each sequence (``-C``: symbols
+    ``constraints`` (Zuker, every device): RNAfold's hard-constraint line of each sequence (``-C``: symbols
     ``. x | < > ( )``, one per nucleotide, see :mod:`rnapipe.constraints`), in the order of the sequences;
     ``enforce_constraint=True`` is RNAfold's ``--enforceConstraint``. A bad line is refused as a bad sequence is.
     ``shape`` (Zuker, every device): the SHAPE reactivities of each sequence (one number a nucleotide, a negative
@@ -71,8 +71,8 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
 
     ``options`` go to the engine: ``min_loop`` (Nussinov); ``temperature``, ``dangles``, ``params`` and the
     pairing rules ``no_lp``, ``no_gu``, ``no_closing_gu`` (True or False) and ``max_bp_span`` (an int, or None
-    for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on device 'cpu' only for
-    now: device 'gpu' or 'hybrid' refuses them, and 'auto' chooses the CPU.
+    for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on every
+    device.
     ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
     rejected: list[Rejected] = []
@@ -106,7 +106,6 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     _check_request(sequences_or_records, algorithm, threads, options)
     if constraints is not None:
         sequences_or_records, constraints = _with_constraints(sequences_or_records, constraints, algorithm)
-        device = cpu_only(device, "constraints")
     method = None
     if shape is not None:
         from .constraints import shape_method as parse_method
@@ -126,14 +125,6 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
             rejected.extend(r for r in chunk.rejected if r.reason == NO_STRUCTURE)
         for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
             yield Result(record_id, sequence, structure, int(score), algorithm, tag)
-
-
-def cpu_only(device: str, option: str) -> str:
-    """The device for a fold with per-record data that only the CPU engine applies (``option``: constraints):
-    'cpu' for 'cpu' or 'auto', else :class:`~rnapipe.errors.CpuOnlyOption`."""
-    if device in ("cpu", "auto"):
-        return "cpu"
-    raise CpuOnlyOption(option, device)
 
 
 def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, dict]:

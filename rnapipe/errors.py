@@ -72,23 +72,6 @@ class UsageError(RnapipeError):
     exit_code = EXIT_INPUT
 
 
-class CpuOnlyOption(UsageError):
-    """Per-record data (hard constraints) that the engines of ``device`` do not take yet; ``option`` is its
-    name as :func:`rnapipe.fold` takes it (the command line names it its own way: :meth:`for_flags`)."""
-
-    def __init__(self, option: str, device: str):
-        self.option, self.device = option, device
-        super().__init__(f"option {option} is supported on the CPU engine for now, not on device '{device}': "
-                         "fold on device 'cpu'")
-
-    @staticmethod
-    def for_flags(flags: list[str], device: str) -> UsageError:
-        """The same refusal in the command line's terms, for its ``flags``."""
-        verb = "is" if len(flags) == 1 else "are"
-        return UsageError(f"{' and '.join(flags)} {verb} supported on the CPU engine for now, not on --device "
-                          f"{device}: use --device cpu")
-
-
 class UnavailableError(RnapipeError):
     """The requested algorithm, variant or device does not exist (yet) or is missing here."""
 

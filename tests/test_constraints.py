@@ -143,16 +143,13 @@ def test_api_constraints():
         rnapipe.fold(["GGGAAACCC", "AAAAAAAAA"], constraints=[".........", "|........"], enforce_constraint=True)
 
 
-def test_api_refuses_bad_constraints_and_devices():
+def test_api_refuses_bad_constraints():
     with pytest.raises(InputError, match=r"record 'seq2', position 3: invalid constraint character 'a'"):
         rnapipe.fold(["GGGAAACCC", "GGGAAACCC"], constraints=[".........", "..a......"])
     skipped = rnapipe.fold(["GGGAAACCC", "GGGAAACCC"], constraints=["(((...)))", "((((...)))"], on_invalid="skip")
     assert [r.id for r in skipped] == ["seq1"] and skipped.rejected[0].id == "seq2"
     with pytest.raises(UsageError, match="1 constraint lines for 2 sequences"):
         rnapipe.fold(["GGGAAACCC", "GGGAAACCC"], constraints=["........."])
-    for device in ("gpu", "hybrid"):
-        with pytest.raises(UsageError, match="supported on the CPU engine for now"):
-            rnapipe.fold("GGGAAACCC", constraints=".........", device=device)
     with pytest.raises(UsageError, match="zuker"):
         rnapipe.fold("GGGAAACCC", constraints=".........", algorithm="nussinov")
 
@@ -239,12 +236,27 @@ def test_cli_no_structure_is_one_line_or_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("device", ["gpu", "hybrid"], ids=["device-gpu", "device-hybrid"])
-def test_cli_refuses_constraints_on_gpu_engines(tmp_path, device):
+def test_constraints_fold_on_gpu_engines(tmp_path, device):
+    """-C folds on --device gpu and hybrid (the GPU engine applies the lines as the CPU engine does,
+    tests/test_zuker_gpu_constraints.py): with a GPU here the output of --device cpu, without one the only refusal
+    is the missing GPU's, in one line that names no constraint; the API likewise."""
+    from rnapipe.errors import UnavailableError
+    from rnapipe.gpu.devices import gpu_available
+
     path = tmp_path / "in.fa"
-    path.write_text(">a\nGGGAAACCC\n(((...)))\n")
-    proc = run_rnapipe("fold", path, "-C", "--device", device, cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "-C/--constraint is supported on the CPU engine for now" in one_error_line(proc)
+    path.write_text(">a\nGGGAAACCC\n(((...)))\n>b\nGGGGAAAACCCC\n.x..........\n")
+    proc = run_rnapipe("fold", path, "-C", "--device", device, "-q", cwd=tmp_path)
+    if gpu_available():
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == run_rnapipe("fold", path, "-C", "--device", "cpu", "-q", cwd=tmp_path).stdout
+        [r] = rnapipe.fold("GGGAAACCC", constraints="(((...)))", device=device)
+        assert (r.score_int, r.structure) == vienna("GGGAAACCC", "(((...)))")
+    else:
+        line = one_error_line(proc)
+        assert proc.returncode != 0 and "GPU" in line and "constraint" not in line, line
+        with pytest.raises(UnavailableError, match="needs an NVIDIA GPU") as err:
+            rnapipe.fold("GGGAAACCC", constraints=".........", device=device)
+        assert "constraint" not in str(err.value)
 
 
 def test_constraints_travel_through_chunks_and_the_journal(tmp_path):

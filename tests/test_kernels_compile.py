@@ -57,6 +57,20 @@ def test_zuker_kernels_compile_with_shape(name, arch, rules, tmp_path):
     assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", ["zuker.cu", "zuker_short.cu"])
+@pytest.mark.parametrize("extra", [[], ["-DZK_RULES"], ["-DZK_RULES", "-DZK_SHAPE"]],
+                         ids=["hc", "hc+rules", "hc+rules+shape"])
+def test_zuker_kernels_compile_with_hard_constraints(name, arch, extra, tmp_path):
+    """The Zuker kernels as the GPU engine builds them for a batch with hard constraints (-DZK_HC), alone, with the
+    pairing rules and with SHAPE data too."""
+    cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DZK_HC", *extra, "-c",
+           str(loader.kernel_dir() / name), "-o", str(tmp_path / "k.o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr
+
+
 @pytest.mark.parametrize("ring16, seqs", [(True, 1), (False, 1), (True, 2), (False, 3), (True, 4)])
 def test_short_kernel_sizes_match_the_host(ring16, seqs, tmp_path):
     """The pool words and shared-memory bytes that zuker_short.py gives each sequence and launch are the

@@ -740,3 +740,24 @@ def test_config_numbers_given_on_the_command_line_and_unknown_keys(tmp_path):
                           timeout=300)
     assert typo.returncode != 0
     assert "'input' was unexpected" in typo.stdout + typo.stderr
+
+
+@needs_snakemake
+def test_constraint_lines_plan_gpu_fold_jobs(tmp_path):
+    """fold.constraint (with fold.enforce_constraint) no longer keeps the workflow off the GPU: jobs.gpu: 1 plans GPU
+    fold jobs whose command carries -C and --enforceConstraint, as the CPU jobs' does (the GPU engine folds them as
+    the CPU engine does: tests/test_zuker_gpu_constraints.py), and nothing is refused."""
+    subset = read_fasta(REPO / "workflow" / "resources" / "example.fa")[:6]
+    with open(tmp_path / "con.fa", "w") as handle:
+        for name, seq in subset:
+            handle.write(f">{name}\n{seq}\n{'.' * len(seq)}\n")
+    fold = "{constraint: true, enforce_constraint: true}"
+    dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[con.fa]", "outdir": "out", "fold": fold,
+                                                  "jobs": "{cpu: 1, gpu: 1}"}, "-n", "-p"),
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    jobs = [line for line in dry.stdout.splitlines() if " fold-job " in line]
+    gpu_jobs = [line for line in jobs if "--device gpu" in line]
+    assert gpu_jobs and all(" -C --enforceConstraint --device gpu " in line for line in gpu_jobs), gpu_jobs
+    assert all(" -C --enforceConstraint --device " in line for line in jobs), jobs
+    assert "CPU engine" not in dry.stdout + dry.stderr

@@ -88,13 +88,21 @@ int main(int argc, char** argv) {
         for (int k = 1; k <= n; ++k) in >> SS[k];
         q.SS = SS.data();
 #endif
+#ifdef ZK_HC
+        std::string words;
+        std::getline(std::cin, words);
+        std::vector<ZkHc> HC(N);
+        std::istringstream hin(words);
+        for (long long k = 0; k < N; ++k) hin >> HC[k].code >> HC[k].enc >> HC[k].up >> HC[k].dn;
+        q.HC = HC.data();
+#endif
         q.V = &mx[0]; q.WM = &mx[NN]; q.WM1T = &mx[2 * NN]; q.VI = &mx[3 * NN]; q.V1N = &mx[4 * NN];
         q.VAU = &mx[5 * NN]; q.VMX = &mx[6 * NN];
         for (int d = ZK_TURN + 1; d < n; ++d)
             for (int i = 1; i + d <= n; ++i) {
                 const int j = i + d;
                 int v = zk_v_partial(Pt, q, i, j, 0, 1);
-#ifdef ZK_RULES
+#if defined(ZK_RULES)
                 v = zk_lonely(Pt, q, i, j, v, true);
 #endif
                 const int w1 = zk_wm1(Pt, q, i, j, v);
@@ -103,7 +111,13 @@ int main(int argc, char** argv) {
                 zk_store(Pt, q, i, j, v, w1, wm, vm);
             }
         std::vector<int> W(n + 1, 0);
+#ifdef ZK_HC
+        for (int j = 1; j <= n && j <= ZK_TURN + 1; ++j) W[j] = HC[j].dn >= j ? 0 : ZK_INF;
+        for (int j = ZK_TURN + 2; j <= n; ++j)
+            W[j] = zk_min(zk_min(HC[j].up > 0 ? W[j - 1] : ZK_INF, zk_w_partial(Pt, q, W.data(), j, 0, 1)), ZK_INF);
+#else
         for (int j = ZK_TURN + 2; j <= n; ++j) W[j] = zk_min(W[j - 1], zk_w_partial(Pt, q, W.data(), j, 0, 1));
+#endif
         std::vector<int> stack(3 * (3 * n + 8)), pt(n + 2);
         const int st1 = zk_traceback(Pt, q, W.data(), stack.data(), pt.data());
         std::string db1 = brackets(pt, n);
@@ -112,6 +126,9 @@ int main(int argc, char** argv) {
         ZsSeq z = zs_seq(S.data(), n, pool.data());
 #ifdef ZK_SHAPE
         z.SS = SS.data();
+#endif
+#ifdef ZK_HC
+        z.HC = HC.data();
 #endif
         for (int i = 1; i <= n; ++i)
             for (int j = i; j <= n; ++j) {
@@ -151,17 +168,21 @@ def tracebacks_rules(tmp_path_factory):
     return _build(tmp_path_factory, "-DZK_RULES")
 
 
-def _host_folds(exe, tmp_path, seqs, temperature, dangles, shape=None, **rules):
-    from rnapipe.gpu.zuker_tables import flat_tables
+def _host_folds(exe, tmp_path, seqs, temperature, dangles, shape=None, constraints=None, enforce=False, **rules):
+    from rnapipe.gpu.zuker_tables import flat_tables, hc_words, span_of
 
+    model = Model(temperature=temperature, dangles=dangles, **rules)
     table = tmp_path / f"P_{temperature:g}_{dangles}.bin"
-    table.write_bytes(flat_tables(Model(temperature=temperature, dangles=dangles, **rules).tables(),
-                                  max(len(s) for s in seqs)).tobytes())
-    if shape is None:
-        text = "".join("".join(str(c) for c in encode(s)) + "\n" for s in seqs)
-    else:
-        text = "".join("".join(str(c) for c in encode(s)) + "\n" + " ".join(map(str, v.tolist())) + "\n"
-                       for s, v in zip(seqs, shape))
+    table.write_bytes(flat_tables(model.tables(), max(len(s) for s in seqs)).tobytes())
+    lines = []
+    for k, s in enumerate(seqs):
+        lines.append("".join(str(c) for c in encode(s)))
+        if shape is not None:
+            lines.append(" ".join(map(str, shape[k].tolist())))
+        if constraints is not None:
+            words = hc_words([constraints[k]], [len(s)], [0], len(s) + 2, enforce, span_of(model))
+            lines.append(" ".join(map(str, words.ravel().tolist())))
+    text = "".join(line + "\n" for line in lines)
     out = subprocess.run([str(exe), str(table)], input=text, capture_output=True, text=True, check=True).stdout
     return [line.split() for line in out.splitlines()]
 
@@ -252,3 +273,138 @@ def test_gpu_cell_code_and_tracebacks_apply_shape(tracebacks_shape, tmp_path, ru
     assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
     plain = cpu.fold_batch(seqs, "default", 1, options)
     assert sum(a != b for a, b in zip(ref, plain)) > len(seqs) // 4      # the data change many folds
+
+
+@pytest.fixture(scope="module")
+def tracebacks_hc(tmp_path_factory):
+    """The TRACEBACKS program built as the kernels are for a batch with hard constraints (ZK_HC), with the pairing
+    rules and SHAPE data too."""
+    return _build(tmp_path_factory, "-DZK_HC", "-DZK_RULES", "-DZK_SHAPE")
+
+
+@pytest.mark.parametrize("rules", [{}, {"no_lp": True}, {"no_gu": True, "no_closing_gu": True},
+                                   {"max_bp_span": 40}, {"no_lp": True, "no_gu": True, "max_bp_span": 50}],
+                         ids=["none", "noLP", "noGU+noClosingGU", "span40", "noLP+noGU+span50"])
+@pytest.mark.parametrize("enforce", [False, True], ids=["plain", "enforce"])
+@pytest.mark.parametrize("dangles", [2, 0])
+def test_gpu_cell_code_and_tracebacks_apply_hard_constraints(tracebacks_hc, tmp_path, rules, enforce, dangles):
+    """Built with ZK_HC (as the kernels are for a batch with constraint lines), the GPU fill's cell code and both GPU
+    tracebacks, on the host-built per-position words (zuker_tables.hc_words), give the CPU engine's MFE and
+    structure on random constraint lines (tests/test_constraints.py's: constrained pairs canonical or not, x | < >),
+    with and without --enforceConstraint, under the pairing rules and with SHAPE terms on some sequences. Where the
+    constraints leave no structure both give the CPU engine's energy (INF) and report no failure."""
+    import numpy as np
+
+    from rnapipe.cpu import zuker as cpu
+    from rnapipe.params import INF
+    from test_constraints import random_constraint
+
+    rng = random.Random(dangles + 7 * len(rules) + (100 if enforce else 0))
+    seqs = _random(36, 8, 150, seed=dangles + len(rules) + enforce, n_rate=0.02) + ["GGGGAAAACCCC" * 4]
+    lines = [random_constraint(s, rng) for s in seqs]
+    lines[0] = "." * len(seqs[0])
+    lines[-1] = "(" + "." * 10 + ")" + "." * (len(seqs[-1]) - 12)          # a non-canonical constrained pair
+    shape = [np.array([rng.randint(-60, 60) for _ in s], dtype=np.int32) if k % 3 == 0
+             else np.zeros(len(s), dtype=np.int32) for k, s in enumerate(seqs)]
+    options = {"dangles": dangles, "enforce_constraint": enforce, **rules}
+    ref = cpu.fold_batch(seqs, "default", 1, options, constraints=lines, shape=shape)
+    got = _host_folds(tracebacks_hc, tmp_path, seqs, 37.0, dangles, shape=shape, constraints=lines, enforce=enforce,
+                      **rules)
+    wrong = []
+    for s, line, (mfe, st1, db1, st2, db2), (ref_mfe, ref_db) in zip(seqs, lines, got, ref, strict=True):
+        if ref_mfe >= INF:
+            ok = (int(mfe), st1, st2) == (ref_mfe, "0", "0")
+        else:
+            ok = (int(mfe), st1, db1, st2, db2) == (ref_mfe, "0", ref_db, "0", ref_db)
+        if not ok:
+            wrong.append((s, line, mfe, db1, db2, ref_mfe, ref_db))
+    assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first: {wrong[0]}"
+    plain = cpu.fold_batch(seqs, "default", 1, options, shape=shape)
+    assert sum(a != b for a, b in zip(ref, plain)) > len(seqs) // 4      # the constraints change many folds
+
+
+PAIRS_HC = r"""
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+#include "zuker_core.cuh"
+int main(int argc, char** argv) {
+    std::ifstream pf(argv[1], std::ios::binary | std::ios::ate);
+    std::vector<int> table((size_t)pf.tellg() / 4);
+    pf.seekg(0);
+    pf.read((char*)table.data(), (std::streamsize)(table.size() * 4));
+    std::string line, words;
+    while (std::getline(std::cin, line) && std::getline(std::cin, words)) {
+        const int n = (int)line.size();
+        std::vector<signed char> S(n + 2, 0);
+        for (int k = 0; k < n; ++k) S[k + 1] = (signed char)(line[k] - '0');
+        std::vector<ZkHc> HC(n + 2);
+        std::istringstream in(words);
+        for (int k = 0; k < n + 2; ++k) in >> HC[k].code >> HC[k].enc >> HC[k].up >> HC[k].dn;
+        for (int i = 1; i <= n; ++i)
+            for (int j = i + ZK_TURN + 1; j <= n; ++j)
+                std::printf("%d ", zk_pair(table.data(), S.data(), i, j, HC.data()));
+        std::printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("rules", [{}, {"no_lp": True}, {"no_gu": True, "max_bp_span": 30},
+                                   {"no_lp": True, "no_gu": True, "no_closing_gu": True, "max_bp_span": 40}],
+                         ids=["none", "noLP", "noGU+span30", "all"])
+@pytest.mark.parametrize("enforce", [False, True], ids=["plain", "enforce"])
+def test_hard_constraint_words_give_the_cpu_engines_pair_types_and_runs(tmp_path, rules, enforce):
+    """The per-position words the GPU engine makes from each constraint line (zuker_tables.hc_words) give, through
+    the kernels' zk_pair (built with ZK_HC and ZK_RULES, run on the host), the very pair types of the CPU engine's
+    _hard_constraints for every i < j (type 7 for a constrained non-canonical pair), its unpaired runs UP and DN,
+    and the span it grows to."""
+    import numpy as np
+
+    from rnapipe.cpu import zuker as cpu
+    from rnapipe.gpu.zuker_tables import flat_tables, hc_words, span_of
+    from test_constraints import random_constraint
+
+    src = tmp_path / "pairs.cpp"
+    src.write_text(PAIRS_HC)
+    exe = tmp_path / "pairs"
+    subprocess.run([CXX, "-std=c++17", "-O1", "-DZK_HC", "-DZK_RULES", f"-I{loader.kernel_dir()}", "-o", str(exe),
+                    str(src)], check=True)
+    model = Model(**rules, enforce_constraint=enforce)
+    seqs = _random(30, 5, 90, seed=3 + len(rules) + enforce, n_rate=0.03) + ["GGGGAAAACCCC" * 3]
+    rng = random.Random(11 + enforce)
+    lines = [random_constraint(s, rng) for s in seqs]
+    lines[-1] = "(" + "." * 10 + ")" + "((" + "." * 4 + "))" + "." * (len(seqs[-1]) - 20)
+    table = tmp_path / "P.bin"
+    table.write_bytes(flat_tables(model.tables(), 100).tobytes())
+    words = [hc_words([c], [len(s)], [0], len(s) + 2, enforce, span_of(model)) for s, c in zip(seqs, lines)]
+    text = "".join("".join(str(c) for c in encode(s)) + "\n" + " ".join(map(str, w.ravel().tolist())) + "\n"
+                   for s, w in zip(seqs, words))
+    out = subprocess.run([str(exe), str(table)], input=text, capture_output=True, text=True, check=True).stdout
+    T = model.tables()
+    no_lp, no_gu, _, _ = cpu._rules(T, 1000)
+    differ = 0
+    for s, c, w, got in zip(seqs, lines, words, out.splitlines(), strict=True):
+        n = len(s)
+        S = np.zeros(n + 2, dtype=np.int8)
+        S[1:n + 1] = encode(s)
+        _, _, _, span = cpu._rules(T, n)
+        ptype = np.zeros((n + 2, n + 2), dtype=np.int8)
+        for i in range(1, n + 1):
+            for j in range(i + 4, min(n, i + int(span) - 1) + 1):
+                t = params.PAIR_TYPE[S[i], S[j]]
+                ptype[i, j] = 0 if no_gu and t in (3, 4) else t
+        H = np.zeros(n + 2, dtype=np.int8)
+        H[1:n + 1] = cpu.HC_CODES[np.frombuffer(c.encode("ascii"), dtype=np.uint8)]
+        before = ptype.copy()
+        UP, DN, grown = cpu._hard_constraints(ptype, S, np.int64(n), H, enforce, no_lp, span)
+        want = [int(ptype[i, j]) for i in range(1, n + 1) for j in range(i + 4, n + 1)]
+        assert [int(x) for x in got.split()] == want, (s, c)
+        assert w[1:n + 1, 2].tolist() == UP[1:n + 1].tolist() and w[1:n + 1, 3].tolist() == DN[1:n + 1].tolist()
+        assert min(int(w[0, 2]), n) == grown             # the span the fill covers (at most n: all of it)
+        differ += not np.array_equal(before, ptype)
+    assert differ > len(seqs) // 2                   # the lines change the pair types

@@ -248,11 +248,11 @@ def test_fold_batch_order_and_out_of_memory(monkeypatch):
 
     real, sizes = short.fold_group, []
 
-    def short_of_memory(group, model, lens=None, shape=None):
+    def short_of_memory(group, model, lens=None, shape=None, constraints=None):
         sizes.append(len(group))
         if len(group) > 150:
             raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 1 << 40)
-        return real(group, model, lens, shape=shape)
+        return real(group, model, lens, shape=shape, constraints=constraints)
 
     monkeypatch.setattr(short, "fold_group", short_of_memory)
     mixed = seqs[:200] + [""] + seqs[200:] + ["", ""]

@@ -224,11 +224,10 @@ def test_api_takes_the_rules_by_name():
 @pytest.mark.parametrize("device", ["gpu", "hybrid"])
 @pytest.mark.parametrize("option", [{"no_lp": True}, {"no_gu": True}, {"no_closing_gu": True},
                                     {"max_bp_span": 100}], ids=lambda o: next(iter(o)))
-def test_gpu_and_hybrid_take_the_rules_and_shape_but_not_constraints(device, option):
-    """A rule or SHAPE data is no reason to refuse the GPU or the hybrid: with a GPU here they fold (the CPU
-    engine's results), without one the only refusal is the missing GPU's, which names no rule. Constraints are still
-    refused on them in one line naming the data and the CPU engine, before anything is folded."""
-    from rnapipe.errors import CpuOnlyOption, UnavailableError
+def test_gpu_and_hybrid_take_the_rules_shape_and_constraints(device, option):
+    """A rule, SHAPE data or constraint lines are no reason to refuse the GPU or the hybrid: with a GPU here they
+    fold (the CPU engine's results), without one the only refusal is the missing GPU's, which names no rule."""
+    from rnapipe.errors import UnavailableError
     from rnapipe.gpu.devices import gpu_available
 
     seqs = random_seqs(6, 20, 120, seed=14)
@@ -240,18 +239,17 @@ def test_gpu_and_hybrid_take_the_rules_and_shape_but_not_constraints(device, opt
         with pytest.raises(UnavailableError, match="needs an NVIDIA GPU") as err:
             rnapipe.fold(seqs, device=device, **option)
         assert name not in str(err.value)
-    with pytest.raises(CpuOnlyOption) as err:
-        rnapipe.fold("GGGGAAAACCCC", device=device, constraints="." * 12, **option)
-    message = str(err.value)
-    assert "option constraints is supported on the CPU engine for now" in message, message
-    assert "\n" not in message and "--" not in message
-    if gpu_available():                           # SHAPE data fold on every device, with the rules too
-        [r] = rnapipe.fold("GGGGAAAACCCC", device=device, shape=[0.1] * 12, **option)
-        [want] = rnapipe.fold("GGGGAAAACCCC", device="cpu", shape=[0.1] * 12, **option)
-        assert (r.score_int, r.structure) == (want.score_int, want.structure)
-    else:
-        with pytest.raises(UnavailableError, match="needs an NVIDIA GPU"):
-            rnapipe.fold("GGGGAAAACCCC", device=device, shape=[0.1] * 12, **option)
+    data = ({"shape": [0.1] * 12}, {"constraints": "((((....))))"},
+            {"constraints": "x..|........", "enforce_constraint": True})
+    for more in data:                             # per-record data fold on every device, with the rules too
+        if gpu_available():
+            [r] = rnapipe.fold("GGGGAAAACCCC", device=device, **more, **option)
+            [want] = rnapipe.fold("GGGGAAAACCCC", device="cpu", **more, **option)
+            assert (r.score_int, r.structure) == (want.score_int, want.structure)
+        else:
+            with pytest.raises(UnavailableError, match="needs an NVIDIA GPU") as err:
+                rnapipe.fold("GGGGAAAACCCC", device=device, **more, **option)
+            assert "constraint" not in str(err.value)
 
 
 def test_the_gpu_engine_takes_the_rules():

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .. import config, errors
 from .._version import __version__
-from ..errors import CpuOnlyOption, InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
+from ..errors import InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
 from ..model import ABSOLUTE_ZERO, MAX_TEMPERATURE, Model
 
@@ -301,7 +301,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                          help="as RNAfold --noconv: print T as the input gives it, not as U (it folds as U)")
     rnafold.add_argument("-C", "--constraint", action="store_true",
                          help="as RNAfold -C: each FASTA record's sequence is followed by its hard-constraint line "
-                         "(. x | < > ( ), one per nucleotide); Zuker on the CPU")
+                         "(. x | < > ( ), one per nucleotide); Zuker, every device")
     rnafold.add_argument("--enforceConstraint", action="store_true", dest="enforce_constraint",
                          help="as RNAfold --enforceConstraint: the pairs ( ) of -C must form, and | must pair")
     rnafold.add_argument("--shape", metavar="FILE",
@@ -533,22 +533,14 @@ def _engine_options(args) -> dict:
     return options
 
 
-def _cpu_only(args) -> None:
-    """-C is folded by the CPU engine only: --device auto folds on the CPU, gpu and hybrid are refused. --shape
-    (Zuker) folds on every device."""
+def _per_record_options(args) -> None:
+    """-C and --shape are Zuker's (every device folds them); --shapeMethod needs --shape."""
     if args.shape_method is not None and not args.shape:
         raise UsageError("--shapeMethod needs --shape FILE")
     if args.shape and args.algorithm != "zuker":
         raise UsageError("--shape applies to --algorithm zuker only")
-    given = ["-C/--constraint"] if args.constraint else []
-    if not given:
-        return
-    if args.algorithm != "zuker":
-        raise UsageError(f"{given[0]} applies to --algorithm zuker only")
-    if args.device == "auto":
-        args.device = "cpu"
-    elif args.device != "cpu":
-        raise CpuOnlyOption.for_flags(given, args.device)
+    if args.constraint and args.algorithm != "zuker":
+        raise UsageError("-C/--constraint applies to --algorithm zuker only")
 
 
 def _shape(args):
@@ -650,7 +642,7 @@ def _fold(args) -> int:
 
     _rnafold_conventions(args)
     options = _engine_options(args)
-    _cpu_only(args)
+    _per_record_options(args)
     shape = _shape(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")

@@ -207,6 +207,95 @@ NO_DATA32 = np.zeros(0, dtype=np.int32)        # SH of a sequence without SHAPE 
 
 
 @njit(cache=True, nogil=True)
+def hc_positions(H, n, enforce):
+    """What RNAfold's constraint line (codes H, non-empty) says of each position, as :func:`_hard_constraints`
+    applies it (the GPU engine's per-position words are made from it too, :func:`hc_words_fill`):
+    ``partner[k]``, the constrained partner of k (0: none; a ``( )`` pair closing fewer than 3 unpaired
+    nucleotides is dropped), ``enc[k]``, the 5' end of the innermost constrained pair around k (0: none; a pair of
+    two positions without a partner crosses no constrained pair exactly when both have the same), and
+    ``free[k]``, whether k may stay unpaired (with ``enforce``, not the nucleotides of ``( )`` and ``|``)."""
+    partner = np.zeros(n + 2, dtype=np.int64)
+    enc = np.zeros(n + 2, dtype=np.int64)
+    free = np.ones(n + 2, dtype=np.bool_)
+    _hc_positions_into(H, n, enforce, partner, enc, free, np.zeros(n + 2, dtype=np.int64))
+    return partner, enc, free
+
+
+@njit(cache=True, nogil=True)
+def _hc_positions_into(H, n, enforce, partner, enc, free, opened):
+    """:func:`hc_positions` into given arrays (at least n + 2 long; ``opened`` is scratch)."""
+    for k in range(n + 2):
+        partner[k] = 0
+        enc[k] = 0
+        free[k] = True
+    top = 0
+    for k in range(1, n + 1):
+        if H[k] == _HC_OPEN:
+            opened[top] = k
+            top += 1
+        elif H[k] == _HC_CLOSE and top > 0:
+            top -= 1
+            i = opened[top]
+            if k - i - 1 >= TURN:
+                partner[i] = k
+                partner[k] = i
+    top = 0
+    for k in range(1, n + 1):
+        if partner[k] and partner[k] < k:
+            top -= 1
+        enc[k] = opened[top - 1] if top > 0 else 0
+        if partner[k] > k:
+            opened[top] = k
+            top += 1
+    if enforce:
+        for k in range(1, n + 1):
+            if H[k] == _HC_PIPE or partner[k]:
+                free[k] = False
+
+
+@njit(cache=True, nogil=True)
+def hc_words_fill(out, codes, lens, starts, enforce, span):
+    """The GPU kernels' per-position words of hard constraints (ZkHc of gpu/kernels/zuker_core.cuh, made by
+    rnapipe.gpu.zuker_tables.hc_words) from this engine's own pass (:func:`hc_positions`): sequence k's constraint
+    codes follow a separator in ``codes`` (the lines one apart, one separator first), its n + 2 rows of ``out`` from
+    ``starts[k]``: the partner (else minus the flags: bit 0 'x' or '>', bit 1 'x' or '<'), enc, UP, DN, and at row 0
+    the span the fill covers (``span`` grown to the longest constrained pair, as :func:`_hard_constraints` grows it).
+    No allocation per sequence: a batch of short ones is mostly this loop."""
+    most = 0
+    for k in range(lens.shape[0]):
+        most = max(most, lens[k])
+    partner = np.zeros(most + 2, dtype=np.int64)
+    enc = np.zeros(most + 2, dtype=np.int64)
+    free = np.ones(most + 2, dtype=np.bool_)
+    opened = np.zeros(most + 2, dtype=np.int64)
+    at = 0
+    for k in range(lens.shape[0]):
+        n = lens[k]
+        H = codes[at:at + n + 2]                   # H[1..n]: the line (H[0] the separator before it)
+        at += n + 1
+        _hc_positions_into(H, n, enforce, partner, enc, free, opened)
+        o = out[starts[k]:starts[k] + n + 2]
+        reach = span
+        up = 0
+        for p in range(n, 0, -1):
+            up = up + 1 if free[p] else 0
+            o[p, 2] = up
+        dn = 0
+        for p in range(1, n + 1):
+            dn = dn + 1 if free[p] else 0
+            o[p, 3] = dn
+            if partner[p] > 0:
+                o[p, 0] = partner[p]
+                if partner[p] > p:
+                    reach = max(reach, partner[p] - p + 1)
+            else:
+                h = H[p]
+                o[p, 0] = -((1 if h == 1 or h == 4 else 0) | (2 if h == 1 or h == 3 else 0))
+            o[p, 1] = enc[p]
+        o[0, 2] = reach
+
+
+@njit(cache=True, nogil=True)
 def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
     """Apply RNAfold's constraint line (codes H, see HC_SYMBOLS; empty: none) to the pair types, as
     ViennaRNA's ``vrna_hc_add_from_db`` with ``VRNA_CONSTRAINT_DB_DEFAULT`` (and ``..._ENFORCE_BP`` when
@@ -239,30 +328,7 @@ def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
                     inner = j - i - 2 > TURN and P[S[i + 1], S[j - 1]] != 0
                     if not outer and not inner:
                         ptype[i, j] = 0
-        partner = np.zeros(n + 2, dtype=np.int64)
-        opened = np.zeros(n + 2, dtype=np.int64)
-        top = 0
-        for k in range(1, n + 1):
-            if H[k] == _HC_OPEN:
-                opened[top] = k
-                top += 1
-            elif H[k] == _HC_CLOSE and top > 0:
-                top -= 1
-                i = opened[top]
-                if k - i - 1 >= TURN:
-                    partner[i] = k
-                    partner[k] = i
-        # enc[k]: the 5' end of the innermost constrained pair around k (0: none). A pair of two free
-        # nucleotides crosses no constrained pair exactly when both have the same.
-        enc = np.zeros(n + 2, dtype=np.int64)
-        top = 0
-        for k in range(1, n + 1):
-            if partner[k] and partner[k] < k:
-                top -= 1
-            enc[k] = opened[top - 1] if top > 0 else 0
-            if partner[k] > k:
-                opened[top] = k
-                top += 1
+        partner, enc, free = hc_positions(H, n, enforce)
         for i in range(1, n + 1):
             hi = H[i]
             for j in range(i + TURN + 1, n + 1):
@@ -276,10 +342,6 @@ def _hard_constraints(ptype, S, n, H, enforce, no_lp, span):
                 elif (hi == _HC_X or hi == _HC_UP or H[j] == _HC_X or H[j] == _HC_DOWN
                       or enc[i] != enc[j]):
                     ptype[i, j] = 0
-        if enforce:
-            for k in range(1, n + 1):
-                if H[k] == _HC_PIPE or partner[k]:
-                    free[k] = False
     for i in range(n, 0, -1):
         UP[i] = UP[i + 1] + 1 if free[i] else 0
     for j in range(1, n + 1):

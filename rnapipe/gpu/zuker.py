@@ -44,7 +44,20 @@ SHAPE data (``fold_batch``'s ``shape``: each sequence's stacking pseudo-energies
 the CPU engine's per-record terms, added to every stacked pair of pairs as it adds them, by kernels built with
 ``-DZK_SHAPE`` (kernels/zuker_core.cuh, ZK_SSTACK): the terms go to the device as one int32 array laid out as the
 sequences' codes (N = n + 2 words each, zero where a position has none); a batch without them gets the kernels
-built without it. Hard constraints are the CPU engine's alone.
+built without it.
+
+Hard constraints (``fold_batch``'s ``constraints``: RNAfold's constraint line of each sequence, with
+``enforce_constraint`` its --enforceConstraint) are the CPU engine's too, applied as it applies them (its
+``_hard_constraints``) by kernels built with ``-DZK_HC`` (kernels/zuker_core.cuh, ZkHc): the host makes per-position
+words from each line with the CPU engine's own pass (:func:`.zuker_tables.hc_words`: the constrained partner or
+the symbol's flags, the innermost constrained pair around the position, and how many nucleotides may stay unpaired
+from it on and up to it), laid out as the codes, so that a kernel decides "may i·j pair, and with which type" in
+O(1) (a constrained non-canonical pair has ViennaRNA's non-standard type 7, whose energies are the CPU engine's)
+and bounds every hairpin, interior loop, multiloop run and exterior run as the CPU engine does. A constrained pair
+longer than ``max_bp_span`` grows the span the fills, W and the traceback cover (position 0's word). The short
+kernels fold such a batch with ``zs_fold`` (``zs_fold_smem`` is built without them); the host traceback is given
+the CPU engine's pair types and unpaired runs. A record whose constraints leave no structure gets the CPU
+engine's energy (INF), which the pipeline reports.
 """
 
 from __future__ import annotations
@@ -60,7 +73,7 @@ from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
 from .devices import memory_budget  # noqa: F401  (memory_budget: engine interface)
-from .zuker_tables import INF, NO_SPAN, rules_option, shape_option, span_of, table_for
+from .zuker_tables import INF, NO_SPAN, hc_option, hc_words, rules_option, shape_option, span_of, table_for
 
 log = logging.getLogger(__name__)
 
@@ -115,10 +128,10 @@ def max_length(budget_bytes: int) -> int:
     return longest_fitting(bytes_needed, budget_bytes)
 
 
-def _kernels(model: Model, shape=None):
+def _kernels(model: Model, shape=None, constraints=None):
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq")
-    opts = (f"-DZK_TILE={TILE}",) + rules_option(model) + shape_option(shape)
+    opts = (f"-DZK_TILE={TILE}",) + rules_option(model) + shape_option(shape) + hc_option(constraints)
     return {k: loader.function(KERNELS, k, opts) for k in names}
 
 
@@ -166,14 +179,15 @@ def _exterior_chunked(k, args, W, d_woff, total: int, n_max: int, count: int, sp
 
 
 def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
-                block_traceback: bool = False, shape: list | None = None) -> list[tuple[int, str]]:
+                block_traceback: bool = False, shape: list | None = None,
+                constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold sequences (non-empty, ordered longest first) in one batch on the current device; ``shape``: their
-    SHAPE stacking terms (int32 per nucleotide), or None."""
+    SHAPE stacking terms (int32 per nucleotide), or None; ``constraints``: their constraint lines, or None."""
     import cupy
 
     import time
     t = time.perf_counter()
-    k = _kernels(model, shape)
+    k = _kernels(model, shape, constraints)
     span = span_of(model)
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
@@ -205,6 +219,10 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
         for s in range(count):
             ss[soff[s] + 1:soff[s] + 1 + int(lens[s])] = shape[s]
         args = args + (cupy.asarray(ss),)
+    if constraints is not None:                            # ZK_HC: the words, laid out as the codes
+        hc = hc_words(constraints, lens, soff, int(N.sum()), bool(model.enforce_constraint), span)
+        span = int(hc[soff, 2].max())                      # the longest span any sequence's fill covers
+        args = args + (cupy.asarray(hc.ravel()),)
     t = _phase("setup", t)
     if fill == "tiled" and not _tiled_ok(model, n_max):
         fill = "diag"
@@ -227,7 +245,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
         k["zk_exterior"]((count,), (ext_threads,), args + (np.int32(0), W, d_woff))
     t = _phase("exterior", t)
     if host_traceback:
-        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape)
+        out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape, constraints)
         _phase("traceback", t)
         return out
     stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
@@ -255,10 +273,11 @@ def _gpu_model(options: dict) -> Model:
     return Model.from_options(options)
 
 
-def _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape=None):
+def _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape=None, constraints=None):
     """The CPU engine's traceback on matrices copied from the device (long sequences); the pair types it
     also reads (under the model's no_gu and max_bp_span, as the CPU engine's fill makes them) are made on the
-    device too, and it is given the SHAPE stacking terms of ``shape`` (None: none)."""
+    device too, and it is given the SHAPE stacking terms of ``shape`` (None: none) and, with ``constraints``, the
+    pair types, unpaired runs and span of the CPU engine's own ``_hard_constraints``."""
     import cupy
     from ..cpu import zuker as cpu
 
@@ -285,8 +304,13 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape=None):
         if shape is not None:
             SS = np.zeros(N, dtype=np.int64)
             SS[1:n + 1] = shape[s]
-        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, np.ascontiguousarray(ptype.get(), dtype=np.int8), UP, DN, SS,
-                           np.int64(span))
+        ptype = np.ascontiguousarray(ptype.get(), dtype=np.int8)
+        if constraints is not None:
+            H = np.zeros(N, dtype=np.int8)
+            H[1:n + 1] = cpu.HC_CODES[np.frombuffer(constraints[s].encode("ascii"), dtype=np.uint8)]
+            UP, DN, span = cpu._hard_constraints(ptype, S, np.int64(n), H, bool(model.enforce_constraint),
+                                                 bool(model.no_lp), np.int64(span))
+        pt = cpu.traceback(T, S, n, Wh, Vh, WMh, ptype, UP, DN, SS, np.int64(span))
         results.append((int(Wh[n]), cpu.dot_bracket(pt, n).tobytes().decode("ascii")))
     return results
 
@@ -334,16 +358,19 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     """Fold every sequence (engine interface, see rnapipe.engines); options: temperature, dangles, params,
     the pairing rules (no_lp, no_gu, no_closing_gu, max_bp_span), and for tests ``gpu_fill`` ("short", "block",
     "diag" or "tiled": force one fill), ``host_traceback`` (bool) and ``gpu_traceback`` ("block" or "thread": force
-    one GPU traceback). ``shape``: the SHAPE stacking
+    one GPU traceback), enforce_constraint. ``shape``: the SHAPE stacking
     pseudo-energies of each sequence (int32 dcal/mol per nucleotide, rnapipe.constraints.deigan), as the CPU
-    engine takes them; None for none. ``constraints`` (hard constraints) are the CPU engine's alone: only None."""
+    engine takes them; None for none. ``constraints``: RNAfold's constraint line of each sequence (checked:
+    rnapipe.constraints), as the CPU engine takes them; None for none."""
     import cupy
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
     if constraints is not None:
-        from ..errors import CpuOnlyOption
-        raise CpuOnlyOption("constraints", "gpu")
+        if len(constraints) != len(sequences):
+            raise ValueError(f"{len(constraints)} constraint lines for {len(sequences)} sequences")
+        if any(len(c) != len(s) for c, s in zip(constraints, sequences)):
+            raise ValueError("a constraint line's length differs from its sequence's")
     if shape is not None:
         if len(shape) != len(sequences):
             raise ValueError(f"{len(shape)} SHAPE arrays for {len(sequences)} sequences")
@@ -386,12 +413,14 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                 else:
                     seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
                 group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
+                group_hc = None if constraints is None else list(map(constraints.__getitem__, idxs.tolist()))
                 try:
                     if kind == "short":
-                        out = zuker_short.fold_group(seqs, model, group_lens, shape=group_shape)
+                        out = zuker_short.fold_group(seqs, model, group_lens, shape=group_shape,
+                                                     constraints=group_hc)
                     else:
                         zuker_short.release()              # the longer fills want the memory
-                        out = _fold_group(seqs, model, kind, host, block_tb, group_shape)
+                        out = _fold_group(seqs, model, kind, host, block_tb, group_shape, group_hc)
                 except cupy.cuda.memory.OutOfMemoryError:
                     if len(idxs) == 1:
                         raise

@@ -31,8 +31,10 @@ The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same ker
 unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
 (at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
 ``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
-the sequence's text offset plus its index (each sequence's text takes n + 1 bytes).
-
+the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by
+``zs_fold`` alone, built with ``-DZK_HC`` (zs_fold_smem is left out of that build): one more argument, the group's
+per-position words (zuker_core.cuh, ZkHc; four int32 a position, laid out as the SHAPE terms); its interior loops
+test the (n1, n2) of the loop table's entries against the unpaired runs.
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
@@ -57,7 +59,8 @@ import numpy as np
 
 from ..model import Model
 from . import loader
-from .zuker_tables import INF, SPECIAL_LOOPS, rules_option, shape_option, size_terms, table_for
+from .zuker_tables import HC_WORDS, INF, SPECIAL_LOOPS, hc_option, hc_words, rules_option, shape_option, size_terms, \
+    span_of, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
 SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
@@ -230,20 +233,20 @@ def _kernel(options: tuple[str, ...]):
 
 
 def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
-               shape: list[np.ndarray] | None = None) -> list[tuple[int, str]]:
+               shape: list[np.ndarray] | None = None, constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
-    SHAPE stacking terms, int32 per nucleotide, or None): those
-    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
-    (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
-    work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
-    one stream share one device pool (the stream orders them)."""
+    SHAPE stacking terms, int32 per nucleotide, or None; constraints: their constraint lines, or None): those
+    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem (with constraints, all with zs_fold). A large
+    group goes in chunks (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so
+    that the host's work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the
+    chunks of one stream share one device pool (the stream orders them)."""
     count = len(seqs)
     if count == 0:
         return []
     if lens is None:
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=count)
     out: list[tuple[int, str]] = []
-    _run_group(_Group(seqs, lens, model, shape=shape), lambda job: _finish(job, out))
+    _run_group(_Group(seqs, lens, model, shape=shape, constraints=constraints), lambda job: _finish(job, out))
     return out
 
 
@@ -266,7 +269,7 @@ def _run_group(group: "_Group", collect) -> None:
 
     lens = group.lens
     count = len(lens)
-    big = int(np.count_nonzero(lens > SMEM_MAX_N))
+    big = count if group.hc is not None else int(np.count_nonzero(lens > SMEM_MAX_N))
     parts = []
     for lo, hi, smem in ((0, big, False), (big, count, True)):
         per_seq = 4 * (smem_pool_words if smem else pool_words)(int(lens[lo])) if hi > lo else 1
@@ -423,14 +426,15 @@ class _Group:
     chunk's kernels, tables and launch settings looked up once, raw device addresses (no CuPy views)."""
 
     def __init__(self, seqs: list[str] | None, lens: np.ndarray, model: Model, ring16: bool | None = None,
-                 text: np.ndarray | None = None, shape: list[np.ndarray] | None = None):
+                 text: np.ndarray | None = None, shape: list[np.ndarray] | None = None,
+                 constraints: list[str] | None = None):
         self.seqs, self.lens, self.model = seqs, np.asarray(lens, dtype=np.int64), model
         self.text = text                                         # or the sequences packed, '\n' after each
         count = len(self.lens)
         self.ce = np.zeros(count + 1, dtype=np.int64)            # text offsets: one '\n' after each sequence
         np.cumsum(self.lens + 1, out=self.ce[1:])
         self.cw = np.zeros(count + 1, dtype=np.int64)            # pool words (zs_fold or zs_fold_smem)
-        np.cumsum(_words(self.lens), out=self.cw[1:])
+        np.cumsum(_words(self.lens) if constraints is None else pool_words(self.lens), out=self.cw[1:])
         self.P = _table_for_group(model, int(self.lens.max()))
         self.ring16 = _ring16_ok(model) if ring16 is None else ring16
         self._extra: dict = {}
@@ -444,6 +448,13 @@ class _Group:
                 at = int(self.ce[k]) + k + 1
                 ss[at:at + int(self.lens[k])] = shape[k]
             self.ss = cupy.asarray(ss)
+        self.constraints = constraints
+        self.hc = None                                           # the hard-constraint words on the device (ZK_HC)
+        if constraints is not None:
+            import cupy
+            at = self.ce[:-1] + np.arange(count)                 # laid out as the SHAPE terms
+            self.hc = cupy.asarray(hc_words(constraints, self.lens, at, int(self.ce[-1]) + count,
+                                            bool(model.enforce_constraint), span_of(model)).ravel())
         # the kernel parameter block: 2 × 16 pointers (at self._params) to 2 × 16 uint64 slots (self._pv),
         # the fill's arguments, then the traceback's at slot 16 (an int argument reads the low half of its slot)
         self._pv = np.zeros(32, dtype=np.uint64)
@@ -472,7 +483,8 @@ class _Group:
         key = (n_max, smem)
         if key not in self._launch:
             ring16 = smem and self.ring16
-            options = tuple(TUNING.get("options", ())) + rules_option(self.model) + shape_option(self.shape)
+            options = (tuple(TUNING.get("options", ())) + rules_option(self.model) + shape_option(self.shape)
+                       + hc_option(self.constraints))
             tb = None
             per_block = 1
             if smem:
@@ -502,7 +514,7 @@ class _Group:
         n_max = int(lens.max())
         if n_max > 2000:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-        if (n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N):
+        if self.hc is None and ((n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N)):
             raise ValueError("a chunk's kernel must be the one its lengths' pool words were counted for")
         kernel, tb, threads, shared, ring16, f_fill, f_tb, per_block = self.launch(n_max, smem)
         blocks = (count + per_block - 1) // per_block
@@ -548,9 +560,11 @@ class _Group:
             fill_args = (self.P.data.ptr, self.extra(smem).data.ptr, io + o_text, io, io + o_lens, io + o_poff,
                          pool.data.ptr, out + 8 * count, out, out + 4 * count, n_max, count)
             tb_args = fill_args[:1] + fill_args[2:-2] + (count, n_max)
-            ss = ()                               # ZK_SHAPE: the chunk's SHAPE terms, the last argument
+            ss = ()                               # ZK_SHAPE: the chunk's SHAPE terms; ZK_HC: its words, the last
             if self.ss is not None:
                 ss = (self.ss.data.ptr + 4 * (int(ce[a]) + a),)
+            if self.hc is not None:
+                ss = ss + (self.hc.data.ptr + 4 * HC_WORDS * (int(ce[a]) + a),)
             per_tb = TB_THREADS // 32
             tb_blocks, tb_shared = (count + per_tb - 1) // per_tb, per_tb * ((n_max + 2 + 15) // 16 * 16)
             events = TUNING.get("events")
@@ -632,6 +646,7 @@ def _refold(job: dict, refold: np.ndarray) -> list[tuple[int, str]]:
     """The sequences of a chunk whose values passed the int16 ring, again with the int32 one."""
     group, a = job["group"], job["first"]
     shape = None if group.shape is None else [group.shape[a + k] for k in refold.tolist()]
+    # (a chunk with constraints is zs_fold's, which has no int16 ring: never here)
     return _finish(_start([group.sequence(a + k) for k in refold.tolist()], job["lens"][refold], job["model"],
                           True, None, ring16=False, shape=shape))
 

@@ -95,6 +95,34 @@ def shape_option(shape) -> tuple[str, ...]:
     return ("-DZK_SHAPE",) if shape is not None else ()
 
 
+def hc_option(constraints) -> tuple[str, ...]:
+    """The nvcc option that builds the kernels with hard constraints (``-DZK_HC``: one more kernel argument, the
+    per-position words of every sequence, :func:`hc_words`) where the batch has constraint lines (``constraints``
+    not None); none without, whose kernels read none."""
+    return ("-DZK_HC",) if constraints is not None else ()
+
+
+HC_WORDS = 4                  # int32 words per position: ZkHc of zuker_core.cuh (code, enc, up, dn)
+
+
+def hc_words(constraints: list[str], lens, starts, size: int, enforce: bool, span: int) -> np.ndarray:
+    """The kernels' hard-constraint words (ZkHc, zuker_core.cuh) of every sequence: an int32 array of ``size``
+    positions × HC_WORDS, sequence k's n + 2 positions from ``starts[k]`` (laid out as its padded codes), made
+    from its constraint line ``constraints[k]`` (checked, as long as the sequence) by the CPU engine's own pass
+    (rnapipe.cpu.zuker.hc_positions): code (the partner, else minus the flags: bit 0 'x' or '>', bit 1 'x' or
+    '<'), enc, UP and DN (with ``enforce``, --enforceConstraint); position 0's UP holds the span the fill covers:
+    ``span`` (the model's max_bp_span, NO_SPAN for none) grown to the sequence's longest constrained pair, as the
+    CPU engine's _hard_constraints grows it. One compiled call for the whole batch (the lines joined)."""
+    from ..cpu.zuker import HC_CODES, hc_words_fill
+
+    out = np.zeros((size, HC_WORDS), dtype=np.int32)
+    if constraints:
+        codes = HC_CODES[np.frombuffer(("\n" + "\n".join(constraints) + "\n").encode("ascii"), dtype=np.uint8)]
+        hc_words_fill(out, codes, np.asarray(lens, dtype=np.int64), np.asarray(starts, dtype=np.int64), bool(enforce),
+                 np.int64(span))
+    return out
+
+
 def span_of(model: Model) -> int:
     """The longest span j - i + 1 a pair may have (NO_SPAN: no limit)."""
     return model.max_bp_span or NO_SPAN

@@ -61,19 +61,12 @@ PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClo
 PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
 if PAIRING and ALGORITHM != "zuker":
     raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
-# fold keys the CPU engine alone takes for now: constraint lines (SHAPE data fold on CPU and GPU jobs alike)
-CPU_ONLY = [f"fold.{key}" for key in ("constraint",) if config["fold"][key]]
 
 
 def _gpu_jobs_asked():
     jobs = config["jobs"]
     if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
-    if CPU_ONLY:
-        if jobs["gpu"] not in ("auto", 0):
-            raise ValueError(f"{', '.join(CPU_ONLY)}: the CPU engine alone takes them for now; set "
-                             "jobs.gpu: 0 (or auto, which then plans no GPU job)")
-        return 0
     return jobs["gpu"]
 
 
@@ -154,9 +147,6 @@ def say(text):
 def print_devices():
     if GPU_JOBS:
         say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input")
-    elif CPU_ONLY:
-        say(f"no GPU jobs ({', '.join(CPU_ONLY)}: the CPU engine alone takes them for now): the workflow "
-            f"runs on the CPU only, {CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
     else:
         say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
             f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")

@@ -25,15 +25,20 @@ struct ZkBatch {
 #ifdef ZK_SHAPE
     const int* SS;              // SHAPE stacking terms of every sequence, laid out as S (sequence s at soff[s])
 #endif
+#ifdef ZK_HC
+    const ZkHc* HC;             // hard constraints of every sequence, laid out as S (zuker_core.cuh, ZkHc)
+#endif
 };
 
 // Kernel arguments that make up a ZkBatch (CuPy passes pointers and scalars, not structs); built with ZK_SHAPE,
-// the SHAPE terms SSall are the thirteenth.
+// the SHAPE terms SSall are the thirteenth; built with ZK_HC, the hard constraints HCall come next.
 #define ZK_BATCH_ARGS const int* P, const signed char* Sall, const long long* soff, const int* lens, \
                       const long long* moff, int* Vall, int* WMall, int* WM1Tall, int* VIall, int* V1Nall, \
-                      int* VAUall, int* VMXall ZK_SHAPE_PARAM
+                      int* VAUall, int* VMXall ZK_SHAPE_PARAM ZK_HC_BATCH_PARAM
 #define ZK_BATCH ZkBatch b = {P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall \
-                              ZK_SHAPE_NAME}
+                              ZK_SHAPE_NAME ZK_HC_BATCH_NAME}
+#define ZK_BATCH_NAMES P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall ZK_SHAPE_NAME \
+                       ZK_HC_BATCH_NAME
 
 __device__ __forceinline__ ZkSeq zk_seq(const ZkBatch& b, int s) {
     ZkSeq q;
@@ -50,6 +55,9 @@ __device__ __forceinline__ ZkSeq zk_seq(const ZkBatch& b, int s) {
     q.VMX = b.VMX + o;
 #ifdef ZK_SHAPE
     q.SS = b.SS + b.soff[s];
+#endif
+#ifdef ZK_HC
+    q.HC = b.HC + b.soff[s];
 #endif
     return q;
 }
@@ -80,8 +88,8 @@ extern "C" __global__ void zk_fill_block(ZK_BATCH_ARGS, int s0) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int warps = blockDim.x >> 5;
-#ifdef ZK_RULES
-    const int dend = min(q.n, zk_span(b.P));           // max_bp_span: no cell of span j - i + 1 > it
+#if defined(ZK_RULES) || defined(ZK_HC)
+    const int dend = min(q.n, ZK_REACH(b.P, q));       // max_bp_span: no cell of span j - i + 1 > it
 #else
     const int dend = q.n;
 #endif
@@ -110,16 +118,27 @@ extern "C" __global__ void zk_exterior(ZK_BATCH_ARGS, int s0, int* Wall, const l
     int* W = Wall + woff[s];
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5, warps = (blockDim.x + 31) >> 5;
+#ifdef ZK_HC
+    // the first TURN + 1 positions unpaired, if they may be (rnapipe.cpu.zuker._W)
+    for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += blockDim.x) W[j] = q.HC[j].dn >= j ? 0 : ZK_INF;
+#else
     for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += blockDim.x) W[j] = 0;
+#endif
     __syncthreads();
     for (int j = ZK_TURN + 2; j <= q.n; ++j) {
         int x = zk_warp_min(zk_w_partial(b.P, q, W, j, tid, blockDim.x));
         if (lane == 0) red[warp] = x;
         __syncthreads();
         if (tid == 0) {
+#ifdef ZK_HC
+            int m = q.HC[j].up > 0 ? W[j - 1] : ZK_INF;          // j unpaired only if it may be
+            for (int w = 0; w < warps; ++w) m = min(m, red[w]);
+            W[j] = min(m, ZK_INF);
+#else
             int m = W[j - 1];
             for (int w = 0; w < warps; ++w) m = min(m, red[w]);
             W[j] = m;
+#endif
         }
         __syncthreads();
     }
@@ -187,6 +206,9 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     __shared__ __align__(16) int As[T * TS];   // As[kk][a] = WM[i0 + a][k0 + kk - 1]
     __shared__ __align__(16) int Bs[T * TS];   // Bs[kk][b] = WM1[k0 + kk][j0 + b] (masked: b - k >= 4)
     __shared__ int pcs[T];
+#ifdef ZK_HC
+    __shared__ int tcs[T];                   // per K tile: min over its k of k*ml + WM1[k][j0 + col]
+#endif
     ZK_BATCH;
     const int s = s0 + blockIdx.y;
     const int n = b.lens[s];
@@ -212,6 +234,20 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     int pc = ZK_BIG;                                   // min_k k*ml + WM1[k][j0 + pcol], over this thread's k
     const int pcol = tid % T, pk0 = tid / T;           // NT / T threads per column
     if (tid < T) pcs[tid] = ZK_BIG;
+#ifdef ZK_HC
+    // Hard constraints: row a's k - a unpaired nucleotides only for k <= ka = a + UP[a] (the end of its free
+    // run), so the unpaired term is taken per row: ucc[r][c] = min over the k <= ka[r] of k*ml + WM1[k][b], a K
+    // tile's whole column minimum (tcs) where ka[r] lies beyond the tile, its first ka[r] - k0 + 1 rows where
+    // ka[r] lies inside it.
+    int ucc[4][4], ka[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int a = i0 + ty * 4 + r;
+        ka[r] = a <= n ? a + q.HC[a].up : 0;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) ucc[r][c] = ZK_BIG;
+    }
+#endif
     for (int K = Kb; K <= Ke; ++K) {
         const int k0 = 1 + K * T;
         for (int v = tid; v < T * T; v += NT) {
@@ -220,8 +256,19 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
             As[kk * TS + r] = a <= n ? q.WM[a * N + k - 1] : ZK_BIG;
             Bs[kk * TS + r] = (bb <= n && bb - k >= ZK_TURN + 1) ? q.WM1T[bb * N + k] : ZK_BIG;
         }
+#ifdef ZK_HC
+        if (tid < T) tcs[tid] = ZK_BIG;
+#endif
         __syncthreads();
+#ifdef ZK_HC
+        {
+            int tc = ZK_BIG;
+            for (int kk = pk0; kk < T; kk += NT / T) tc = min(tc, (k0 + kk) * ml + Bs[kk * TS + pcol]);
+            atomicMin(&tcs[pcol], tc);
+        }
+#else
         for (int kk = pk0; kk < T; kk += NT / T) pc = min(pc, (k0 + kk) * ml + Bs[kk * TS + pcol]);
+#endif
 #pragma unroll 4
         for (int kk = 0; kk < T; ++kk) {
             const int4 av = *(const int4*)&As[kk * TS + ty * 4];
@@ -233,6 +280,20 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
 #pragma unroll
                 for (int c = 0; c < 4; ++c) acc[r][c] = zk_addmin(ar[r], br[c], acc[r][c]);
         }
+#ifdef ZK_HC
+        __syncthreads();                               // tcs complete
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            if (ka[r] >= k0 + T - 1) {
+#pragma unroll
+                for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], tcs[tx * 4 + c]);
+            } else if (ka[r] >= k0) {
+                for (int kk = 0; kk <= ka[r] - k0; ++kk)
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], (k0 + kk) * ml + Bs[kk * TS + tx * 4 + c]);
+            }
+        }
+#endif
         __syncthreads();
     }
     atomicMin(&pcs[pcol], pc);
@@ -246,7 +307,11 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
             const int bb = j0 + tx * 4 + c;
             if (bb > n) break;
             const int x = acc[r][c];
+#ifdef ZK_HC
+            const int pw = ucc[r][c];
+#else
             const int pw = pcs[tx * 4 + c];
+#endif
             int wm = x;
             if (pw < ZK_BIG) wm = min(wm, pw - a * ml);
             if (wm < ZK_BIG) atomicMin(&q.WM[a * N + bb], wm);
@@ -267,8 +332,10 @@ __device__ __forceinline__ int zk_wm_near(const int* P, const ZkSeq& q, int i, i
     const int vbeg = i + ZK_TURN + 2;
     const int kend = j - ZK_TURN - 1;
     const int e1 = min(lo_end, kend);
-    for (int k = i + 1 + lane; k <= e1; k += 32) zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin);
-    for (int k = max(hi_beg, i + 1) + lane; k <= kend; k += 32) zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin);
+    for (int k = i + 1 + lane; k <= e1; k += 32)
+        zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin ZK_HC_UFREE_OF(q, i));
+    for (int k = max(hi_beg, i + 1) + lane; k <= kend; k += 32)
+        zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin ZK_HC_UFREE_OF(q, i));
     vm = vmin;
     return best;
 }
@@ -277,20 +344,20 @@ __device__ __forceinline__ int zk_wm_near(const int* P, const ZkSeq& q, int i, i
 // over the lanes in row-major order (n1, then n2) instead of one row per iteration: the same candidates.
 __device__ __forceinline__ int zk_v_flat(const int* P, const ZkSeq& q, int i, int j, int lane) {
     const signed char* S = q.S;
-    int t = zk_pair(P, S, i, j);
+    int t = zk_pair(P, S, i, j ZK_HC_ARG(q.HC));
     if (t == 0) return ZK_INF;
     const bool closes = zk_closes(P, t);     // else the stack alone, as in zk_v_partial
     int best = ZK_INF;
-    if (lane == 0 && closes) best = zk_hairpin(P, S, i, j);
+    if (lane == 0 && closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) best = zk_hairpin(P, S, i, j);
     int maxu = j - i - ZK_TURN - 3;
     if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
     if (!closes && maxu > 0) maxu = 0;
     int si1 = S[i + 1], sj1 = S[j - 1];
     if (lane < ZK_NSPECIAL) {
         int n1 = (ZK_SPECIAL_N1 >> (2 * lane)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * lane)) & 3;
-        if (n1 + n2 <= maxu) {
+        if (n1 + n2 <= maxu ZK_AND_HC_LOOP(q, i, j, n1, n2)) {
             int p = i + 1 + n1, qq = j - 1 - n2;
-            int t2 = zk_pair(P, S, p, qq);
+            int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(q.HC));
             if (t2 && (lane == 0 || zk_closes(P, t2)))
                 best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
                                     q.V[p * q.N + qq] + (lane == 0 ? ZK_SSTACK(q.SS, i, j) : 0));
@@ -307,7 +374,11 @@ __device__ __forceinline__ int zk_v_flat(const int* P, const ZkSeq& q, int i, in
             const int* A = kind == 0 ? q.VAU : (kind == 1 ? q.V1N : q.VI);
             const int e = A[(long long)(i + 1 + n1) * q.N + j - 1 - n2] + ZK_LDG(SZ + n1 * 32 + n2) +
                           (kind == 0 ? o0 : (kind == 1 ? o1 : o2));
+#ifdef ZK_HC
+            if (ZK_HC_LOOP(q, i, j, n1, n2)) best = zk_min(best, e);
+#else
             best = zk_min(best, e);
+#endif
             n2 += 32;
             while (n1 <= maxu && n2 > maxu - n1) { n2 -= maxu - n1 + 1; ++n1; }
         }
@@ -336,8 +407,8 @@ __device__ __forceinline__ void zk_fin_tiles(ZK_BATCH_ARGS, int s0, int D) {
     const int iend = i0 + T;
     // local diagonals dl (cell (i0 + r, j0 + r + dl)); cells with j - i = D*T + dl <= TURN are never filled, nor
     // (max_bp_span) those with j - i + 1 > the span: left INF, never read by a cell within it
-#ifdef ZK_RULES
-    const int dlend = min(T, zk_span(b.P) - D * T);
+#if defined(ZK_RULES) || defined(ZK_HC)
+    const int dlend = min(T, ZK_REACH(b.P, q) - D * T);
 #else
     constexpr int dlend = T;
 #endif
@@ -368,13 +439,11 @@ __device__ __forceinline__ void zk_fin_tiles(ZK_BATCH_ARGS, int s0, int D) {
 }
 
 extern "C" __global__ void zk_fin(ZK_BATCH_ARGS, int s0, int D) {
-    zk_fin_tiles<false>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall ZK_SHAPE_NAME,
-                        s0, D);
+    zk_fin_tiles<false>(ZK_BATCH_NAMES, s0, D);
 }
 
 extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
-    zk_fin_tiles<true>(P, Sall, soff, lens, moff, Vall, WMall, WM1Tall, VIall, V1Nall, VAUall, VMXall ZK_SHAPE_NAME,
-                       s0, D);
+    zk_fin_tiles<true>(ZK_BATCH_NAMES, s0, D);
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -399,8 +468,8 @@ extern "C" __global__ void zk_ext_cross(ZK_BATCH_ARGS, int s0, int* Wall, const 
     const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     // rows from i_lo: with max_bp_span no pair i.j of the chunk starts before c0 - span + 1 (the host launches
     // warps for rows i_lo .. c0 only)
-#ifdef ZK_RULES
-    const int i_lo = max(1, c0 - zk_span(P) + 1);
+#if defined(ZK_RULES) || defined(ZK_HC)
+    const int i_lo = max(1, c0 - ZK_REACH(P, q) + 1);
 #else
     constexpr int i_lo = 1;
 #endif
@@ -437,7 +506,11 @@ extern "C" __global__ void zk_ext_seq(ZK_BATCH_ARGS, int s0, int* Wall, const lo
     const int* Wp = Wpart + woff[s];
     const int lane = threadIdx.x & 31;
     if (c0 == 1) {
+#ifdef ZK_HC
+        for (int j = lane; j <= n && j <= ZK_TURN + 1; j += 32) W[j] = q.HC[j].dn >= j ? 0 : ZK_INF;
+#else
         for (int j = lane; j <= n && j <= ZK_TURN + 1; j += 32) W[j] = 0;
+#endif
         __syncwarp();
     }
     for (int j = max(c0, ZK_TURN + 2); j < c0 + ZK_WCHUNK && j <= n; ++j) {
@@ -447,7 +520,11 @@ extern "C" __global__ void zk_ext_seq(ZK_BATCH_ARGS, int s0, int* Wall, const lo
             if (v < ZK_HALF_INF) m = zk_min(m, W[i - 1] + v + zk_exterior_stem_at(P, q.S, n, i, j));
         }
         m = zk_warp_min(m);
+#ifdef ZK_HC
+        if (lane == 0) W[j] = zk_min(zk_min(zk_min(q.HC[j].up > 0 ? W[j - 1] : ZK_INF, Wp[j]), m), ZK_INF);
+#else
         if (lane == 0) W[j] = zk_min(zk_min(W[j - 1], Wp[j]), m);
+#endif
         __syncwarp();
     }
 }
@@ -495,12 +572,12 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
     int top = 0;
     int j = n;
     while (j > ZK_TURN + 1) {
-        if (W[j] == W[j - 1]) { --j; continue; }
+        if (ZK_HC_RUN_AND(q, j, 1) W[j] == W[j - 1]) { --j; continue; }
         // the closing position i, from j - TURN - 1 down to 1 (or to j - span + 1): candidate c is
         // i = j - TURN - 1 - c
         const int ncand = j - ZK_TURN - 1;
-#ifdef ZK_RULES
-        const int nscan = min(ncand, zk_span(P) - ZK_TURN - 1);
+#if defined(ZK_RULES) || defined(ZK_HC)
+        const int nscan = min(ncand, ZK_REACH(P, q) - ZK_TURN - 1);
 #else
         const int nscan = ncand;
 #endif
@@ -519,7 +596,14 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
             if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; }
             ++top;
             j = i - 1;
-        } else { st = 1; --j; }
+        } else {
+#ifdef ZK_HC
+            if (W[j] < ZK_HALF_INF) st = 1;         // else hard constraints leave no structure (zk_traceback)
+#else
+            st = 1;
+#endif
+            --j;
+        }
     }
     __syncthreads();
     while (top > 0) {
@@ -539,8 +623,8 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
                     if (tid == 0) { pt[i] = j; pt[j] = i; }
                 } while (q.V[i * N + j] == target);
             }
-            const bool closes = zk_closes(P, zk_ptype(S[i], S[j]));
-            if (closes && zk_hairpin(P, S, i, j) == target) continue;
+            const bool closes = zk_closes(P, ZK_TYPE(S, i, j));
+            if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1) && zk_hairpin(P, S, i, j) == target) continue;
             int maxu = j - i - ZK_TURN - 3;
             if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
             int f = ZK_NONE;
@@ -549,9 +633,9 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
                 int c = base + tid, mine = ZK_NONE;
                 if (c < ncand) {
                     int n1 = c / (ZK_MAXLOOP + 1), n2 = c % (ZK_MAXLOOP + 1);
-                    if (n1 + n2 <= maxu) {
+                    if (n1 + n2 <= maxu ZK_AND_HC_LOOP(q, i, j, n1, n2)) {
                         int p = i + 1 + n1, qq = j - 1 - n2;
-                        int t2 = zk_pair(P, S, p, qq);
+                        int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(q.HC));
                         if (t2 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
                             zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] +
                                     (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target)
@@ -587,8 +671,8 @@ extern "C" __global__ void zk_traceback_block(ZK_BATCH_ARGS, int s0, int count, 
             } else st = 1;
         } else {
             const int target = q.WM[i * N + j];
-            while (j - 1 > i && q.WM[i * N + j - 1] + ml_base == target) --j;
-            while (i + 1 < j && q.WM[(i + 1) * N + j] + ml_base == target) ++i;
+            while (j - 1 > i ZK_AND_HC_RUN(q, j, 1) && q.WM[i * N + j - 1] + ml_base == target) --j;
+            while (i + 1 < j ZK_AND_HC_RUN(q, i, 1) && q.WM[(i + 1) * N + j] + ml_base == target) ++i;
             const int v = q.V[i * N + j];
             if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
                 if (tid == 0) { stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; }

@@ -97,6 +97,43 @@ ZK_HD int zk_rtype(int t) {
 
 ZK_HD int zk_au(const int* P, int t) { return t > 2 ? zk_sc(P, ZK_TERM_AU) : 0; }
 
+// Hard constraints (RNAfold's -C line, --enforceConstraint), as rnapipe.cpu.zuker applies them (its
+// _hard_constraints): kernels built with ZK_HC take one ZkHc per position of every sequence (laid out as the
+// padded codes, one more kernel argument, ZK_HC_PARAM), made on the host by rnapipe.gpu.zuker_tables.hc_words
+// from the CPU engine's own per-position pass:
+//   code  the constrained partner of the position (> 0), else -(bit 0: it may not be the 5' end of a pair,
+//         'x' or '>'; bit 1: not the 3' end, 'x' or '<');
+//   enc   the 5' end of the innermost constrained pair around it (0: none): a pair of two unconstrained
+//         positions crosses no constrained pair exactly when both have the same;
+//   up    how many nucleotides from it on may stay unpaired in a row (UP), dn: up to it (DN); at position 0,
+//         up holds the span the fill covers (the model's max_bp_span grown to the longest constrained pair,
+//         ZK_NO_SPAN without a limit: zk_reach).
+// zk_pair then decides "may i.j pair, and with which type" in O(1), and ZK_TYPE gives the energy functions the
+// type of a pair that may form: a constrained non-canonical pair has ViennaRNA's non-standard type 7. Built
+// without ZK_HC these are the plain model's and no code reads ZkHc.
+#ifdef ZK_HC
+struct alignas(16) ZkHc {
+    int code;
+    int enc;
+    int up;
+    int dn;
+};
+#define ZK_HC_PARAM , const ZkHc* HC
+#define ZK_HC_ARG(hc) , (hc)
+#define ZK_HC_BATCH_PARAM , const ZkHc* HCall
+#define ZK_HC_BATCH_NAME , HCall
+#define ZK_HC_UP(hc, k) ((hc)[k].up)
+#define ZK_HC_DN(hc, k) ((hc)[k].dn)
+ZK_HD int zk_nonstandard(int t) { return t ? t : 7; }
+#define ZK_TYPE(S, i, j) zk_nonstandard(zk_ptype((S)[i], (S)[j]))
+#else
+#define ZK_HC_PARAM
+#define ZK_HC_ARG(hc)
+#define ZK_HC_BATCH_PARAM
+#define ZK_HC_BATCH_NAME
+#define ZK_TYPE(S, i, j) zk_ptype((S)[i], (S)[j])
+#endif
+
 // The pairing rules, as rnapipe.cpu.zuker applies them (its module docstring). Built without ZK_RULES (the
 // default model) these are constants and the code is the plain model's: no rule costs the default anything.
 //   zk_pair    the type of pair i.j under no_gu and max_bp_span (0: it cannot form), for i.j with j - i > TURN;
@@ -104,10 +141,22 @@ ZK_HD int zk_au(const int* P, int t) { return t > 2 ? zk_sc(P, ZK_TERM_AU) : 0; 
 //              inner pair of a bulge or interior loop (not GU or UG under no_closing_gu); stacks always may;
 //   zk_no_lp   no lonely pairs: V[i][j] is the stack on CC[i+1][j-1] (ViennaRNA's cc, zk_stack_on);
 //   zk_span    the longest span j - i + 1 of a pair, ZK_NO_SPAN without a limit.
-ZK_HD int zk_pair(const int* P, const signed char* S, int i, int j) {
+//   (ZK_HC: the hard constraints first, see ZkHc: a constrained pair has its type whatever the rules say, and with
+//   no_lp a pair that no canonical pair could stack on, outside or inside, cannot form.)
+ZK_HD int zk_pair(const int* P, const signed char* S, int i, int j ZK_HC_PARAM) {
     const int t = zk_ptype(S[i], S[j]);
+#ifdef ZK_HC
+    const int a = HC[i].code, b = HC[j].code;
+    if (a > 0 || b > 0) return a == j ? (t ? t : 7) : 0;
+    if (((-a) & 1) || ((-b) & 2) || HC[i].enc != HC[j].enc) return 0;
+#endif
 #ifdef ZK_RULES
     if ((zk_tab(P, ZK_H_NO_GU) && (t == 3 || t == 4)) || j - i >= zk_tab(P, ZK_H_SPAN)) return 0;
+#ifdef ZK_HC
+    if (t && zk_tab(P, ZK_H_NO_LP) && !(j - i + 3 <= zk_tab(P, ZK_H_SPAN) && zk_ptype(S[i - 1], S[j + 1])) &&
+        !(j - i - 2 > ZK_TURN && zk_ptype(S[i + 1], S[j - 1])))
+        return 0;
+#endif
 #endif
     return t;
 }
@@ -173,7 +222,7 @@ ZK_HD int zk_special(const int* P, const signed char* S, int i, int hcount, int 
 // energy.hairpin_energy (vrna_E_hairpin); HPL[size] is the size term, extrapolated on the host with the
 // CPU engine's own loop_length_energy so the logarithm is the same one.
 ZK_HD int zk_hairpin(const int* P, const signed char* S, int i, int j) {
-    int t = zk_ptype(S[i], S[j]);
+    int t = ZK_TYPE(S, i, j);
     int size = j - i - 1;
     int e = zk_tab(P, zk_tab(P, ZK_H_HPL) + size);
     if (size < ZK_TURN) return e;
@@ -229,17 +278,18 @@ ZK_HD int zk_interior(const int* P, int n1, int n2, int t, int t2, int si1, int 
 }
 
 ZK_HD int zk_interior_at(const int* P, const signed char* S, int i, int j, int p, int q) {
-    int t = zk_ptype(S[i], S[j]);
-    int t2 = zk_rtype(zk_ptype(S[p], S[q]));
+    int t = ZK_TYPE(S, i, j);
+    int t2 = zk_rtype(ZK_TYPE(S, p, q));
     return zk_interior(P, p - i - 1, j - q - 1, t, t2, S[i + 1], S[j - 1], S[p - 1], S[q + 1]);
 }
 
 // no_lp: V[i][j] of a pair of type t, the stack on CC[i+1][j-1] (*cc_inner, read only where i+1.j-1 can
 // pair, so only once written) with its SHAPE term sstack (0 without); INF where that cannot form
 // (rnapipe.cpu.zuker's _fill, ViennaRNA's c).
-ZK_HD int zk_stack_on(const int* P, const signed char* S, int i, int j, int t, const int* cc_inner, int sstack) {
+ZK_HD int zk_stack_on(const int* P, const signed char* S, int i, int j, int t, const int* cc_inner, int sstack
+                      ZK_HC_PARAM) {
     if (j - i - 2 <= ZK_TURN) return ZK_INF;
-    const int t2 = zk_pair(P, S, i + 1, j - 1);
+    const int t2 = zk_pair(P, S, i + 1, j - 1 ZK_HC_ARG(HC));
     if (t2 == 0) return ZK_INF;
     const int c = *cc_inner + zk_tab(P, ZK_OFF_STACK + t * 8 + zk_rtype(t2)) + sstack;
     return c >= ZK_HALF_INF ? ZK_INF : c;
@@ -255,7 +305,7 @@ ZK_HD int zk_stem(const int* P, int mm_off, int t, int n5d, int n3d) {
 }
 
 ZK_HD int zk_exterior_stem_at(const int* P, const signed char* S, int n, int i, int j) {
-    int t = zk_ptype(S[i], S[j]);
+    int t = ZK_TYPE(S, i, j);
     if (zk_sc(P, ZK_DANGLES) == 0) return zk_stem(P, ZK_OFF_MISMATCH_EXTERIOR, t, -1, -1);
     int n5d = i > 1 ? S[i - 1] : -1;
     int n3d = j < n ? S[j + 1] : -1;
@@ -263,14 +313,14 @@ ZK_HD int zk_exterior_stem_at(const int* P, const signed char* S, int n, int i, 
 }
 
 ZK_HD int zk_multi_stem_at(const int* P, const signed char* S, int i, int j) {
-    int t = zk_ptype(S[i], S[j]);
+    int t = ZK_TYPE(S, i, j);
     int e = zk_sc(P, ZK_ML_INTERN);
     if (zk_sc(P, ZK_DANGLES) == 0) return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, -1, -1);
     return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, S[i - 1], S[j + 1]);
 }
 
 ZK_HD int zk_multi_closing(const int* P, const signed char* S, int i, int j) {
-    int t = zk_rtype(zk_ptype(S[i], S[j]));
+    int t = zk_rtype(ZK_TYPE(S, i, j));
     int e = zk_sc(P, ZK_ML_CLOSING) + zk_sc(P, ZK_ML_INTERN);
     if (zk_sc(P, ZK_DANGLES) == 0) return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, -1, -1);
     return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, S[j - 1], S[i + 1]);
@@ -296,7 +346,38 @@ struct ZkSeq {
 #ifdef ZK_SHAPE
     const int* SS;          // SHAPE stacking terms, N entries (ZK_SSTACK)
 #endif
+#ifdef ZK_HC
+    const ZkHc* HC;         // hard constraints, N entries (ZkHc)
+#endif
 };
+
+// The span j - i + 1 the fill, W and the traceback cover: the model's max_bp_span, and with hard constraints the
+// sequence's own (grown to its longest constrained pair, ZkHc's position 0).
+#ifdef ZK_HC
+#define ZK_REACH(P, q) ((q).HC[0].up)
+#else
+#define ZK_REACH(P, q) zk_span(P)
+#endif
+
+// With hard constraints: whether len nucleotides from i on may stay unpaired (ZK_HC_RUN), and whether an interior
+// loop of pair i.j with n1 unpaired after i and n2 before j may (ZK_HC_LOOP), from UP and DN of ZkHc. The tests
+// join a condition as "&& test" (ZK_AND_...), "test &&" (..._AND) or "|| !test" (ZK_OR_NOT_...), and built
+// without ZK_HC they are no text at all, so that those builds' code is what it is without hard constraints.
+#ifdef ZK_HC
+#define ZK_HC_RUN(q, i, len) ((q).HC[i].up >= (len))
+#define ZK_HC_LOOP(q, i, j, n1, n2) ((q).HC[(i) + 1].up >= (n1) && (q).HC[(j) - 1].dn >= (n2))
+#define ZK_AND_HC_RUN(q, i, len) && ZK_HC_RUN(q, i, len)
+#define ZK_HC_RUN_AND(q, i, len) ZK_HC_RUN(q, i, len) &&
+#define ZK_AND_HC_LOOP(q, i, j, n1, n2) && ZK_HC_LOOP(q, i, j, n1, n2)
+#define ZK_HC_LOOP_AND(q, i, j, n1, n2) ZK_HC_LOOP(q, i, j, n1, n2) &&
+#define ZK_OR_NOT_HC_LOOP(q, i, j, n1, n2) || !ZK_HC_LOOP(q, i, j, n1, n2)
+#else
+#define ZK_AND_HC_RUN(q, i, len)
+#define ZK_HC_RUN_AND(q, i, len)
+#define ZK_AND_HC_LOOP(q, i, j, n1, n2)
+#define ZK_HC_LOOP_AND(q, i, j, n1, n2)
+#define ZK_OR_NOT_HC_LOOP(q, i, j, n1, n2)
+#endif
 
 // The 11 loops with tables or rules of their own (stack, bulges of 1 and 2, 1x1, 1x2, 2x1, 2x2, 2x3,
 // 3x2), as (n1, n2) packed two bits each; every other (n1, n2) goes through SZ.
@@ -311,20 +392,20 @@ struct ZkSeq {
 // all lanes is V[i][j]; every candidate holding an INF term is >= HALF_INF and loses to the hairpin.
 ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int width) {
     const signed char* S = q.S;
-    int t = zk_pair(P, S, i, j);
+    int t = zk_pair(P, S, i, j ZK_HC_ARG(q.HC));
     if (t == 0) return ZK_INF;
     const bool closes = zk_closes(P, t);     // else the stack alone (maxu 0: no other loop, no hairpin, no VM)
     int best = ZK_INF;
-    if (lane == 0 && closes) best = zk_hairpin(P, S, i, j);
+    if (lane == 0 && closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) best = zk_hairpin(P, S, i, j);
     int maxu = j - i - ZK_TURN - 3;
     if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
     if (!closes && maxu > 0) maxu = 0;
     int si1 = S[i + 1], sj1 = S[j - 1];
     for (int c = lane; c < ZK_NSPECIAL; c += width) {
         int n1 = (ZK_SPECIAL_N1 >> (2 * c)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * c)) & 3;
-        if (n1 + n2 > maxu) continue;
+        if (n1 + n2 > maxu ZK_OR_NOT_HC_LOOP(q, i, j, n1, n2)) continue;
         int p = i + 1 + n1, qq = j - 1 - n2;
-        int t2 = zk_pair(P, S, p, qq);
+        int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(q.HC));
         if (t2 && (c == 0 || zk_closes(P, t2)))
             best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
                                 q.V[p * q.N + qq] + (c == 0 ? ZK_SSTACK(q.SS, i, j) : 0));
@@ -334,9 +415,16 @@ ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int
     const int outer[3] = {zk_au(P, t), zk_mm(P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1),
                           zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1)};
     const int* SZ = P + zk_tab(P, ZK_H_SZ);
+#ifdef ZK_HC
+    const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;      // at most a5 unpaired after i, a3 before j
+    for (int n1 = 0; n1 <= maxu && n1 <= a5; ++n1) {
+        const long long row = (long long)(i + 1 + n1) * q.N + j - 1;
+        for (int n2 = lane; n2 <= maxu - n1 && n2 <= a3; n2 += width) {
+#else
     for (int n1 = 0; n1 <= maxu; ++n1) {
         const long long row = (long long)(i + 1 + n1) * q.N + j - 1;
         for (int n2 = lane; n2 <= maxu - n1; n2 += width) {
+#endif
             int kind = n1 < n2 ? n1 : n2;
             kind = kind < 2 ? kind : 2;
             const int* A = kind == 0 ? q.VAU : (kind == 1 ? q.V1N : q.VI);
@@ -358,16 +446,21 @@ ZK_HD int zk_v_partial(const int* P, const ZkSeq& q, int i, int j, int lane, int
 // lower triangle (CC[i][j] at V[j][i]), which nothing else reads: no memory of its own.
 ZK_HD int zk_lonely(const int* P, const ZkSeq& q, int i, int j, int v, bool store) {
     if (!zk_no_lp(P)) return v;
-    const int t = zk_pair(P, q.S, i, j);
+    const int t = zk_pair(P, q.S, i, j ZK_HC_ARG(q.HC));
     if (t == 0) return ZK_INF;
-    const int c = zk_stack_on(P, q.S, i, j, t, q.V + (long long)(j - 1) * q.N + i + 1, ZK_SSTACK(q.SS, i, j));
+    const int c = zk_stack_on(P, q.S, i, j, t, q.V + (long long)(j - 1) * q.N + i + 1, ZK_SSTACK(q.SS, i, j)
+                              ZK_HC_ARG(q.HC));
     if (store) q.V[(long long)j * q.N + i] = zk_min(v, c);
     return c;
 }
 
-// WM1[i][j] (ViennaRNA's fM1): one branch starting at i, then unpaired to j; needs V[i][j] (= v).
+// WM1[i][j] (ViennaRNA's fM1): one branch starting at i, then unpaired to j (if j may be); needs V[i][j] (= v).
 ZK_HD int zk_wm1(const int* P, const ZkSeq& q, int i, int j, int v) {
+#ifdef ZK_HC
+    int w1 = q.HC[j].up > 0 ? q.WM1T[(long long)(j - 1) * q.N + i] + zk_sc(P, ZK_ML_BASE) : ZK_INF;
+#else
     int w1 = q.WM1T[(long long)(j - 1) * q.N + i] + zk_sc(P, ZK_ML_BASE);
+#endif
     if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, q.S, i, j));
     return zk_min(w1, ZK_INF);
 }
@@ -377,11 +470,24 @@ ZK_HD int zk_wm1(const int* P, const ZkSeq& q, int i, int j, int v) {
 // Also, in vm: this lane's part of VMX[i-1][j+1] = min over k = i+TURN+2 .. j-TURN-1 of WM[i][k-1] +
 // WM1T[j][k], the same two rows.
 // Split point k of WM(i, j) (ru = WM row i shifted by one, rw = WM1T row j): the k - i unpaired bases or
-// WM[i][k-1], plus WM1T[j][k], into best; from vbeg on, WM[i][k-1] + WM1T[j][k] into vmin (VMX).
-ZK_HD void zk_wm_split(const int* ru, const int* rw, int i, int k, int ml_base, int vbeg, int& best, int& vmin) {
+// WM[i][k-1], plus WM1T[j][k], into best; from vbeg on, WM[i][k-1] + WM1T[j][k] into vmin (VMX). With hard
+// constraints (ZK_HC_UFREE: ufree, how many from i may stay unpaired) the k - i unpaired only where they may.
+#ifdef ZK_HC
+#define ZK_HC_UFREE , int ufree
+#define ZK_HC_UFREE_OF(q, i) , (q).HC[i].up
+#else
+#define ZK_HC_UFREE
+#define ZK_HC_UFREE_OF(q, i)
+#endif
+ZK_HD void zk_wm_split(const int* ru, const int* rw, int i, int k, int ml_base, int vbeg, int& best, int& vmin
+                       ZK_HC_UFREE) {
     const int wm = ru[k];
     const int w = rw[k];
+#ifdef ZK_HC
+    const int u = k - i <= ufree ? zk_min(zk_min((k - i) * ml_base, ZK_INF), wm) : wm;
+#else
     const int u = zk_min(zk_min((k - i) * ml_base, ZK_INF), wm);
+#endif
     best = zk_min(best, u + w);
     if (k >= vbeg) vmin = zk_min(vmin, wm + w);
 }
@@ -393,7 +499,8 @@ ZK_HD int zk_wm_partial(const int* P, const ZkSeq& q, int i, int j, int w1, int 
     const int* rw = q.WM1T + (long long)j * q.N;
     const int* ru = q.WM + (long long)i * q.N - 1;
     const int vbeg = i + ZK_TURN + 2;
-    for (int k = i + 1 + lane; k < j - ZK_TURN; k += width) zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin);
+    for (int k = i + 1 + lane; k < j - ZK_TURN; k += width)
+        zk_wm_split(ru, rw, i, k, ml_base, vbeg, best, vmin ZK_HC_UFREE_OF(q, i));
     vm = vmin;
     return best;
 }
@@ -401,8 +508,8 @@ ZK_HD int zk_wm_partial(const int* P, const ZkSeq& q, int i, int j, int w1, int 
 ZK_HD void zk_store(const int* P, const ZkSeq& q, int i, int j, int v, int w1, int wm, int vm) {
     q.V[i * q.N + j] = v;
     if (i > 1 && j < q.n) q.VMX[(i - 1) * q.N + j + 1] = vm;
-    if (v < ZK_HALF_INF && zk_closes(P, zk_ptype(q.S[i], q.S[j]))) {   // an inner pair of bulges and interior loops
-        int t = zk_ptype(q.S[i], q.S[j]);
+    if (v < ZK_HALF_INF && zk_closes(P, ZK_TYPE(q.S, i, j))) {   // an inner pair of bulges and interior loops
+        int t = ZK_TYPE(q.S, i, j);
         int rt = zk_rtype(t);
         int a = q.S[j + 1], b = q.S[i - 1];
         q.VI[i * q.N + j] = v + zk_mm(P, ZK_OFF_MISMATCH_INTERIOR, rt, a, b);
@@ -416,8 +523,8 @@ ZK_HD void zk_store(const int* P, const ZkSeq& q, int i, int j, int v, int w1, i
 // Part of W[j] (eq. 1) over the closing positions i of the last exterior helix, for one thread.
 ZK_HD int zk_w_partial(const int* P, const ZkSeq& q, const int* W, int j, int tid, int width) {
     int best = ZK_INF;
-#ifdef ZK_RULES
-    const int ilo = j - zk_span(P) + 1 > 1 ? j - zk_span(P) + 1 : 1;    // no pair spans more
+#if defined(ZK_RULES) || defined(ZK_HC)
+    const int ilo = j - ZK_REACH(P, q) + 1 > 1 ? j - ZK_REACH(P, q) + 1 : 1;    // no pair spans more
 #else
     const int ilo = 1;
 #endif
@@ -444,10 +551,10 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
     int top = 0;
     int j = n;
     while (j > ZK_TURN + 1) {
-        if (W[j] == W[j - 1]) { --j; continue; }
+        if (ZK_HC_RUN_AND(q, j, 1) W[j] == W[j - 1]) { --j; continue; }
         bool found = false;
-#ifdef ZK_RULES
-        const int ilo = j - zk_span(P) + 1 > 1 ? j - zk_span(P) + 1 : 1;
+#if defined(ZK_RULES) || defined(ZK_HC)
+        const int ilo = j - ZK_REACH(P, q) + 1 > 1 ? j - ZK_REACH(P, q) + 1 : 1;
 #else
         const int ilo = 1;
 #endif
@@ -460,7 +567,14 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
                 break;
             }
         }
-        if (!found) { status = 1; --j; }
+        if (!found) {
+#ifdef ZK_HC
+            if (W[j] < ZK_HALF_INF) status = 1;     // else hard constraints leave no structure: the CPU's walk goes on
+#else
+            status = 1;
+#endif
+            --j;
+        }
     }
     while (top > 0) {
         --top;
@@ -481,16 +595,19 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
                     pt[j] = i;
                 } while (q.V[i * N + j] == target);
             }
-            const bool closes = zk_closes(P, zk_ptype(S[i], S[j]));
-            if (closes && zk_hairpin(P, S, i, j) == target) continue;
+            const bool closes = zk_closes(P, ZK_TYPE(S, i, j));
+            if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1) && zk_hairpin(P, S, i, j) == target) continue;
             bool found = false;
             int maxu = j - i - ZK_TURN - 3;
             if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
             for (int n1 = 0; n1 <= maxu && !found; ++n1) {
                 int p = i + 1 + n1;
                 for (int n2 = 0; n2 <= maxu - n1; ++n2) {
+#ifdef ZK_HC
+                    if (!ZK_HC_LOOP(q, i, j, n1, n2)) continue;
+#endif
                     int qq = j - 1 - n2;
-                    int t2 = zk_pair(P, S, p, qq);
+                    int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(q.HC));
                     if (t2 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
                         zk_interior_at(P, S, i, j, p, qq) + q.V[p * N + qq] +
                                 (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target) {
@@ -514,8 +631,8 @@ ZK_HD int zk_traceback(const int* P, const ZkSeq& q, const int* W, int* stack, i
             if (!found) status = 1;
         } else {
             int target = q.WM[i * N + j];
-            while (j - 1 > i && q.WM[i * N + j - 1] + ml_base == target) --j;
-            while (i + 1 < j && q.WM[(i + 1) * N + j] + ml_base == target) ++i;
+            while (j - 1 > i ZK_AND_HC_RUN(q, j, 1) && q.WM[i * N + j - 1] + ml_base == target) --j;
+            while (i + 1 < j ZK_AND_HC_RUN(q, i, 1) && q.WM[(i + 1) * N + j] + ml_base == target) ++i;
             int v = q.V[i * N + j];
             if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
                 stack[3 * top] = 0; stack[3 * top + 1] = i; stack[3 * top + 2] = j; ++top;

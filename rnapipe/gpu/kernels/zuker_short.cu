@@ -31,11 +31,12 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
 
 // Appends the cells of diagonal dd that can pair (their i; zk_pair: under the model's rules) to list, count
 // holding its length (0 before): every thread of the block calls it (ballots, one atomicAdd per warp).
-__device__ __forceinline__ void zs_list(const int* P, const signed char* S, int n, int dd, short* list, int* count) {
+__device__ __forceinline__ void zs_list(const int* P, const signed char* S, int n, int dd, short* list, int* count
+                                        ZK_HC_PARAM) {
     const int lane = threadIdx.x & 31;
     for (int b0 = 0; b0 < n - dd; b0 += blockDim.x) {
         const int i = 1 + b0 + threadIdx.x;
-        const bool ok = i + dd <= n && zk_pair(P, S, i, i + dd) != 0;
+        const bool ok = i + dd <= n && zk_pair(P, S, i, i + dd ZK_HC_ARG(HC)) != 0;
         const unsigned b = __ballot_sync(0xffffffffu, ok);
         int at = 0;
         if (lane == 0 && b) at = atomicAdd(count, __popc(b));
@@ -62,7 +63,11 @@ __device__ __forceinline__ void zs_w_step(const ZsSeq& q, int* sW, int j, int la
         if (x < ZK_HALF_INF) m = min(m, sW[i - 1] + x);
     }
     m = zs_group_min(m, 32);
+#ifdef ZK_HC
+    if (lane == 0) sW[j] = min(min(q.HC[j].up > 0 ? sW[j - 1] : ZK_INF, m), ZK_INF);   // j unpaired if it may be
+#else
     if (lane == 0) sW[j] = min(sW[j - 1], m);
+#endif
     __syncwarp();
 }
 
@@ -99,7 +104,8 @@ __device__ void zs_finish(const int* P, const ZsSeq& q, int* sW, int w_from, int
 extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_fold(const int* P, const int* LTg, const unsigned char* seqs,
                                                           const long long* soff, const int* lens,
                                                           const long long* poff, int* pool, unsigned char* out,
-                                                          int* mfe, int* status, int max_n ZK_SHAPE_PARAM) {
+                                                          int* mfe, int* status, int max_n ZK_SHAPE_PARAM
+                                                          ZK_HC_BATCH_PARAM) {
     extern __shared__ int smem[];
     const int s = blockIdx.x;
     const int n = lens[s];
@@ -131,10 +137,14 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
 #ifdef ZK_SHAPE
     q.SS = SSall + soff[s] + s;                       // N entries per sequence: the text's n + 1 bytes, plus one
 #endif
+#ifdef ZK_HC
+    q.HC = HCall + soff[s] + s;                       // laid out as the SHAPE terms
+    q.LTE = LTg + ZS_LT_ENTRIES;
+#endif
     zs_low_diagonals(q);
     __syncthreads();
     // List of the cells of diagonal TURN + 1 that can pair.
-    zs_list(P, sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1]);
+    zs_list(P, sS, n, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * MN, &sCnt[(ZK_TURN + 1) & 1] ZK_HC_ARG(q.HC));
     __syncthreads();
     for (int d = ZK_TURN + 1; d < n; ++d) {
         // Phase A: V of the pairable cells.
@@ -167,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
                 int w1 = ZK_INF;
                 int wm = ZK_INF;
                 if (active) {
-                    const bool pairs = zk_pair(P, sS, i, i + d) != 0;
+                    const bool pairs = zk_pair(P, sS, i, i + d ZK_HC_ARG(q.HC)) != 0;
                     const int v = pairs ? q.V[d * N + i] : ZK_INF;
                     w1 = zs_wm1(P, q, i, d, v);
                     wm = zs_wm_partial(P, q, i, d, w1, r, g);
@@ -179,15 +189,22 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
                     q.WM[d * N + i] = zk_min(wm, ZK_INF);
                 }
             }
-            zs_list(P, sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1]);
+            zs_list(P, sS, n, d + 1, sL + ((d + 1) & 1) * MN, &sCnt[(d + 1) & 1] ZK_HC_ARG(q.HC));
         }
         __syncthreads();
     }
+#ifdef ZK_HC
+    for (int k = tid; k <= n && k <= ZK_TURN + 1; k += T) sW[k] = q.HC[k].dn >= k ? 0 : ZK_INF;   // if they may be
+#else
     for (int k = tid; k <= n && k <= ZK_TURN + 1; k += T) sW[k] = 0;
+#endif
     __syncthreads();
     zs_finish(P, q, sW, ZK_TURN + 2, zs_stack(q), out + soff[s], mfe + s, status + s);
 }
 
+// Hard constraints (ZK_HC) are folded by zs_fold alone (rnapipe/gpu/zuker_short.py): its builds leave out
+// zs_fold_smem and zs_tb_smem.
+#ifndef ZK_HC
 // ---------------------------------------------------------------------------------------------------
 // zs_fold_smem: the same fold for sequences of up to ZS_SMEM_MAX_N nt (rnapipe/gpu/zuker_short.py,
 // SMEM_MAX_N), built so that the interior loops (most of the work below ~600 nt) never leave the SM:
@@ -769,3 +786,4 @@ extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const
         status[s] = st;
     }
 }
+#endif  // ZK_HC

@@ -38,6 +38,10 @@ struct ZsSeq {
 #ifdef ZK_SHAPE
     const int* SS;          // SHAPE stacking terms, N entries (zuker_core.cuh, ZK_SSTACK); set by the kernels
 #endif
+#ifdef ZK_HC
+    const ZkHc* HC;         // hard constraints, N entries (zuker_core.cuh, ZkHc); set by the kernels
+    const int* LTE;         // the loop table's entries, (s, n1, size term) each: the (n1, n2) of a loop
+#endif
 };
 
 // Words of pool one sequence of n nt takes (V, WM, WM1, XT, VAU, V1N, VI: N*N each; the traceback stack).
@@ -87,18 +91,18 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
     const signed char* S = q.S;
     const int N = q.N;
     const int j = i + d;
-    const int t = zk_pair(P, S, i, j);
+    const int t = zk_pair(P, S, i, j ZK_HC_ARG(q.HC));
     const bool closes = zk_closes(P, t);     // else the stack alone (zk_v_partial)
-    int best = r == 0 && closes ? zk_hairpin(P, S, i, j) : ZK_INF;
+    int best = r == 0 && closes ZK_AND_HC_RUN(q, i + 1, d - 1) ? zk_hairpin(P, S, i, j) : ZK_INF;
     int maxu = d - ZK_TURN - 3;
     if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
     if (!closes && maxu > 0) maxu = 0;
     const int si1 = S[i + 1], sj1 = S[j - 1];
     for (int c = r; c < ZK_NSPECIAL; c += g) {
         int n1 = (ZK_SPECIAL_N1 >> (2 * c)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * c)) & 3;
-        if (n1 + n2 > maxu) continue;
+        if (n1 + n2 > maxu ZK_OR_NOT_HC_LOOP(q, i, j, n1, n2)) continue;
         int p = i + 1 + n1, qq = j - 1 - n2;
-        int t2 = zk_pair(P, S, p, qq);
+        int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(q.HC));
         if (t2 && (c == 0 || zk_closes(P, t2)))
             best = zk_min(best, zk_interior(P, n1, n2, t, zk_rtype(t2), si1, sj1, S[p - 1], S[qq + 1]) +
                                 q.V[(qq - p) * N + p] + (c == 0 ? ZK_SSTACK(q.SS, i, j) : 0));
@@ -111,7 +115,15 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
         const int c0 = LT[ZS_LT_START + k];
         const int c1 = maxu < 0 ? c0 : c0 + LT[ZS_LT_COUNT + 31 * k + maxu];
         int m = ZK_INF;
+#ifdef ZK_HC
+        const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;     // at most a5 unpaired after i, a3 before j
+        for (int c = c0 + r; c < c1; c += g) {
+            const int n1 = q.LTE[3 * c + 1], n2 = q.LTE[3 * c] - n1;
+            if (n1 <= a5 && n2 <= a3) m = ZS_ADDMIN(A[LOFF[c]], LSZ[c], m);
+        }
+#else
         for (int c = c0 + r; c < c1; c += g) m = ZS_ADDMIN(A[LOFF[c]], LSZ[c], m);
+#endif
         best = zk_min(best, m + outer[k]);
     }
     // VM: WM[i+1][k-1] + WM1[k][j-1], k = i + x, x = TURN+3 .. d-TURN-2; the closing terms once.
@@ -129,8 +141,8 @@ ZK_HD int zs_v_partial(const int* P, const int* LOFF, const int* LSZ, const int*
 // that W and the traceback do not read). Without no_lp, v.
 ZK_HD int zs_lonely(const int* P, const ZsSeq& q, int i, int j, int v) {
     if (!zk_no_lp(P)) return v;
-    const int c = zk_stack_on(P, q.S, i, j, zk_ptype(q.S[i], q.S[j]), q.XT + (i + 1) * q.N + j - 1,
-                              ZK_SSTACK(q.SS, i, j));
+    const int c = zk_stack_on(P, q.S, i, j, ZK_TYPE(q.S, i, j), q.XT + (i + 1) * q.N + j - 1,
+                              ZK_SSTACK(q.SS, i, j) ZK_HC_ARG(q.HC));
     q.XT[i * q.N + j] = zk_min(v, c);
     return c;
 }
@@ -142,7 +154,7 @@ ZK_HD void zs_store_v(const int* P, const ZsSeq& q, int i, int d, int v) {
     const int N = q.N, j = i + d;
     v = zs_lonely(P, q, i, j, v);
     q.V[d * N + i] = v;
-    const int t = zk_ptype(S[i], S[j]);
+    const int t = ZK_TYPE(S, i, j);
     const int rt = zk_rtype(t);
     const int a = S[j + 1], b = S[i - 1];
     const int o = d * N + i;
@@ -165,7 +177,11 @@ ZK_HD void zs_store_unpaired(const ZsSeq& q, int i, int d) {
 
 // WM1[i][i+d] from V[i][i+d] = v and WM1[i][j-1].
 ZK_HD int zs_wm1(const int* P, const ZsSeq& q, int i, int d, int v) {
+#ifdef ZK_HC
+    int w1 = q.HC[i + d].up > 0 ? q.WM1[(d - 1) * q.N + i] + zk_sc(P, ZK_ML_BASE) : ZK_INF;   // j may be unpaired
+#else
     int w1 = q.WM1[(d - 1) * q.N + i] + zk_sc(P, ZK_ML_BASE);
+#endif
     if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(P, q.S, i, i + d));
     return zk_min(w1, ZK_INF);
 }
@@ -178,10 +194,18 @@ ZK_HD int zs_wm_partial(const int* P, const ZsSeq& q, int i, int d, int w1, int 
     int best = r == 0 ? w1 : ZK_INF;
     const int* wa = q.WM + i - N;            // WM[i][i+x-1] at (x - 1) * N + i
     const int* wb = q.WM1 + d * N + i;       // WM1[i+x][j] at (d - x) * N + i + x
+#ifdef ZK_HC
+    const int ufree = q.HC[i].up;             // x unpaired from i only where they may be
+    for (int x = 1 + r; x < d - ZK_TURN; x += g) {
+        int u = x <= ufree ? zk_min(zk_min(x * ml_base, ZK_INF), wa[x * N]) : wa[x * N];
+        best = zk_min(best, u + wb[x * (1 - N)]);
+    }
+#else
     for (int x = 1 + r; x < d - ZK_TURN; x += g) {
         int u = zk_min(zk_min(x * ml_base, ZK_INF), wa[x * N]);
         best = zk_min(best, u + wb[x * (1 - N)]);
     }
+#endif
     return best;
 }
 
@@ -227,11 +251,11 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
     int j = n;
     while (j > ZK_TURN + 1) {
         const int wj = W[j];
-        if (wj == W[j - 1]) { --j; continue; }
+        if (ZK_HC_RUN_AND(q, j, 1) wj == W[j - 1]) { --j; continue; }
         // the closing position i from j - TURN - 1 down to 1 (or to j - span + 1): x = j - TURN - 1 - i
         const int jj = j, hi = j - ZK_TURN - 1;
-#ifdef ZK_RULES
-        const int scan = hi < zk_span(P) - ZK_TURN - 1 ? hi : zk_span(P) - ZK_TURN - 1;
+#if defined(ZK_RULES) || defined(ZK_HC)
+        const int scan = hi < ZK_REACH(P, q) - ZK_TURN - 1 ? hi : ZK_REACH(P, q) - ZK_TURN - 1;
         int x = zs_first(scan, lane, [&](int x) {
 #else
         int x = zs_first(hi, lane, [&](int x) {
@@ -244,7 +268,11 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
             ++top;
             j = hi - x - 1;
         } else {
+#ifdef ZK_HC
+            if (wj < ZK_HALF_INF) status = 1;       // else hard constraints leave no structure (zk_traceback)
+#else
             status = 1;
+#endif
             --j;
         }
     }
@@ -256,7 +284,7 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
         int i = (e >> 11) & 2047;
         j = e & 2047;
         if (kind == 0) {
-#ifdef ZK_RULES
+#if defined(ZK_RULES) || defined(ZK_HC)
             int d = j - i;
             if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
             int target = q.V[d * N + i];
@@ -269,8 +297,8 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
                     if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
                 } while (q.V[d * N + i] == target);
             }
-            const bool closes = zk_closes(P, zk_ptype(S[i], S[j]));
-            if (closes && zk_hairpin(P, S, i, j) == target) continue;
+            const bool closes = zk_closes(P, ZK_TYPE(S, i, j));
+            if (closes ZK_AND_HC_RUN(q, i + 1, d - 1) && zk_hairpin(P, S, i, j) == target) continue;
 #else
             const int d = j - i;
             if (lane == 0) { out[i - 1] = '('; out[j - 1] = ')'; }
@@ -284,9 +312,9 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
                 const int p = i + 1 + n1;
                 int n2 = zs_first(maxu - n1 + 1, lane, [&](int n2) {
                     int qq = j - 1 - n2;
-#ifdef ZK_RULES
-                    int t2 = zk_pair(P, S, p, qq);
-                    return t2 != 0 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
+#if defined(ZK_RULES) || defined(ZK_HC)
+                    int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(q.HC));
+                    return ZK_HC_LOOP_AND(q, i, j, n1, n2) t2 != 0 && (n1 + n2 == 0 || (closes && zk_closes(P, t2))) &&
                            zk_interior_at(P, S, i, j, p, qq) + q.V[(qq - p) * N + p] +
                                    (n1 + n2 == 0 ? ZK_SSTACK(q.SS, i, j) : 0) == target;
 #else
@@ -302,7 +330,7 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
                     break;
                 }
             }
-#ifdef ZK_RULES
+#if defined(ZK_RULES) || defined(ZK_HC)
             if (found || !closes) continue;
 #else
             if (found) continue;
@@ -326,8 +354,8 @@ ZK_HD int zs_traceback(const int* P, const ZsSeq& q, const int* W, int* stack, u
             }
         } else {
             const int target = q.WM[(j - i) * N + i];
-            while (j - 1 > i && q.WM[(j - 1 - i) * N + i] + ml_base == target) --j;
-            while (i + 1 < j && q.WM[(j - i - 1) * N + i + 1] + ml_base == target) ++i;
+            while (j - 1 > i ZK_AND_HC_RUN(q, j, 1) && q.WM[(j - 1 - i) * N + i] + ml_base == target) --j;
+            while (i + 1 < j ZK_AND_HC_RUN(q, i, 1) && q.WM[(j - i - 1) * N + i + 1] + ml_base == target) ++i;
             const int v = q.V[(j - i) * N + i];
             if (v < ZK_HALF_INF && v + zk_multi_stem_at(P, S, i, j) == target) {
                 if (lane == 0) stack[top] = ZS_PACK(0, i, j);

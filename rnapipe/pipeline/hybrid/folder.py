@@ -220,8 +220,9 @@ class HybridFolder:
         return max(1, self.cpu.threads - CPU_SPARE)
 
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes]:
-        if any(p.shape is not None for p in parts):
-            # SHAPE data: the batch on the first GPU (its engine applies them as the CPU engine does)
+        if any(p.shape is not None or p.cons_text is not None for p in parts):
+            # SHAPE data or constraint lines: the batch on the first GPU (its engine applies them as the CPU
+            # engine does)
             self.records += sum(len(p) for p in parts)
             self._batches += 1
             return self.gpu_folders[0].fold_packed(parts)
