@@ -34,14 +34,14 @@ from .idtext import ID_ERRORS
 from .records import Rejected
 from .render import results_text
 
-_SUFFIXES = {".tsv": "tsv", ".ct": "ct", ".bpseq": "bpseq"}
+_SUFFIXES = {".tsv": "tsv", ".ct": "ct", ".bpseq": "bpseq", ".bpp": "bpp", ".unpaired": "unpaired"}
 REJECTED_SUFFIX = ".rejected.tsv"
 # Results rendered together by write_results (one compiled pass for db and TSV).
 BATCH = 4096
 
 
 def format_from_suffix(path: str | os.PathLike) -> str:
-    """``tsv``, ``ct`` or ``bpseq`` from the output's suffix (any case), else ``db``."""
+    """``tsv``, ``ct``, ``bpseq``, ``bpp`` or ``unpaired`` from the output's suffix (any case), else ``db``."""
     return _SUFFIXES.get(Path(path).suffix.lower(), "db")
 
 
