@@ -398,6 +398,8 @@ def _add_prepare_command(commands, algorithms) -> None:
     prepare.add_argument("-C", "--constraint", action="store_true",
                          help="each record's sequence is followed by its constraint line (as rnapipe fold -C); "
                          "checked here and written to the shards")
+    prepare.add_argument("-p", "--partition", action="store_true",
+                         help="the shards will be folded with the partition function (for the length limit)")
     prepare.add_argument("--shard-records", type=_positive_int, default=None, metavar="N",
                          help=f"records per shard at most (default {config.SHARD_RECORDS})")
     prepare.add_argument("--shard-cost", type=_positive_float, default=None, metavar="C",
@@ -435,6 +437,9 @@ def _add_merge_command(commands, algorithms) -> None:
     merge.add_argument("--format", action="append", metavar="FMT", help="format of each -o (default: suffix)")
     merge.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM)
     merge.add_argument("--rejected", metavar="FILE", help="write the rejected records' list here")
+    merge.add_argument("-p", "--partition", action="store_true",
+                       help="the fold jobs folded with -p (their outputs hold the partition function's results)")
+    merge.add_argument("--MEA", dest="mea_line", action="store_true", help="with -p: db prints the MEA line")
     merge.set_defaults(run=_merge)
 
 
@@ -480,7 +485,8 @@ def _prepare(args) -> int:
     if args.constraint and args.algorithm != "zuker":
         raise UsageError("-C applies to --algorithm zuker only")
     workflow.run_prepare(args.input, args.output, args.algorithm, args.on_invalid,
-                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST, args.constraint)
+                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST, args.constraint,
+                         args.partition)
     return errors.EXIT_OK
 
 
@@ -495,7 +501,7 @@ def _merge(args) -> int:
     from . import workflow
 
     workflow.run_merge(args.prepared, args.plan, args.folds, args.output, args.format, args.algorithm,
-                       args.rejected)
+                       args.rejected, args.partition, args.mea_line)
     return errors.EXIT_OK
 
 

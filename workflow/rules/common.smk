@@ -61,8 +61,26 @@ PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClo
 PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
 if PAIRING and ALGORITHM != "zuker":
     raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
-# fold keys the CPU engine alone takes for now: constraint lines (SHAPE data fold on CPU and GPU jobs alike)
-CPU_ONLY = [f"fold.{key}" for key in ("constraint",) if config["fold"][key]]
+# fold keys the CPU engine alone takes for now: constraint lines and the partition function (SHAPE data fold on
+# CPU and GPU jobs alike)
+CPU_ONLY = [f"fold.{key}" for key in ("constraint", "partition") if config["fold"][key]]
+# fold.partition: RNAfold -p. Its engine takes none of the pairing rules, constraint lines or SHAPE data, and only
+# it writes the formats bpp and unpaired.
+PARTITION = bool(config["fold"]["partition"])
+if PARTITION:
+    _refused = [f"fold.{key}" for key in list(PAIRING) + ["constraint", "enforce_constraint", "shape"]
+                if config["fold"].get(key)]
+    if ALGORITHM != "zuker":
+        raise ValueError(f"fold.partition: the partition function is Zuker's, not {ALGORITHM}'s")
+    if _refused:
+        raise ValueError(f"fold.partition with {_refused[0]}: the partition function's engine takes RNAfold's "
+                         "default pairing rules only, without constraints or SHAPE data (for now)")
+else:
+    _needing = [fmt for fmt in config["formats"] if fmt in ("bpp", "unpaired")]
+    if _needing:
+        raise ValueError(f"formats: {_needing[0]} holds the partition function's results: set fold.partition: true")
+    if config["fold"]["mea"]:
+        raise ValueError("fold.mea applies with fold.partition: true only")
 
 
 def _gpu_jobs_asked():
@@ -232,6 +250,8 @@ def fold_options(wildcards):
         opts.append("--enforceConstraint")
     if fold["shape"]:
         opts.append(f"--shape {shlex.quote(os.path.abspath(fold['shape']))} --shapeMethod {fold['shape_method']}")
+    if PARTITION:
+        opts.append(f"-p --mea-gamma {float(fold['mea_gamma'])!r} --bpp-threshold {float(fold['bpp_threshold'])!r}")
     if wildcards.device == "gpu":
         opts.append(f"--device gpu --gpus {gpu_of(wildcards)}")
     else:
