@@ -1113,8 +1113,8 @@ def fold_sparse(X, T, S, threshold, gamma):
 class PartitionResult(NamedTuple):
     """One sequence's partition function: ensemble free energy (kcal/mol, as RNAfold prints it), the pairs of
     probability above the threshold (``i``, ``j`` 1-based, i < j, and ``p``), each nucleotide's unpaired
-    probability, the MFE (kcal/mol) and the frequency of the MFE structure in the ensemble, the ensemble
-    diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``), the MEA
+    probability, the MFE (kcal/mol) and the frequency of the MFE structure in the ensemble (as RNAfold -p
+    computes it, from the MFE in single precision), the ensemble diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``), the MEA
     structure (``gamma``, 1 by default) and its expected accuracy (ViennaRNA's ``MEA()``); then the MFE
     structure, RNAfold -p's pseudo-bracket line of the ensemble (ViennaRNA's ``vrna_db_from_probs``), and the
     free energies of the centroid and of the MEA structure (dcal/mol, ``vrna_eval_structure``)."""
@@ -1145,7 +1145,9 @@ def _result(sequence: str, X, T, threshold: float, gamma: float = 1.0) -> Partit
     (G, mfe, db, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e,
      mea_e) = fold_sparse(X, T, S, threshold, gamma)
     mfe_kcal = mfe / 100.0
-    freq = math.exp(-(mfe_kcal - G) * 1000.0 / X.scalars[KT])
+    # RNAfold -p's frequency: its MFE is vrna_mfe's single-precision return value (relatively up to 1e-6 off
+    # the exact frequency), so that the printed %g is RNAfold's
+    freq = math.exp(-(float(np.float32(mfe_kcal)) - G) * 1000.0 / X.scalars[KT])
     return PartitionResult(float(G), I, J, p, unpaired, mfe_kcal, freq, float(diversity),
                            centroid.tobytes().decode("ascii"), float(dist), mea_db.tobytes().decode("ascii"),
                            float(mea_value), db.tobytes().decode("ascii"), pseudo.tobytes().decode("ascii"),
