@@ -351,3 +351,62 @@ def test_the_partition_settings_are_part_of_the_run(resume_dir):
     assert proc.returncode == 0, proc.stderr
     for name, data in clean.items():
         assert (d / name).read_bytes() == data, name
+
+
+# -------------------------------------------------------------------------------------------------------------
+# the workflow
+
+
+def test_workflow_stages_with_p_merge_to_one_fold_p(tmp_path):
+    """prepare -p, partition, three fold-job -p (the pfjob format) and merge -p --MEA: every format byte for
+    byte one `rnapipe fold -p --MEA` of the input."""
+    from test_workflow import environment, mixed_input, rnapipe as stage
+
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 45, seed=24, bad=False)
+    formats = ["db", "tsv", "bpp", "unpaired", "ct"]
+    direct = stage(["fold", "in.fa", "-p", "--MEA", "-q", "-o", "direct", "--format", ",".join(formats)],
+                   tmp_path, env)
+    assert direct.returncode == 0, direct.stderr
+    for args in (["prepare", "in.fa", "-o", "prep", "-p", "--shard-records", "7"],
+                 ["partition", "prep", "--cpu-jobs", "3", "-o", "plan"]):
+        run = stage(args, tmp_path, env)
+        assert run.returncode == 0, run.stderr
+    (tmp_path / "folds").mkdir()
+    for j in range(3):
+        job = stage(["fold-job", f"plan/cpu{j}.list", "-o", f"folds/cpu{j}.db", "-p", "-q", "--threads", "1"],
+                    tmp_path, env)
+        assert job.returncode == 0, job.stderr
+    outputs = [x for fmt in formats for x in ("-o", f"merged.{fmt}")]
+    refused = stage(["merge", "prep", "--plan", "plan", "--folds", "folds", "-o", "x.bpp"], tmp_path, env)
+    assert refused.returncode == 2 and "add -p/--partition" in one_error_line(refused)
+    run = stage(["merge", "prep", "--plan", "plan", "--folds", "folds", "-p", "--MEA", *outputs], tmp_path, env)
+    assert run.returncode == 0, run.stderr
+    for fmt in formats:
+        assert (tmp_path / f"merged.{fmt}").read_bytes() == (tmp_path / f"direct.{fmt}").read_bytes(), fmt
+
+
+def test_workflow_with_fold_partition_equals_one_fold_p(tmp_path):
+    """fold.partition: true (with mea, a gamma and a threshold) runs CPU jobs and writes every format as one
+    `rnapipe fold -p` does; partition with a pairing rule, or bpp without partition, is refused at the start."""
+    from test_workflow import environment, mixed_input, needs_snakemake, snakemake_cmd
+
+    if needs_snakemake.args[0]:
+        pytest.skip("snakemake is not installed")
+    env = environment(tmp_path)
+    mixed_input(tmp_path / "in.fa", 30, seed=3, bad=False)
+    fold = "{partition: true, mea: true, mea_gamma: 0.5, bpp_threshold: 0.001}"
+    run = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out", "fold": fold,
+                                                  "formats": "[db, tsv, bpp, unpaired]", "jobs": "{cpu: 2}"}),
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    direct = run_rnapipe(["fold", "in.fa", "-p", "--MEA=0.5", "--bpp-threshold", "0.001", "-q", "-o", "direct",
+                          "--format", "db,tsv,bpp,unpaired"], tmp_path)
+    assert direct.returncode == 0, direct.stderr
+    for fmt in ("db", "tsv", "bpp", "unpaired"):
+        assert (tmp_path / "out" / f"in.zuker.{fmt}").read_bytes() == (tmp_path / f"direct.{fmt}").read_bytes(), fmt
+    for config, said in (({"fold": "{partition: true, no_lp: true}"}, "fold.partition with fold.no_lp"),
+                         ({"formats": "[db, bpp]"}, "set fold.partition: true")):
+        dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out2", **config}, "-n"),
+                             env=env, capture_output=True, text=True, timeout=600)
+        assert dry.returncode != 0 and said in dry.stdout + dry.stderr, config
