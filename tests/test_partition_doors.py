@@ -410,3 +410,22 @@ def test_workflow_with_fold_partition_equals_one_fold_p(tmp_path):
         dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out2", **config}, "-n"),
                              env=env, capture_output=True, text=True, timeout=600)
         assert dry.returncode != 0 and said in dry.stdout + dry.stderr, config
+
+
+def test_api_writers_print_what_the_command_prints(folded, tmp_path):
+    """rnapipe.io.writers on rnapipe.fold(partition=True)'s results write the command's TSV, bpp and unpaired
+    bytes, and db with --MEA's lines given mea=True; MFE results are refused the partition formats."""
+    from rnapipe.io import read_records, writers
+
+    tmp, records = folded
+    results = rnapipe.fold(list(read_records([tmp / "in.fa"])), partition=True, threads=2)
+    for fmt in ("tsv", "bpp", "unpaired"):
+        writers.write_output(results, tmp_path / f"api.{fmt}", fmt)
+        assert (tmp_path / f"api.{fmt}").read_bytes() == (tmp / f"out.{fmt}").read_bytes(), fmt
+    writers.write_output(results, tmp_path / "api.db", "db", mea=True)
+    # the API's results carry ids, not whole header lines, and their sequences normalised (upper case, U)
+    ours = (tmp_path / "api.db").read_text().splitlines()
+    want = (tmp / "out.db").read_text().splitlines()
+    assert [x for k, x in enumerate(ours) if k % 7 > 1] == [x for k, x in enumerate(want) if k % 7 > 1]
+    with pytest.raises(ValueError, match="partition"):
+        writers.write_output(rnapipe.fold(["GGGGAAAACCCC"]), tmp_path / "mfe.bpp", "bpp")
