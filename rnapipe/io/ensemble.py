@@ -12,12 +12,14 @@
 ``unpaired``  one line per record: the id, then each nucleotide's probability of being unpaired (``%.6g``, the
               rounding below 0 of a nucleotide paired for certain printed as 0), tab-separated.
 ``pfjob``     the workflow's fold jobs' own: the db record's three lines, then every value in full precision
-              (Python's ``repr`` of each double: read back exactly, :func:`read_job_values`), so that the merge
-              prints every format byte for byte as one ``rnapipe fold --partition`` does.
+              (the numbers as Python's ``repr``, the arrays as their bytes in base64: read back exactly,
+              :func:`read_job_values`), so that the merge prints every format byte for byte as one
+              ``rnapipe fold --partition`` does.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -125,8 +127,8 @@ def _probability(x: float) -> str:
 
 
 def bpp_lines(record_id: str, e: Ensemble) -> str:
-    return "".join([f"{record_id}\t{i}\t{j}\t{_probability(p)}\n"
-                    for i, j, p in zip(e.i.tolist(), e.j.tolist(), e.p.tolist())])
+    line = record_id.replace("%", "%%") + "\t%d\t%d\t%.6g\n"          # every p is above the threshold, >= 0
+    return "".join([line % pair for pair in zip(e.i.tolist(), e.j.tolist(), e.p.tolist())])
 
 
 def unpaired_line(record_id: str, e: Ensemble) -> str:
@@ -134,24 +136,27 @@ def unpaired_line(record_id: str, e: Ensemble) -> str:
 
 
 def job_lines(e: Ensemble) -> str:
-    """The three lines the pfjob format adds to a db record: the structures and the numbers, the unpaired
-    probabilities, the pairs (``i j p`` after each other); every double as its ``repr``."""
+    """The three lines the pfjob format adds to a db record: the structures and the numbers (each double as
+    its ``repr``), the unpaired probabilities (little-endian float64, base64), the pairs (i and j as
+    little-endian int32, then p as float64, base64)."""
     numbers = " ".join([e.pseudo, e.centroid, e.mea, repr(e.energy), repr(e.mfe_frequency), repr(e.diversity),
                         str(e.centroid_energy), repr(e.centroid_distance), str(e.mea_energy),
                         repr(e.mea_accuracy)])
-    unpaired = " ".join(map(repr, e.unpaired.tolist()))
-    pairs = " ".join([f"{i} {j} {p!r}" for i, j, p in zip(e.i.tolist(), e.j.tolist(), e.p.tolist())])
+    unpaired = base64.b64encode(np.asarray(e.unpaired, dtype="<f8").tobytes()).decode("ascii")
+    pairs = base64.b64encode(np.asarray(e.i, dtype="<i4").tobytes() + np.asarray(e.j, dtype="<i4").tobytes()
+                             + np.asarray(e.p, dtype="<f8").tobytes()).decode("ascii")
     return f"{numbers}\n{unpaired}\n{pairs}\n"
 
 
 def read_job_values(numbers: bytes, unpaired: bytes, pairs: bytes) -> Ensemble:
-    """One record's :class:`Ensemble` from the three lines :func:`job_lines` wrote."""
+    """One record's :class:`Ensemble` from the three lines :func:`job_lines` wrote (each with its newline)."""
     f = numbers.decode("ascii").split()
-    u = np.array(unpaired.split(), dtype=np.float64)
-    t = pairs.split()
-    i = np.array(t[0::3], dtype=np.int32)
-    j = np.array(t[1::3], dtype=np.int32)
-    p = np.array(t[2::3], dtype=np.float64)
+    u = np.frombuffer(base64.b64decode(unpaired.strip()), dtype="<f8").astype(np.float64)
+    t = base64.b64decode(pairs.strip())
+    k = len(t) // 16
+    i = np.frombuffer(t, dtype="<i4", count=k).astype(np.int32)
+    j = np.frombuffer(t, dtype="<i4", count=k, offset=4 * k).astype(np.int32)
+    p = np.frombuffer(t, dtype="<f8", count=k, offset=8 * k).astype(np.float64)
     return Ensemble(float(f[3]), float(f[4]), float(f[5]), f[0], f[1], int(f[6]), float(f[7]), f[2], int(f[8]),
                     float(f[9]), i, j, p, u)
 
