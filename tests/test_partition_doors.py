@@ -406,7 +406,8 @@ def test_workflow_with_fold_partition_equals_one_fold_p(tmp_path):
     for fmt in ("db", "tsv", "bpp", "unpaired"):
         assert (tmp_path / "out" / f"in.zuker.{fmt}").read_bytes() == (tmp_path / f"direct.{fmt}").read_bytes(), fmt
     for config, said in (({"fold": "{partition: true, no_lp: true}"}, "fold.partition with fold.no_lp"),
-                         ({"formats": "[db, bpp]"}, "set fold.partition: true")):
+                         ({"formats": "[db, bpp]"}, "set fold.partition: true"),
+                         ({"fold": "{partition: true}", "jobs": "{gpu: 1}"}, "fold.partition: the CPU engine alone")):
         dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out2", **config}, "-n"),
                              env=env, capture_output=True, text=True, timeout=600)
         assert dry.returncode != 0 and said in dry.stdout + dry.stderr, config
