@@ -113,7 +113,8 @@ class _Cursor:
                     seqs.append(b"")
                     structures.append(b"")
                     scores.append(b"0")
-                    extra.append(None)
+                    if self.partition:
+                        extra.append(None)
                     continue
                 ids.append(readline()[1:-1])          # the whole header line
                 seqs.append(readline()[:-1])
