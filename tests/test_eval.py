@@ -151,6 +151,9 @@ def test_cli_scores_every_known_structure(tmp_path, dangles):
     assert len(warned) == sum(1 for _, s, d in records if eval_warnings(s, d))
     quiet = run("-i", "k.dbn", "--dangles", dangles, "-q", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == expected
+    for jobs in (("-j",), ("-j4",), ("--jobs", "2")):            # RNAeval's -j: the same output, in order
+        threaded = run(*jobs, "-i", "k.dbn", "--dangles", dangles, "-q", cwd=tmp_path)
+        assert threaded.returncode == 0 and threaded.stdout == expected, threaded.stderr
 
 
 ODD = "non-canonical pairs 2-11 (A-C), 3-10 (G-A) scored with the non-standard pair type"

@@ -183,6 +183,39 @@ def test_headerless_file_ids_in_the_other_formats(tmp_path):
                                                 "sequence_0005"]
 
 
+def test_headerless_errors_name_the_line_of_the_file(tmp_path):
+    """A headerless file's records are read as FASTA with made-up headers; errors still name the file's own
+    lines (blank and comment lines counted), in both readers: the command's (its fast path over many blocks,
+    through a duplicate id, and its exact path, through an invalid character) and rnapipe.io.read_records."""
+    from rnapipe.io import read_records
+
+    rng = random.Random(11)
+    lines, seq_lines = [], []                  # the file's lines; the line number of each sequence
+    for k in range(3000):
+        if rng.random() < 0.1:
+            lines.append(rng.choice(["", "# a comment", "; another", " indented comment"]))
+        lines.append("".join(rng.choice("ACGU") for _ in range(rng.randint(20, 60))))
+        seq_lines.append(len(lines))
+    bad = 2900                                                   # sequence_2901 gets an X at position 7
+    lines[seq_lines[bad] - 1] = lines[seq_lines[bad] - 1][:6] + "X" + lines[seq_lines[bad] - 1][7:]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("\n".join(lines) + "\n")
+    proc = rnapipe("fold", str(plain), "-q", "-o", str(tmp_path / "out.db"), cwd=tmp_path)
+    line = one_error_line(proc)
+    assert f"record 'sequence_{bad + 1:04d}', position 7" in line and f"at line {seq_lines[bad]};" in line, line
+    rejected = []
+    assert len(list(read_records(plain, on_invalid="skip", rejected=rejected))) == 2999
+    assert f"at line {seq_lines[bad]};" in rejected[0].reason, rejected[0].reason
+
+    lines[seq_lines[bad] - 1] = "ACGU"
+    plain.write_text("\n".join(lines) + "\n")
+    other = tmp_path / "other.fa"                                # an id that the plain file's record 2,500 has
+    other.write_text(">x\nGGGAAACCC\n>sequence_2500\nGGGGAAAACCCC\n")
+    proc = rnapipe("fold", str(plain), str(other), "-q", "-o", str(tmp_path / "out.db"), cwd=tmp_path)
+    line = one_error_line(proc)
+    assert f"first seen in {plain} line {seq_lines[2499]}" in line and "at line 3" in line, line
+
+
 def test_noconv_prints_t_as_given(tmp_path):
     """--noconv: the input's letters as given (T, t, case) in db, the fold the same as with U."""
     records = random_records(40, seed=5)

@@ -364,6 +364,9 @@ def _add_eval_command(commands) -> None:
     evaluate.add_argument("--on-invalid", choices=("error", "skip"), default="error",
                           help="a record that cannot be read stops the run (error, default) or is skipped and "
                           "reported (skip)")
+    evaluate.add_argument("-j", "--jobs", type=_nonnegative_int, nargs="?", const=0, metavar="N",
+                          help="accepted as RNAeval takes it (its threads); rnapipe eval scores the records in "
+                          "order on one thread")
     evaluate.add_argument("-q", "--quiet", action="store_true",
                           help="no warning lines and no per-record skip lines (the summary stays)")
     _add_energy_options(evaluate)

@@ -185,9 +185,10 @@ def is_headerless(raw) -> bool:
 class Headerless(io.RawIOBase):
     """Sequences one a line, as RNAfold reads input without FASTA headers, given as FASTA: each sequence gets
     the header ``>sequence_NNNN`` (:func:`auto_id`, numbered from ``first_number``). Blank lines and comment
-    lines (starting with one of ``#%;/*`` or a space) are skipped, and a line holding only '@' ends the input,
-    as in RNAfold. With ``constraints`` (RNAfold's -C), a constraint line (rnapipe.constraints) stays with the
-    sequence before it, as the rest of its record."""
+    lines (starting with one of ``#%;/*`` or a space) are skipped (given as blank lines, so that every line
+    of the file keeps one line of the FASTA: see :func:`headerless_line`), and a line holding only '@' ends
+    the input, as in RNAfold. With ``constraints`` (RNAfold's -C), a constraint line (rnapipe.constraints)
+    stays with the sequence before it, as the rest of its record."""
 
     def __init__(self, raw, first_number: int, constraints: bool = False):
         super().__init__()
@@ -214,6 +215,8 @@ class Headerless(io.RawIOBase):
                 line, self._first = line.removeprefix(_BOM), False
             text = line.strip()
             if not text or line[:1] in _COMMENT_STARTS:
+                out.append(b"\n")
+                have += 1
                 continue
             if text == b"@":
                 self._done = True
@@ -247,6 +250,13 @@ class Headerless(io.RawIOBase):
         if self._raw is not sys.stdin.buffer:
             self._raw.close()
         super().close()
+
+
+def headerless_line(line: int, ordinal: int) -> int:
+    """The header line of record ``ordinal`` (its place in the file, from 0) of a :class:`Headerless` file's
+    FASTA, counted in the file's own lines: the line before its sequence line (``ordinal + 1`` made-up header
+    lines come up to it), so that ``header line + k`` is the record's k-th line in the file as in FASTA."""
+    return line - ordinal - 1
 
 
 def _peek(raw, size: int) -> bytes:
@@ -317,9 +327,11 @@ def _line_of(header_line: int, lines: list[str], position: int | None) -> int:
     return header_line
 
 
-def _scan(path, name: str, first_number: int = 1) -> Iterator[tuple[int, str, str, int, list[str]]]:
-    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines)``; sequences one a line
-    without headers come as FASTA records with the ids of :class:`Headerless` from ``first_number``.
+def _scan(path, name: str, first_number: int = 1) -> Iterator[tuple[int, str, str, int, list[str], int]]:
+    """Yield ``(ordinal in file, title, raw sequence, header line, sequence lines, the record's line)``;
+    sequences one a line without headers come as FASTA records with the ids of :class:`Headerless` from
+    ``first_number``, their lines counted in the file (:func:`headerless_line`; the record's line is then its
+    sequence's, else its header's).
 
     File-level faults raise :class:`_FileError`.
     """
@@ -328,7 +340,8 @@ def _scan(path, name: str, first_number: int = 1) -> Iterator[tuple[int, str, st
     ordinal = -1
     try:
         raw = open_binary(path, name)
-        if is_headerless(raw):
+        headerless = is_headerless(raw)
+        if headerless:
             raw = io.BufferedReader(Headerless(raw, first_number))
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors=ID_ERRORS, newline=None)
     except InputError as err:
@@ -338,7 +351,9 @@ def _scan(path, name: str, first_number: int = 1) -> Iterator[tuple[int, str, st
         tracker = _LineTracker(itertools.chain([first], text), number)
         for ordinal, (title, sequence) in enumerate(SimpleFastaParser(tracker.lines())):
             header_line, lines = tracker.pop()
-            yield ordinal, title, sequence, header_line, lines
+            if headerless:
+                header_line = headerless_line(header_line, ordinal)
+            yield ordinal, title, sequence, header_line, lines, header_line + headerless
     except InputError as err:
         raise _FileError(err, partial=False) from None
     except (OSError, EOFError, zlib.error) as err:
@@ -373,7 +388,7 @@ def read_records(paths, on_invalid: str = "error", rejected: list[Rejected] | No
     for path in paths:
         name = _display(path)
         try:
-            for ordinal, title, raw, header_line, lines in _scan(path, name, index + 1):
+            for ordinal, title, raw, header_line, lines, record_line in _scan(path, name, index + 1):
                 position = index
                 index += 1
                 words = title.split(None, 1)
@@ -386,14 +401,14 @@ def read_records(paths, on_invalid: str = "error", rejected: list[Rejected] | No
                 record_id = words[0]
                 if record_id in first_seen:
                     other_name, other_line = first_seen[record_id]
-                    again = " (the same file given twice?)" if (other_name, other_line) == (name, header_line) else ""
+                    again = " (the same file given twice?)" if (other_name, other_line) == (name, record_line) else ""
                     reason = _reason("duplicate id", f"first seen in {other_name} line {other_line}{again}",
-                                     header_line)
+                                     record_line)
                     if on_invalid == "error":
                         raise InputError(reason, file=name, record=record_id)
                     rejected.append(Rejected(position, record_id, name, reason))
                     continue
-                first_seen[record_id] = (name, header_line)
+                first_seen[record_id] = (name, record_line)
                 sequence = _WHITESPACE.sub("", raw)
                 problem = _problem(sequence)
                 if problem is not None:

@@ -25,7 +25,7 @@ from ... import config
 from ...alphabet import normalise
 from ...constraints import deigan, is_constraint_line, problem as constraint_problem
 from ...errors import InputError, SequenceTooLongError
-from ...io.fasta import Headerless, is_headerless
+from ...io.fasta import Headerless, headerless_line, is_headerless
 from ...io.fasta import _WHITESPACE, _display, _first_content_line, _LineTracker, _line_of, _problem, _reason, check_on_invalid, open_binary
 from ...io.idtext import ID_ERRORS
 from ...io.records import Rejected
@@ -302,6 +302,8 @@ class FastaReader:
         if flagged:
             return self._slow(block, first, state, ids)
         state.line = start_line + line_count
+        if state.headerless:                      # counted in the file: each record's sequence line
+            lines = headerless_line(lines, state.ordinal + np.arange(count, dtype=lines.dtype)) + 1
         first_index = self.index
         self.index += count
         state.ordinal += count
@@ -389,6 +391,10 @@ class FastaReader:
             self.index += 1
             ordinal = state.ordinal
             state.ordinal += 1
+            record_line = header_line             # the line that names the record
+            if state.headerless:                  # counted in the file (its sequence line names the record)
+                header_line = headerless_line(header_line, ordinal)
+                record_line = header_line + 1
             words = title.split(None, 1)
             if not words:
                 reason = _reason(f"empty id after '>' in record {ordinal + 1} of the file", "", header_line)
@@ -397,10 +403,10 @@ class FastaReader:
                 rejected.append(Rejected(position, "", name, reason))
                 continue
             record_id = words[0]
-            seen = ids.add([record_id], None, state.file_index, [header_line])
+            seen = ids.add([record_id], None, state.file_index, [record_line])
             if seen:
                 f, line = seen[0]
-                reason = self._duplicate(f, line, name, header_line)
+                reason = self._duplicate(f, line, name, record_line)
                 if error:
                     raise InputError(reason, file=name, record=record_id)
                 rejected.append(Rejected(position, record_id, name, reason))
@@ -432,7 +438,7 @@ class FastaReader:
                 fault = constraint_problem(constraint, len(sequence))
                 if fault is not None:
                     at, what = fault
-                    line = header_line if not constraint else constraint_line + 1
+                    line = record_line if not constraint else constraint_line + 1
                     reason = _reason(what, "", line)
                     if error:
                         raise InputError(reason, file=name, record=record_id, position=at)
