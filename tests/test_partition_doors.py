@@ -26,7 +26,7 @@ import rnapipe
 from rnapipe.errors import UsageError
 from shared_data import DATA
 from test_cli import ROOT, one_error_line
-from test_resume import chunks_in, cli, killed_at, make_input, resumed, total_chunks
+from test_resume import CHUNK, chunks_in, cli, killed_at, make_input, resumed, total_chunks
 from test_rnafold_conventions import fasta, random_records, sample_of_shared_data
 
 RNA = pytest.importorskip("RNA")
@@ -358,8 +358,8 @@ def test_the_partition_settings_are_part_of_the_run(resume_dir):
 
 
 def test_workflow_stages_with_p_merge_to_one_fold_p(tmp_path):
-    """prepare -p, partition, three fold-job -p (the pfjob format) and merge -p --MEA: every format byte for
-    byte one `rnapipe fold -p --MEA` of the input."""
+    """prepare -p, partition, three fold-job -p (the pfjob format; one killed and run again) and merge -p --MEA:
+    every format byte for byte one `rnapipe fold -p --MEA` of the input."""
     from test_workflow import environment, mixed_input, rnapipe as stage
 
     env = environment(tmp_path)
@@ -373,9 +373,18 @@ def test_workflow_stages_with_p_merge_to_one_fold_p(tmp_path):
         run = stage(args, tmp_path, env)
         assert run.returncode == 0, run.stderr
     (tmp_path / "folds").mkdir()
+    records = [sum((tmp_path / shard).read_text().count(">") for shard in (tmp_path / f"plan/cpu{j}.list").read_text()
+                   .split()) for j in range(3)]
+    most = records.index(max(records))
+    assert records[most] > 3 * CHUNK
     for j in range(3):
-        job = stage(["fold-job", f"plan/cpu{j}.list", "-o", f"folds/cpu{j}.db", "-p", "-q", "--threads", "1"],
-                    tmp_path, env)
+        args = ["fold-job", f"plan/cpu{j}.list", "-o", f"folds/cpu{j}.db", "-p", "-q", "--threads", "1"]
+        if j == most:                   # killed after its second chunk, then the same command goes on from there
+            killed_at("written:1", tmp_path, args)
+            job = cli(args, tmp_path)
+            assert resumed(job)[0] == 2, job.stderr
+        else:
+            job = stage(args, tmp_path, env)
         assert job.returncode == 0, job.stderr
     outputs = [x for fmt in formats for x in ("-o", f"merged.{fmt}")]
     refused = stage(["merge", "prep", "--plan", "plan", "--folds", "folds", "-o", "x.bpp"], tmp_path, env)
