@@ -56,7 +56,8 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
          device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
          progress: Callable[[int], None] | None = None, gpus: Sequence[int] | None = None,
          constraints: Sequence[str] | str | None = None, shape: Sequence | None = None, shape_method: str = "D",
-         partition: bool = False, bpp_threshold: float = 1e-5, mea_gamma: float = 1.0, **options) -> Results:
+         partition: bool = False, bpp_threshold: float | None = None, mea_gamma: float | None = None,
+         **options) -> Results:
     """Fold sequences and return a :class:`Results` list in input order.
 
     ``sequences_or_records``: one sequence string, or an iterable of strings, ``(id, sequence)`` pairs,
@@ -80,7 +81,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     now: device 'gpu' or 'hybrid' refuses them, and 'auto' chooses the CPU.
     ``partition=True`` (Zuker, on the CPU: device 'cpu' or 'auto'; RNAfold's ``-p``): the partition function
     too; each result's ``ensemble`` then holds its values, with the pair probabilities above ``bpp_threshold``
-    and the MEA structure of ``mea_gamma`` (RNAfold's ``--MEA`` gamma). Its engine takes RNAfold's default
+    (default 1e-5) and the MEA structure of ``mea_gamma`` (RNAfold's ``--MEA`` gamma, default 1). Its engine takes RNAfold's default
     pairing rules only, without constraints or SHAPE data: those are refused.
     ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
@@ -97,7 +98,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
               rejected: list | None = None, progress: Callable[[int], None] | None = None,
               gpus: Sequence[int] | None = None, constraints: Sequence[str] | str | None = None,
               shape: Sequence | None = None, shape_method: str = "D", partition: bool = False,
-              bpp_threshold: float = 1e-5, mea_gamma: float = 1.0, **options) -> Iterator[Result]:
+              bpp_threshold: float | None = None, mea_gamma: float | None = None, **options) -> Iterator[Result]:
     """Fold a stream of sequences, yielding :class:`Result` objects in input order as chunks finish.
 
     Takes what :func:`fold` takes, any iterable (a generator, a Biopython ``SeqIO.parse``), and reads it a
@@ -146,11 +147,14 @@ def _ensemble_request(partition, algorithm: str, device: str, gpus, constraints,
                       threshold, gamma):
     """The partition function's settings (:class:`rnapipe.pipeline.ensemble.request.Settings`) for
     ``partition=True``, None without; what its engine does not take refused in one line naming it."""
-    if partition is False:
-        return None
-    if partition is not True:
+    if partition is not True and partition is not False:
         raise UsageError(f"partition must be True or False, not {partition!r}")
-    from .pipeline.ensemble.request import Settings, refusal
+    if not partition:
+        given = [name for name, value in (("bpp_threshold", threshold), ("mea_gamma", gamma)) if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies with partition=True only")
+        return None
+    from .pipeline.ensemble.request import GAMMA, THRESHOLD, Settings, refusal
 
     model = Model.from_options({k: v for k, v in options.items() if k in MODEL_OPTIONS["zuker"]}) \
         if algorithm == "zuker" else Model()
@@ -164,7 +168,7 @@ def _ensemble_request(partition, algorithm: str, device: str, gpus, constraints,
         shown = {"algorithm": f"algorithm {algorithm!r}", "device": f"device {device!r}"}.get(what, f"option {what}")
         raise UsageError(f"partition=True with {shown}: {why}; fold on device 'cpu' or 'auto'"
                          if what == "device" else f"partition=True with {shown}: {why}")
-    return Settings(threshold=threshold, gamma=gamma)
+    return Settings(threshold=THRESHOLD if threshold is None else threshold, gamma=GAMMA if gamma is None else gamma)
 
 
 def cpu_only(device: str, option: str) -> str:

@@ -215,6 +215,13 @@ def test_api_refuses_what_the_partition_engine_does_not_take(options, named):
     assert named in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("options", [{"bpp_threshold": 0.1}, {"mea_gamma": 2.0}, {"partition": "yes"},
+                                     {"partition": True, "bpp_threshold": 1.5}, {"partition": True, "mea_gamma": 0}])
+def test_api_refuses_partition_settings_that_would_be_lost_or_are_wrong(options):
+    with pytest.raises(UsageError):
+        rnapipe.fold(["GGGGAAAACCCC"], **options)
+
+
 @pytest.mark.parametrize("args, flag", [(["--device", "gpu"], "--device gpu"), (["--device", "hybrid"],
                                                                                 "--device hybrid"),
                                         (["--noLP"], "--noLP"), (["--noGU"], "--noGU"),
@@ -416,6 +423,7 @@ def test_workflow_with_fold_partition_equals_one_fold_p(tmp_path):
         assert (tmp_path / "out" / f"in.zuker.{fmt}").read_bytes() == (tmp_path / f"direct.{fmt}").read_bytes(), fmt
     for config, said in (({"fold": "{partition: true, no_lp: true}"}, "fold.partition with fold.no_lp"),
                          ({"formats": "[db, bpp]"}, "set fold.partition: true"),
+                         ({"fold": "{mea_gamma: 2.0}"}, "fold.mea_gamma applies with fold.partition: true only"),
                          ({"fold": "{partition: true}", "jobs": "{gpu: 1}"}, "fold.partition: the CPU engine alone")):
         dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out2", **config}, "-n"),
                              env=env, capture_output=True, text=True, timeout=600)

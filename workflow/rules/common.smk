@@ -79,8 +79,10 @@ else:
     _needing = [fmt for fmt in config["formats"] if fmt in ("bpp", "unpaired")]
     if _needing:
         raise ValueError(f"formats: {_needing[0]} holds the partition function's results: set fold.partition: true")
-    if config["fold"]["mea"]:
-        raise ValueError("fold.mea applies with fold.partition: true only")
+    _given = [key for key, default in (("mea", False), ("mea_gamma", 1.0), ("bpp_threshold", 1e-5))
+              if config["fold"][key] != default]
+    if _given:
+        raise ValueError(f"fold.{_given[0]} applies with fold.partition: true only")
 
 
 def _gpu_jobs_asked():
