@@ -27,7 +27,6 @@ import numpy as np
 from .formats import TSV_COLUMNS as MFE_COLUMNS, kcal
 from .idtext import ID_ERRORS
 
-FORMATS = ("bpp", "unpaired")                  # formats that only a fold with the partition function writes
 JOB_FORMAT = "pfjob"
 JOB_LINES = 6                                  # lines of one record in the pfjob format
 TSV_COLUMNS = ("ensemble_structure", "ensemble_energy", "mfe_frequency", "ensemble_diversity", "centroid",
