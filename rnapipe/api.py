@@ -6,7 +6,7 @@ import dataclasses
 import difflib
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -14,13 +14,17 @@ import numpy as np
 from . import config
 from .errors import UsageError
 from .io import Record, Rejected
+from .io.ensemble import Ensemble
 from .model import Model
 
 
 @dataclass(frozen=True)
 class Result:
     """One folded sequence. ``score`` is base pairs (Nussinov) or kcal/mol (Zuker);
-    ``score_int`` is the exact integer behind it (pairs, or dcal/mol)."""
+    ``score_int`` is the exact integer behind it (pairs, or dcal/mol). Folded with ``partition=True``,
+    ``ensemble`` holds the partition function's values (:class:`rnapipe.io.ensemble.Ensemble`: ensemble free
+    energy, MFE frequency, diversity, centroid, MEA, the sparse pair probabilities ``bpp`` and the unpaired
+    probabilities); else None."""
 
     id: str
     sequence: str
@@ -28,6 +32,7 @@ class Result:
     score_int: int
     algorithm: str
     index: int
+    ensemble: Ensemble | None = field(default=None, compare=False)
 
     @property
     def score(self) -> float | int:
@@ -51,6 +56,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
          device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
          progress: Callable[[int], None] | None = None, gpus: Sequence[int] | None = None,
          constraints: Sequence[str] | str | None = None, shape: Sequence | None = None, shape_method: str = "D",
+         partition: bool = False, bpp_threshold: float | None = None, mea_gamma: float | None = None,
          **options) -> Results:
     """Fold sequences and return a :class:`Results` list in input order.
 
@@ -73,12 +79,16 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     pairing rules ``no_lp``, ``no_gu``, ``no_closing_gu`` (True or False) and ``max_bp_span`` (an int, or None
     for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on every
     device.
+    ``partition=True`` (Zuker, on the CPU: device 'cpu' or 'auto'; RNAfold's ``-p``): the partition function
+    too; each result's ``ensemble`` then holds its values, with the pair probabilities above ``bpp_threshold``
+    (default 1e-5) and the MEA structure of ``mea_gamma`` (RNAfold's ``--MEA`` gamma, default 1). Its engine
+    takes RNAfold's default pairing rules only, without constraints or SHAPE data: those are refused.
     ``progress(k)``: k more sequences folded; called one call at a time, from the threads that fold.
     """
     rejected: list[Rejected] = []
     results = list(fold_iter(sequences_or_records, algorithm, variant, device, threads, on_invalid, rejected,
                              progress, gpus, constraints=constraints, shape=shape, shape_method=shape_method,
-                             **options))
+                             partition=partition, bpp_threshold=bpp_threshold, mea_gamma=mea_gamma, **options))
     rejected.sort(key=lambda r: r.index)
     return Results(results, rejected)
 
@@ -87,7 +97,8 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
               device: str = "cpu", threads: int | None = None, on_invalid: str = "error",
               rejected: list | None = None, progress: Callable[[int], None] | None = None,
               gpus: Sequence[int] | None = None, constraints: Sequence[str] | str | None = None,
-              shape: Sequence | None = None, shape_method: str = "D", **options) -> Iterator[Result]:
+              shape: Sequence | None = None, shape_method: str = "D", partition: bool = False,
+              bpp_threshold: float | None = None, mea_gamma: float | None = None, **options) -> Iterator[Result]:
     """Fold a stream of sequences, yielding :class:`Result` objects in input order as chunks finish.
 
     Takes what :func:`fold` takes, any iterable (a generator, a Biopython ``SeqIO.parse``), and reads it a
@@ -104,6 +115,8 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
     _check_request(sequences_or_records, algorithm, threads, options)
+    ensemble = _ensemble_request(partition, algorithm, device, gpus, constraints, shape, options, bpp_threshold,
+                                 mea_gamma)
     if constraints is not None:
         sequences_or_records, constraints = _with_constraints(sequences_or_records, constraints, algorithm)
     method = None
@@ -113,7 +126,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
         method = parse_method(shape_method)
         sequences_or_records, shape = _per_sequence(sequences_or_records, shape, algorithm, "shape",
                                                     "SHAPE reactivities")
-    folder = folder_for(algorithm, variant, device, threads, gpus, options, progress)
+    folder = folder_for(algorithm, variant, device, threads, gpus, options, progress, ensemble=ensemble)
     if rejected is None:
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected,
@@ -123,8 +136,38 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
         if constraints is not None:
             chunk, results = without_empty_solutions(chunk, results, on_invalid)
             rejected.extend(r for r in chunk.rejected if r.reason == NO_STRUCTURE)
-        for record_id, sequence, tag, (score, structure) in zip(chunk.ids, chunk.seqs, chunk.tags, results.pairs()):
-            yield Result(record_id, sequence, structure, int(score), algorithm, tag)
+        ensembles = results.ensembles.values if results.ensembles is not None else [None] * len(chunk)
+        for record_id, sequence, tag, (score, structure), values in zip(chunk.ids, chunk.seqs, chunk.tags,
+                                                                         results.pairs(), ensembles):
+            yield Result(record_id, sequence, structure, int(score), algorithm, tag, values)
+
+
+def _ensemble_request(partition, algorithm: str, device: str, gpus, constraints, shape, options: dict,
+                      threshold, gamma):
+    """The partition function's settings (:class:`rnapipe.pipeline.ensemble.request.Settings`) for
+    ``partition=True``, None without; what its engine does not take refused in one line naming it."""
+    if partition is not True and partition is not False:
+        raise UsageError(f"partition must be True or False, not {partition!r}")
+    if not partition:
+        given = [name for name, value in (("bpp_threshold", threshold), ("mea_gamma", gamma)) if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies with partition=True only")
+        return None
+    from .pipeline.ensemble.request import GAMMA, THRESHOLD, Settings, refusal
+
+    model = Model.from_options({k: v for k, v in options.items() if k in MODEL_OPTIONS["zuker"]}) \
+        if algorithm == "zuker" else Model()
+    given = list(model.pairing()) + (["enforce_constraint"] if model.enforce_constraint else [])
+    given += [name for name, value in (("constraints", constraints), ("shape", shape)) if value is not None]
+    refused = refusal(algorithm, device, given)
+    if refused is None and gpus is not None:
+        refused = ("gpus", "the partition function folds on the CPU only for now")
+    if refused is not None:
+        what, why = refused
+        shown = {"algorithm": f"algorithm {algorithm!r}", "device": f"device {device!r}"}.get(what, f"option {what}")
+        raise UsageError(f"partition=True with {shown}: {why}; fold on device 'cpu' or 'auto'"
+                         if what == "device" else f"partition=True with {shown}: {why}")
+    return Settings(threshold=THRESHOLD if threshold is None else threshold, gamma=GAMMA if gamma is None else gamma)
 
 
 def _with_constraints(sequences, constraints, algorithm: str) -> tuple[list, dict]:

@@ -17,6 +17,7 @@ import time
 from typing import Callable, Sequence
 
 from .. import config, errors
+from . import ensemble
 from .._version import __version__
 from ..errors import InputError, NoSpaceError, RnapipeError, UnavailableError, UsageError
 from ..gpu.devices import NoGpu
@@ -45,6 +46,9 @@ formats (--format, default from the output's suffix: .tsv, .ct, .bpseq, anything
   tsv    header "id length score structure algorithm" (score: pairs, or kcal/mol with 2 decimals)
   ct     connect format, records concatenated
   bpseq  "# id" comments then "index base partner", records concatenated
+  with -p (the partition function): db adds RNAfold -p's lines, tsv its columns, and
+  bpp    header "id i j p", then one line per pair of probability above --bpp-threshold
+  unpaired  one line per record: id, then each nucleotide's probability of being unpaired
 
 Inputs are FASTA or gzipped FASTA (recognised by content), or sequences one a line without headers (ids
 sequence_0001, ... as RNAfold --auto-id makes them); '-' (or no INPUT, stdin not a terminal) reads stdin;
@@ -315,6 +319,7 @@ def _add_fold_options(parser: argparse.ArgumentParser, algorithms, devices, form
                         help=f"Nussinov: a pair (i, j) needs j - i > K (default {config.NUSSINOV_MIN_LOOP})")
     _add_energy_options(parser)
     _add_pairing_options(parser)
+    ensemble.add_options(parser)
 
 
 def _add_profile_command(commands, algorithms) -> None:
@@ -396,6 +401,8 @@ def _add_prepare_command(commands, algorithms) -> None:
     prepare.add_argument("-C", "--constraint", action="store_true",
                          help="each record's sequence is followed by its constraint line (as rnapipe fold -C); "
                          "checked here and written to the shards")
+    prepare.add_argument("-p", "--partition", action="store_true",
+                         help="the shards will be folded with the partition function (for the length limit)")
     prepare.add_argument("--shard-records", type=_positive_int, default=None, metavar="N",
                          help=f"records per shard at most (default {config.SHARD_RECORDS})")
     prepare.add_argument("--shard-cost", type=_positive_float, default=None, metavar="C",
@@ -433,6 +440,9 @@ def _add_merge_command(commands, algorithms) -> None:
     merge.add_argument("--format", action="append", metavar="FMT", help="format of each -o (default: suffix)")
     merge.add_argument("--algorithm", choices=algorithms, default=config.DEFAULT_ALGORITHM)
     merge.add_argument("--rejected", metavar="FILE", help="write the rejected records' list here")
+    merge.add_argument("-p", "--partition", action="store_true",
+                       help="the fold jobs folded with -p (their outputs hold the partition function's results)")
+    merge.add_argument("--MEA", dest="mea_line", action="store_true", help="with -p: db prints the MEA line")
     merge.set_defaults(run=_merge)
 
 
@@ -478,7 +488,8 @@ def _prepare(args) -> int:
     if args.constraint and args.algorithm != "zuker":
         raise UsageError("-C applies to --algorithm zuker only")
     workflow.run_prepare(args.input, args.output, args.algorithm, args.on_invalid,
-                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST, args.constraint)
+                         args.shard_records or SHARD_RECORDS, args.shard_cost or SHARD_COST, args.constraint,
+                         args.partition)
     return errors.EXIT_OK
 
 
@@ -493,7 +504,7 @@ def _merge(args) -> int:
     from . import workflow
 
     workflow.run_merge(args.prepared, args.plan, args.folds, args.output, args.format, args.algorithm,
-                       args.rejected)
+                       args.rejected, args.partition, args.mea_line)
     return errors.EXIT_OK
 
 
@@ -636,13 +647,14 @@ def _fold(args) -> int:
     started = time.monotonic()
     warm.start()                                # while the engine below is set up
     from ..pipeline.resume import run as job
-    from ..pipeline.output.sinks import check_paths
+    from ..pipeline.output.sinks import check_paths, format_of
     from ..pipeline.resume.journal import ResumeRefused
     from ..pipeline import timeline
 
     _rnafold_conventions(args)
     options = _engine_options(args)
     _per_record_options(args)
+    partition = ensemble.settings(args, [fmt or format_of(path) for path, fmt in _outputs(args)])
     shape = _shape(args)
     # a wrong request (algorithm, variant, device, GPUs) fails before any reading
     timeline.mark("options read")
@@ -651,7 +663,7 @@ def _fold(args) -> int:
     if args.gpus is not None and args.device not in ("gpu", "hybrid", "auto"):
         raise UsageError("--gpus needs --device gpu or hybrid")
     say = stderr_say(args.quiet)
-    folder = _folder(args, options, say)
+    folder = _folder(args, options, say, partition)
     timeline.mark("engine ready")
     sinks = _sinks(args)
     check_paths([s.path for s in sinks], args.inputs)
@@ -729,8 +741,9 @@ def _kept_note(sinks) -> str:
     return f" (the chunks finished so far are kept in {kept}: run the same command to go on)" if kept else ""
 
 
-def _folder(args, options: dict, say: Callable[[str], None] | None):
-    """The folder the command asks for; a device that cannot fold here is refused in the command's terms."""
+def _folder(args, options: dict, say: Callable[[str], None] | None, partition=None):
+    """The folder the command asks for (``partition``: the partition function's settings, or None); a device
+    that cannot fold here is refused in the command's terms."""
     from ..pipeline.choose import folder_for
     from ..pipeline.hybrid import NoGpuForHybrid, NoHybridMode
 
@@ -740,7 +753,7 @@ def _folder(args, options: dict, say: Callable[[str], None] | None):
 
     try:
         return folder_for(args.algorithm, args.variant, args.device, args.threads, args.gpus, options,
-                           reprofile=args.reprofile, say=say, split=args.split, chosen=chosen)
+                           reprofile=args.reprofile, say=say, split=args.split, chosen=chosen, ensemble=partition)
     except NoHybridMode as err:
         raise UnavailableError(f"{err.algorithm} on device 'hybrid' is not available: --device hybrid folds "
                                f"{', '.join(err.hybrid_algorithms)} only (the {err.algorithm} engines of the CPU "
@@ -805,6 +818,9 @@ def _recorded_options(args) -> dict:
     from ..constraints import shape_identity
 
     options = _engine_options(args)
+    partition = ensemble.settings(args, [])
+    if partition is not None:
+        options.update(partition.options())
     if args.constraint:
         options["constraint"] = True
     if args.shape:
@@ -832,7 +848,9 @@ def _fold_job(args) -> int:
         _note("the fold was complete before the job was cut off")
         return errors.EXIT_OK
     args.inputs = fold_job.read_list(args.shards)
-    args.output, args.format, args.restart = [fold], ["db"], step is fold_job.Step.RESTART
+    # with -p the job writes every value in full (pfjob format), so that the merge prints every format exactly
+    job_format = "pfjob" if args.partition or args.mea_line else "db"
+    args.output, args.format, args.restart = [fold], [job_format], step is fold_job.Step.RESTART
     fold_job.start(output, folded_with, step)
     _fold(args)
     fold_job.link_or_copy(fold, output)
@@ -991,7 +1009,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         try:
-            args = parser.parse_args(_bare_jobs(list(sys.argv[1:] if argv is None else argv)))
+            args = parser.parse_args(ensemble.mea_argument(_bare_jobs(list(sys.argv[1:] if argv is None else argv))))
         except SystemExit as done:  # --help, --version
             return int(done.code or 0)
         if args.command is None:

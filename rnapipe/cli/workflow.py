@@ -18,10 +18,13 @@ def say(text: str) -> None:
 
 
 def run_prepare(path: str, directory: str, algorithm: str, on_invalid: str, shard_records: int,
-                shard_cost: float, constraints: bool = False) -> None:
+                shard_cost: float, constraints: bool = False, partition: bool = False) -> None:
     from ..pipeline.workflow.prepare import length_check, prepare
 
-    counts = prepare(path, directory, on_invalid, length_check(algorithm), shard_records, shard_cost, constraints)
+    if partition and algorithm != "zuker":
+        raise UsageError("-p/--partition applies to --algorithm zuker only")
+    counts = prepare(path, directory, on_invalid, length_check(algorithm, partition), shard_records, shard_cost,
+                     constraints)
     if counts["rejected"]:
         say(f"skipped {counts['rejected']:,} record(s), listed in {os.path.join(directory, 'rejected.tsv')}")
     say(f"{path}: {counts['records']:,} record(s) in {counts['shards']:,} shard(s) under {directory}")
@@ -133,7 +136,9 @@ def run_partition(prepared: str, profile_path: str | None, cpu_jobs: int, gpu_jo
 
 
 def run_merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], formats: list[str] | None,
-              algorithm: str, rejected: str | None) -> None:
+              algorithm: str, rejected: str | None, partition: bool = False, mea: bool = False) -> None:
+    """``partition``: the fold jobs folded with -p (they wrote the pfjob format); ``mea``: db prints the MEA
+    line (--MEA)."""
     from ..pipeline.workflow.merge import MergeError, merge
     from ..pipeline.output.sinks import format_of
 
@@ -142,8 +147,18 @@ def run_merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], f
     pairs = [(path, formats[k] if formats else format_of(path)) for k, path in enumerate(outputs)]
     if any(path.lower().endswith(".gz") for path, _ in pairs):
         raise UsageError("merge writes uncompressed outputs only")
+    from ..io.formats import PARTITION_FORMATS
+    from ..pipeline.ensemble.request import Settings
+
+    needing = [fmt for _, fmt in pairs if fmt in PARTITION_FORMATS]
+    if needing and not partition:
+        raise UsageError(f"format {needing[0]} holds the partition function's results: add -p/--partition (the "
+                         "fold jobs' -p)")
+    if mea and not partition:
+        raise UsageError("--MEA applies with -p/--partition only")
     try:
-        count = merge(prepared, plan_dir, fold_dir, pairs, algorithm, rejected)
+        count = merge(prepared, plan_dir, fold_dir, pairs, algorithm, rejected,
+                      Settings(mea=mea) if partition else None)
     except (MergeError, FileNotFoundError) as err:
         raise UsageError(f"cannot merge {prepared}: {err}") from None
     say(f"merged {count:,} record(s) into {', '.join(p for p, _ in pairs)}")

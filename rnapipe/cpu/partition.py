@@ -832,11 +832,11 @@ def fold_scaled(X, S, first, second):
 def fold_codes(X, T, S):
     """The MFE structure (rnapipe.cpu.zuker), then :func:`fold_scaled` with the uniform scales first and the
     structure's second. Returns (ensemble free energy in kcal/mol, the probabilities as fold_scaled's, the MFE
-    in dcal/mol)."""
+    in dcal/mol, the MFE structure as dot-bracket bytes)."""
     n = S.shape[0] - 2
     mfe, db = zuker.fold_codes(T, S)
     G, Pm, _ = fold_scaled(X, S, uniform_scales(X, n, mfe), structure_scales(X, T, S, n, db))
-    return G, Pm, mfe
+    return G, Pm, mfe, db
 
 
 @njit(cache=True, nogil=True)
@@ -1032,23 +1032,92 @@ def mea(Pm, n, gamma):
 
 
 @njit(cache=True, nogil=True)
-def fold_sparse(X, T, S, threshold):
-    """One sequence start to end: the MFE (MFE engine, for the scale and the MFE frequency), the partition
-    function, the sparse pairs and the derived values."""
+def _bpp_symbol(p0, p1, p2):
+    """ViennaRNA's ``vrna_bpp_symbol`` (structures/dotbracket.c): the pseudo-bracket character of a nucleotide
+    unpaired with probability p0, paired downstream (to a partner 3' of it) with p1 and upstream with p2, all
+    single precision as there."""
+    if p0 > 0.667:
+        return 46                                   # .
+    if p1 > 0.667:
+        return 40                                   # (
+    if p2 > 0.667:
+        return 41                                   # )
+    if p1 + p2 > p0:
+        if p1 / (p1 + p2) > 0.667:
+            return 123                              # {
+        if p2 / (p1 + p2) > 0.667:
+            return 125                              # }
+        return 124                                  # |
+    if p0 > p1 + p2:
+        return 44                                   # ,
+    return 58                                       # :
+
+
+@njit(cache=True, nogil=True)
+def pseudo_bracket(Pm, n):
+    """RNAfold -p's line of the ensemble (ViennaRNA's ``vrna_db_from_probs``): per nucleotide j the sums of
+    its pair probabilities up- and downstream and 1 less both, each summed in single precision in the same order
+    as there (every pair, whatever its probability), then :func:`_bpp_symbol`. ``Pm``: P[i, j] at [j, i]."""
+    db = np.empty(n, dtype=np.uint8)
+    for j in range(1, n + 1):
+        p0 = np.float32(1.0)
+        p1 = np.float32(0.0)
+        p2 = np.float32(0.0)
+        for i in range(1, j):
+            x = np.float32(Pm[j, i])
+            p2 = np.float32(p2 + x)
+            p0 = np.float32(p0 - x)
+        for i in range(j + 1, n + 1):
+            x = np.float32(Pm[i, j])
+            p1 = np.float32(p1 + x)
+            p0 = np.float32(p0 - x)
+        db[j - 1] = _bpp_symbol(p0, p1, p2)
+    return db
+
+
+@njit(cache=True, nogil=True)
+def _energy_of(T, S, n, db):
+    """Free energy (dcal/mol) of the dot-bracket bytes ``db`` (``(``, ``)`` and ``.`` only), as
+    ``vrna_eval_structure`` gives it (rnapipe.energy.eval_pair_table)."""
+    pt = np.zeros(n + 2, dtype=np.int32)
+    stack = np.empty(n + 1, dtype=np.int32)
+    top = 0
+    for k in range(1, n + 1):
+        c = db[k - 1]
+        if c == 40:
+            stack[top] = k
+            top += 1
+        elif c == 41:
+            top -= 1
+            pt[stack[top]] = k
+            pt[k] = stack[top]
+    return E.eval_pair_table(T, S, pt)
+
+
+@njit(cache=True, nogil=True)
+def fold_sparse(X, T, S, threshold, gamma):
+    """One sequence start to end: the MFE and its structure (MFE engine, for the scale and the MFE frequency),
+    the partition function, the sparse pairs and the derived values: RNAfold -p's pseudo-bracket line, the
+    centroid and the MEA structure (``gamma``) with their free energies (dcal/mol)."""
     n = S.shape[0] - 2
-    G, Pm, mfe = fold_codes(X, T, S)
+    G, Pm, mfe, db = fold_codes(X, T, S)
     I, J, p, unpaired = _sparse(Pm, n, threshold)
     diversity, centroid, dist = _derived(Pm, n)
-    mea_db, mea_value = mea(Pm, n, 1.0)
-    return G, mfe, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value
+    mea_db, mea_value = mea(Pm, n, gamma)
+    pseudo = pseudo_bracket(Pm, n)
+    centroid_e = _energy_of(T, S, n, centroid)
+    mea_e = _energy_of(T, S, n, mea_db)
+    return G, mfe, db, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e, mea_e
 
 
 class PartitionResult(NamedTuple):
     """One sequence's partition function: ensemble free energy (kcal/mol, as RNAfold prints it), the pairs of
     probability above the threshold (``i``, ``j`` 1-based, i < j, and ``p``), each nucleotide's unpaired
-    probability, the MFE (kcal/mol) and the frequency of the MFE structure in the ensemble, the ensemble
-    diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``), the MEA
-    structure (gamma 1) and its expected accuracy (ViennaRNA's ``MEA()``)."""
+    probability, the MFE (kcal/mol) and the frequency of the MFE structure in the ensemble (as RNAfold -p
+    computes it, from the MFE in single precision), the ensemble diversity, the centroid structure and its distance to the ensemble (ViennaRNA's ``centroid()``), the MEA
+    structure (``gamma``, 1 by default) and its expected accuracy (ViennaRNA's ``MEA()``); then the MFE
+    structure, RNAfold -p's pseudo-bracket line of the ensemble (ViennaRNA's ``vrna_db_from_probs``), and the
+    free energies of the centroid and of the MEA structure (dcal/mol, ``vrna_eval_structure``)."""
 
     energy: float
     i: np.ndarray
@@ -1062,19 +1131,27 @@ class PartitionResult(NamedTuple):
     centroid_distance: float
     mea: str
     mea_accuracy: float
+    structure: str = ""
+    pseudo: str = ""
+    centroid_energy: int = 0
+    mea_energy: int = 0
 
 
-def _result(sequence: str, X, T, threshold: float) -> PartitionResult:
+def _result(sequence: str, X, T, threshold: float, gamma: float = 1.0) -> PartitionResult:
     if not sequence:
         return PartitionResult(0.0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), 0.0,
                                1.0, 0.0, "", 0.0, "", 0.0)
     S = E.padded_codes(sequence)
-    G, mfe, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value = fold_sparse(X, T, S, threshold)
+    (G, mfe, db, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e,
+     mea_e) = fold_sparse(X, T, S, threshold, gamma)
     mfe_kcal = mfe / 100.0
-    freq = math.exp(-(mfe_kcal - G) * 1000.0 / X.scalars[KT])
+    # RNAfold -p's frequency: its MFE is vrna_mfe's single-precision return value (relatively up to 1e-6 off
+    # the exact frequency), so that the printed %g is RNAfold's
+    freq = math.exp(-(float(np.float32(mfe_kcal)) - G) * 1000.0 / X.scalars[KT])
     return PartitionResult(float(G), I, J, p, unpaired, mfe_kcal, freq, float(diversity),
                            centroid.tobytes().decode("ascii"), float(dist), mea_db.tobytes().decode("ascii"),
-                           float(mea_value))
+                           float(mea_value), db.tobytes().decode("ascii"), pseudo.tobytes().decode("ascii"),
+                           int(centroid_e), int(mea_e))
 
 
 def bytes_needed(n: int) -> int:
@@ -1085,21 +1162,23 @@ def bytes_needed(n: int) -> int:
     return 65 * N * N + (4 * (MAXLOOP + 2) + 2 * ROWS + 16) * 8 * N + zuker.bytes_needed(n)
 
 
-def fold_one(sequence: str, model: Model | None = None, threshold: float = THRESHOLD) -> PartitionResult:
+def fold_one(sequence: str, model: Model | None = None, threshold: float = THRESHOLD,
+             gamma: float = 1.0) -> PartitionResult:
     """The partition function of one (normalised: upper case, U) sequence under ``model`` (RNAfold's defaults
-    when None)."""
+    when None); ``gamma``: the MEA structure's (RNAfold's --MEA gamma)."""
     model = model or Model()
     X = exp_tables(model)
-    return _result(sequence, X, model.tables(), threshold)
+    return _result(sequence, X, model.tables(), threshold, gamma)
 
 
 def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 1,
-               threshold: float = THRESHOLD) -> list[PartitionResult]:
+               threshold: float = THRESHOLD, gamma: float = 1.0,
+               progress=None) -> list[PartitionResult]:
     """:func:`fold_one` of every sequence, over ``threads`` threads (longest first, as the MFE engine's batch;
     threads fold long sequences only as many at once as fit in memory together, rnapipe.cpu.batch's gate),
-    results in input order."""
+    results in input order; ``progress(k)``: k more sequences folded."""
     model = model or Model()
     X = exp_tables(model)
     T = model.tables()
-    return map_longest_first(lambda s: _result(s, X, T, threshold), sequences, threads, bytes_of=bytes_needed,
-                             budget=host_budget())
+    return map_longest_first(lambda s: _result(s, X, T, threshold, gamma), sequences, threads,
+                             bytes_of=bytes_needed, budget=host_budget(), progress=progress)

@@ -11,7 +11,9 @@ from typing import Iterable
 
 from .records import Rejected
 
-FORMATS = ("db", "tsv", "ct", "bpseq")
+FORMATS = ("db", "tsv", "ct", "bpseq", "bpp", "unpaired")
+# Formats that only a fold with the partition function (--partition) writes (see rnapipe.io.ensemble).
+PARTITION_FORMATS = ("bpp", "unpaired")
 TSV_COLUMNS = ("id", "length", "score", "structure", "algorithm")
 REJECTED_COLUMNS = ("index", "id", "file", "reason")
 REJECTED_HEADER = "\t".join(REJECTED_COLUMNS) + "\n"
@@ -36,7 +38,8 @@ def score_text(score: int, algorithm: str) -> str:
 
 
 def header(fmt: str) -> str:
-    """The text before the first record: the column names for TSV, nothing for the other formats."""
+    """The text before the first record: the column names for TSV, nothing for the other formats (a fold with
+    the partition function: :func:`rnapipe.io.ensemble.header`)."""
     return "\t".join(TSV_COLUMNS) + "\n" if fmt == "tsv" else ""
 
 

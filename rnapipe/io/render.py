@@ -15,8 +15,8 @@ import numpy as np
 from numba import njit
 
 from .. import structure as _structure
-from . import packed
-from .formats import check_format, score_text
+from . import ensemble, packed
+from .formats import PARTITION_FORMATS, check_format, score_text
 from .idtext import ID_ERRORS
 
 
@@ -154,6 +154,8 @@ def render(fmt: str, algorithm: str, ids_text: bytes, id_lens: np.ndarray, seqs_
     scores; db prints the header lines ``heads_text`` (``head_lens`` bytes each; by default the ids). A
     bytes-like object: db and TSV come as a uint8 array (no copy into a bytes object)."""
     check_format(fmt)
+    if fmt in PARTITION_FORMATS:
+        raise ValueError(f"format {fmt} holds the partition function's results: these results have none")
     if fmt == "db" and heads_text is not None:
         ids_text, id_lens = heads_text, head_lens
     structure_lens = lens if structure_lens is None else structure_lens
@@ -178,12 +180,19 @@ def render(fmt: str, algorithm: str, ids_text: bytes, id_lens: np.ndarray, seqs_
     return out[:end]
 
 
-def results_text(fmt: str, results: Sequence) -> str:
+def results_text(fmt: str, results: Sequence, mea: bool = False) -> str:
     """The ``fmt`` text (no TSV header) of results (objects with ``id, sequence, structure, score_int,
-    algorithm``) of one algorithm."""
+    algorithm``, and ``ensemble`` where folded with the partition function: db then prints RNAfold -p's lines,
+    the MEA line with ``mea``; see :mod:`.ensemble`) of one algorithm."""
     if not results:
         return ""
     algorithm = results[0].algorithm
+    if getattr(results[0], "ensemble", None) is not None and fmt not in _RECORD:
+        ids = [r.id for r in results]
+        text = ensemble.render(fmt, algorithm, ids, ids, [r.sequence for r in results],
+                               [r.structure for r in results], [int(r.score_int) for r in results],
+                               ensemble.EnsembleChunk([r.ensemble for r in results], mea))
+        return text.decode("utf-8", ID_ERRORS)
     if fmt in _RECORD:
         record = _RECORD[fmt]
         return "".join([record(r.id, r.sequence, r.structure, r.score_int, algorithm) for r in results])

@@ -12,6 +12,9 @@ Formats (one record after another, in input order):
            ``N  PAIRS = 12  id`` (Nussinov).
 ``bpseq``  ``# id`` and ``# score ...`` comment lines, then ``index base partner``; records concatenated.
 
+Results folded with the partition function (RNAfold -p) add RNAfold -p's lines to db and columns to TSV, and
+have two formats more, ``bpp`` and ``unpaired``: see :mod:`.ensemble`.
+
 The text of each format is made by :mod:`.render`, for these writers and the streamed outputs of
 ``rnapipe fold`` alike.
 
@@ -29,19 +32,20 @@ import sys
 from pathlib import Path
 from typing import IO, Iterable, Iterator, TextIO
 
-from .formats import REJECTED_HEADER, check_format, header, rejected_rows
+from .ensemble import header as ensemble_header
+from .formats import PARTITION_FORMATS, REJECTED_HEADER, check_format, header, rejected_rows
 from .idtext import ID_ERRORS
 from .records import Rejected
 from .render import results_text
 
-_SUFFIXES = {".tsv": "tsv", ".ct": "ct", ".bpseq": "bpseq"}
+_SUFFIXES = {".tsv": "tsv", ".ct": "ct", ".bpseq": "bpseq", ".bpp": "bpp", ".unpaired": "unpaired"}
 REJECTED_SUFFIX = ".rejected.tsv"
 # Results rendered together by write_results (one compiled pass for db and TSV).
 BATCH = 4096
 
 
 def format_from_suffix(path: str | os.PathLike) -> str:
-    """``tsv``, ``ct`` or ``bpseq`` from the output's suffix (any case), else ``db``."""
+    """``tsv``, ``ct``, ``bpseq``, ``bpp`` or ``unpaired`` from the output's suffix (any case), else ``db``."""
     return _SUFFIXES.get(Path(path).suffix.lower(), "db")
 
 
@@ -52,16 +56,23 @@ def _batches(results: Iterable) -> Iterator[list]:
             yield batch
 
 
-def write_results(results: Iterable, handle: TextIO, fmt: str) -> int:
-    """Write results (objects with ``id, sequence, structure, score_int, algorithm``) in the order given.
+def write_results(results: Iterable, handle: TextIO, fmt: str, mea: bool = False) -> int:
+    """Write results (objects with ``id, sequence, structure, score_int, algorithm``, and ``ensemble`` where
+    folded with the partition function: see :mod:`.ensemble`; ``mea``: db prints the MEA line) in the order
+    given.
 
     Returns the number written.
     """
     check_format(fmt)
-    handle.write(header(fmt))
+    results = iter(results)
+    first = next(results, None)
+    partition = first is not None and getattr(first, "ensemble", None) is not None
+    if fmt in PARTITION_FORMATS and first is not None and not partition:
+        raise ValueError(f"format {fmt} holds the partition function's results: fold with partition=True")
+    handle.write(ensemble_header(fmt) if partition else header(fmt))
     count = 0
-    for batch in _batches(results):
-        handle.write(results_text(fmt, batch))
+    for batch in _batches(itertools.chain([first], results) if first is not None else ()):
+        handle.write(results_text(fmt, batch, mea))
         count += len(batch)
     return count
 
@@ -105,14 +116,15 @@ def fsync_directory(directory: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_output(results: Iterable, path: str | os.PathLike, fmt: str | None = None) -> int:
-    """Write results to ``path`` atomically (``"-"``: stdout); ``fmt`` defaults from the suffix."""
+def write_output(results: Iterable, path: str | os.PathLike, fmt: str | None = None, mea: bool = False) -> int:
+    """Write results to ``path`` atomically (``"-"``: stdout); ``fmt`` defaults from the suffix; ``mea``: db
+    prints the MEA line of results folded with the partition function."""
     if os.fspath(path) == "-":
-        count = write_results(results, sys.stdout, fmt or "db")
+        count = write_results(results, sys.stdout, fmt or "db", mea)
         sys.stdout.flush()
         return count
     with atomic_output(path) as handle:
-        return write_results(results, handle, fmt or format_from_suffix(path))
+        return write_results(results, handle, fmt or format_from_suffix(path), mea)
 
 
 def rejected_path(output: str | os.PathLike) -> Path:

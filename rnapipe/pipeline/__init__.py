@@ -9,6 +9,8 @@ model/params/io → config/errors; nothing here prints or names a command-line f
 - ``resume/``   ``rnapipe fold``'s run: the journal of finished chunks, the run itself, progress.
 - ``hybrid/``   CPU ∥ GPU: cost model and profile, the static and dynamic splits, the hybrid folder,
   ``--device auto``.
+- ``ensemble/`` folding with the partition function (RNAfold -p): its settings and refusals, and the folder of
+  the CPU partition engine that the stream, journal and outputs take as they take the MFE folders.
 - ``workflow/`` the workflow's stages: prepare (shards), partition (jobs), fold jobs, merge; the jobs' resources.
 - ``records.py`` packed records; ``balance.py`` work shared out by predicted time; ``choose.py`` the folder a
   request asks for; ``timeline.py`` where a run's time goes; ``warm.py`` compiled passes loaded ahead of need;

@@ -11,10 +11,17 @@ from .folding.folder import Folder
 def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", threads: int | None = None,
                 gpus=None, options: dict | None = None, progress: Callable[[int], None] | None = None,
                 reprofile: bool = False, say: Callable[[str], None] | None = None, split: str | None = None,
-                chosen: Callable[[str, str], None] | None = None):
+                chosen: Callable[[str, str], None] | None = None, ensemble=None):
     """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.folder.HybridFolder` (CPU and GPUs at once);
     ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto.auto_device`) and tells ``chosen``
-    the device and why."""
+    the device and why. With ``ensemble`` (:class:`~.ensemble.request.Settings`), the partition function's
+    folder (:class:`~.ensemble.folder.EnsembleFolder`), on the CPU: the caller has refused what it does not take
+    (:func:`~.ensemble.request.refusal`)."""
+    if ensemble is not None:
+        from .ensemble.folder import EnsembleFolder
+        if device == "auto" and chosen is not None:
+            chosen("cpu", "the partition function folds on the CPU only")
+        return EnsembleFolder(threads, options, progress, ensemble)
     profile = None
     if device == "auto":
         from .hybrid.auto import auto_device

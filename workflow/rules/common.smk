@@ -61,12 +61,39 @@ PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClo
 PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
 if PAIRING and ALGORITHM != "zuker":
     raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
+# fold keys the CPU engine alone takes for now: the partition function (constraint lines and SHAPE data fold on
+# CPU and GPU jobs alike)
+CPU_ONLY = [f"fold.{key}" for key in ("partition",) if config["fold"][key]]
+# fold.partition: RNAfold -p. Its engine takes none of the pairing rules, constraint lines or SHAPE data, and only
+# it writes the formats bpp and unpaired.
+PARTITION = bool(config["fold"]["partition"])
+if PARTITION:
+    _refused = [f"fold.{key}" for key in list(PAIRING) + ["constraint", "enforce_constraint", "shape"]
+                if config["fold"].get(key)]
+    if ALGORITHM != "zuker":
+        raise ValueError(f"fold.partition: the partition function is Zuker's, not {ALGORITHM}'s")
+    if _refused:
+        raise ValueError(f"fold.partition with {_refused[0]}: the partition function's engine takes RNAfold's "
+                         "default pairing rules only, without constraints or SHAPE data (for now)")
+else:
+    _needing = [fmt for fmt in config["formats"] if fmt in ("bpp", "unpaired")]
+    if _needing:
+        raise ValueError(f"formats: {_needing[0]} holds the partition function's results: set fold.partition: true")
+    _given = [key for key, default in (("mea", False), ("mea_gamma", 1.0), ("bpp_threshold", 1e-5))
+              if config["fold"][key] != default]
+    if _given:
+        raise ValueError(f"fold.{_given[0]} applies with fold.partition: true only")
 
 
 def _gpu_jobs_asked():
     jobs = config["jobs"]
     if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
+    if CPU_ONLY:
+        if jobs["gpu"] not in ("auto", 0):
+            raise ValueError(f"{', '.join(CPU_ONLY)}: the CPU engine alone takes them for now; set "
+                             "jobs.gpu: 0 (or auto, which then plans no GPU job)")
+        return 0
     return jobs["gpu"]
 
 
@@ -147,6 +174,9 @@ def say(text):
 def print_devices():
     if GPU_JOBS:
         say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input")
+    elif CPU_ONLY:
+        say(f"no GPU jobs ({', '.join(CPU_ONLY)}: the CPU engine alone takes them for now): the workflow "
+            f"runs on the CPU only, {CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
     else:
         say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
             f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
@@ -222,6 +252,8 @@ def fold_options(wildcards):
         opts.append("--enforceConstraint")
     if fold["shape"]:
         opts.append(f"--shape {shlex.quote(os.path.abspath(fold['shape']))} --shapeMethod {fold['shape_method']}")
+    if PARTITION:
+        opts.append(f"-p --mea-gamma {float(fold['mea_gamma'])!r} --bpp-threshold {float(fold['bpp_threshold'])!r}")
     if wildcards.device == "gpu":
         opts.append(f"--device gpu --gpus {gpu_of(wildcards)}")
     else:

@@ -23,6 +23,7 @@ rule merge:
         outputs=lambda wildcards, output: " ".join(
             f"-o {path} --format {fmt}" for path, fmt in zip(output.outputs, FORMATS)
         ),
+        partition=(" -p" if PARTITION else "") + (" --MEA" if PARTITION and config["fold"]["mea"] else ""),
     threads: 1
     resources:
         mem_mb=2000,
@@ -30,4 +31,4 @@ rule merge:
         "../envs/merge.yaml"
     shell:
         "{params.rnapipe} merge {input.prepared} --plan {params.plan} --folds {params.folds} {params.outputs}"
-        " --algorithm {params.algorithm} --rejected {output.rejected} 2> {log}"
+        " --algorithm {params.algorithm} --rejected {output.rejected}{params.partition} 2> {log}"

@@ -16,7 +16,8 @@ rule prepare:
         rnapipe=RNAPIPE,
         options=f"--algorithm {ALGORITHM} --on-invalid {config['fold']['on_invalid']}"
         f" --shard-records {config['prepare']['shard_records']} --shard-cost {config['prepare']['shard_cost']}"
-        + (" -C" if config["fold"]["constraint"] else ""),
+        + (" -C" if config["fold"]["constraint"] else "")
+        + (" -p" if PARTITION else ""),
     threads: 1
     resources:
         mem_mb=config["prepare"]["mem_mb"],

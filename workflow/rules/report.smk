@@ -27,6 +27,7 @@ rule report:
         samples=list(SAMPLES),
         algorithm=ALGORITHM,
         fmt=SCORE_FORMAT,
+        db_lines=(7 if config["fold"]["mea"] else 6) if PARTITION else 3,
         benchmarks=f"{OUTDIR}/benchmarks/fold",
     threads: 1
     resources:

@@ -121,8 +121,9 @@ def time_vs_length(profile_path, path):
     plt.close(fig)
 
 
-def scores(path, fmt):
-    """How often each score text occurs in a merged output (tsv: third column; db: the number in parentheses):
+def scores(path, fmt, db_lines=3):
+    """How often each score text occurs in a merged output (tsv: third column; db: the number in parentheses of
+    each record's third line, ``db_lines`` lines a record: more with the partition function's lines):
     scores are few distinct values (pairs, or energies in 0.01 kcal/mol), so this stays small."""
     counts = collections.Counter()
     with open(path, "rb") as handle:
@@ -131,7 +132,7 @@ def scores(path, fmt):
             counts.update(line.split(b"\t", 3)[2] for line in handle)
         elif fmt == "db":
             counts.update(line.rsplit(b"(", 1)[1].strip()[:-1].strip()
-                          for k, line in enumerate(handle) if k % 3 == 2)
+                          for k, line in enumerate(handle) if k % db_lines == 2)
     return counts
 
 
@@ -140,7 +141,7 @@ def energy(sm, path):
     counts = collections.Counter()
     if fmt in ("tsv", "db"):
         for output in sm.input.outputs:
-            counts.update(scores(output, fmt))
+            counts.update(scores(output, fmt, sm.params.db_lines))
     values = np.array([float(x) for x in counts], dtype=float)
     weights = np.array(list(counts.values()), dtype=float)
     total = int(weights.sum())

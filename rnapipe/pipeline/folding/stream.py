@@ -116,13 +116,15 @@ class Background:
 
 class ChunkResults:
     """One chunk's results, packed: ``scores`` (int64, pairs or dcal/mol) and ``structures`` (each followed by
-    a newline), in the chunk's order."""
+    a newline), in the chunk's order; ``ensembles`` (:class:`~rnapipe.io.ensemble.EnsembleChunk`) where folded
+    with the partition function, else None."""
 
-    __slots__ = ("scores", "structures")
+    __slots__ = ("scores", "structures", "ensembles")
 
-    def __init__(self, scores: np.ndarray, structures: bytes):
+    def __init__(self, scores: np.ndarray, structures: bytes, ensembles=None):
         self.scores = scores
         self.structures = structures
+        self.ensembles = ensembles
 
     def pairs(self) -> list[tuple[int, str]]:
         """``[(score, structure), ...]`` (what the engines' fold_batch returns)."""
@@ -155,7 +157,8 @@ def without_empty_solutions(chunk: Chunk, results: ChunkResults, on_invalid: str
     lines = results.structures.split(b"\n")
     structures = b"".join(lines[k] + b"\n" for k in np.flatnonzero(keep).tolist())
     kept = Chunk(chunk.number, chunk.records.keep(keep), rejected, chunk.end, chunk.cost, as_read=chunk.digest())
-    return kept, ChunkResults(results.scores[keep], structures)
+    ensembles = results.ensembles.keep(keep) if results.ensembles is not None else None
+    return kept, ChunkResults(results.scores[keep], structures, ensembles)
 
 
 def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
@@ -197,7 +200,7 @@ class _Call:
     def __init__(self, folder: Folder, batch: list[Chunk], amount: float, relay: Relay | None):
         self.batch, self.amount = batch, amount
         self.drained = threading.Event()
-        self.result: tuple[np.ndarray, bytes] | None = None
+        self.result: tuple | None = None           # (scores, structures[, ensembles])
         self.error: BaseException | None = None
         self.began = time.perf_counter()
         self.ended = self.began
@@ -218,8 +221,9 @@ class _Call:
             self.drained.set()
             self._done.set()
 
-    def results(self, folder: Folder, file_of) -> tuple[np.ndarray, bytes]:
-        """The call's scores and structures, once it has ended; its error raised here."""
+    def results(self, folder: Folder, file_of) -> tuple:
+        """The call's scores and structures (and ensembles: a fold with the partition function), once it has
+        ended; its error raised here."""
         self._done.wait()
         if self.error is not None:
             err, self.error = self.error, None
@@ -243,7 +247,8 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
         nonlocal last_end
         while len(calls) > keep:
             call = calls.popleft()
-            scores, structures = call.results(folder, file_of)
+            scores, structures, *more = call.results(folder, file_of)
+            ensembles = more[0] if more else None      # a fold with the partition function's
             pace.observe(call.amount, call.ended - max(call.began, last_end))
             last_end = call.ended
             timeline.mark("first fold ends")
@@ -251,10 +256,11 @@ def _fold_batches(source: Background, folder: Folder, done: int, records: int, n
             for c in call.batch:
                 n = len(c)
                 end = offset + int(c.lens.sum()) + n
-                yield c, ChunkResults(scores[at:at + n], structures[offset:end])
+                part = ensembles.take(at, at + n) if ensembles is not None else None
+                yield c, ChunkResults(scores[at:at + n], structures[offset:end], part)
                 at += n
                 offset = end
-            del call, scores, structures        # not held while the next batch is gathered and folded
+            del call, scores, structures, ensembles     # not held while the next batch is gathered and folded
 
     pending: BaseException | None = None      # an error met while gathering a batch: raised after it
     held: Chunk | None = None                 # a chunk left for the next call: the first of its batch

@@ -15,7 +15,7 @@ import sys
 from typing import BinaryIO
 
 from ...errors import UsageError
-from ...io import render, writers
+from ...io import ensemble, render, writers
 from ...io.idtext import ID_ERRORS
 from ..resume.journal import part_path
 
@@ -79,9 +79,15 @@ def _lock(fd: int, path: str, part: str) -> None:
                          "wait for it or choose another output") from None
 
 
-def chunk_bytes(fmt: str, algorithm: str, records, structures_text: bytes, scores):
+def chunk_bytes(fmt: str, algorithm: str, records, structures_text: bytes, scores, ensembles=None):
     """Uncompressed output bytes (a bytes-like object) of the :class:`~..records.Records` ``records`` folded
-    (``structures_text``: their structures, packed in the records' layout; ``scores``: int64 array)."""
+    (``structures_text``: their structures, packed in the records' layout; ``scores``: int64 array;
+    ``ensembles``: their :class:`~rnapipe.io.ensemble.EnsembleChunk` where folded with the partition function,
+    which db, TSV, bpp, unpaired and pfjob print)."""
+    if ensembles is not None and fmt not in ("ct", "bpseq"):
+        structures = structures_text[:-1].decode("ascii").split("\n") if len(records) else []
+        return ensemble.render(fmt, algorithm, records.ids, records.heads or records.ids, records.printed_seqs,
+                               structures, scores.tolist(), ensembles)
     return render.render(fmt, algorithm, records.ids_text, records.id_lens, records.printed(), records.lens,
                          structures_text, scores, None, *records.headers())
 

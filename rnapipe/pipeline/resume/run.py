@@ -18,6 +18,7 @@ from ... import config
 from ...constraints import shape_identity
 from ..._version import __version__
 from ...model import PAIRING_DEFAULTS, Model
+from ...io.ensemble import header as ensemble_header
 from ...io.formats import REJECTED_HEADER, header, rejected_rows
 from ...io.idtext import ID_ERRORS
 from ...io.writers import rejected_path
@@ -124,7 +125,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
             _finish(journal, files, side, last)
             _fill_counts(outcome, last, done)
             return outcome
-        _open_parts(sinks, side, last)
+        _open_parts(sinks, side, last, partition=getattr(folder, "ensemble", None) is not None)
         _fill_counts(outcome, last, done)
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None, noconv=noconv,
@@ -192,10 +193,11 @@ def _truncate_journal_to_parts(journal: Journal, files: list[Sink], side: Sink |
         journal.keep(good)
 
 
-def _open_parts(sinks: list[Sink], side: Sink | None, last: dict | None) -> None:
-    """Every part file opened: cut back to the sizes of the journal's last chunk ``last``, or new."""
+def _open_parts(sinks: list[Sink], side: Sink | None, last: dict | None, partition: bool = False) -> None:
+    """Every part file opened: cut back to the sizes of the journal's last chunk ``last``, or new (with the
+    partition function's headers where ``partition``)."""
     for k, sink in enumerate(sinks):
-        sink.open(last["sizes"][k] if last else None, header(sink.fmt))
+        sink.open(last["sizes"][k] if last else None, ensemble_header(sink.fmt) if partition else header(sink.fmt))
     if side is not None:
         side.open(last["rejected_size"] if last else None, REJECTED_HEADER)
 
@@ -337,7 +339,8 @@ def _texts(chunk, results, sinks, algorithm: str, digest: bool) -> tuple[list, s
     for sink in sinks:
         if sink.fmt not in made:
             with timeline.timed("render"):
-                made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk.records, structures, scores)
+                made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, chunk.records, structures, scores,
+                                             results.ensembles)
         key = (sink.fmt, sink.gz)
         if key not in made:
             made[key] = sink.encode(made[sink.fmt])

@@ -21,6 +21,8 @@ import shutil
 
 import numpy as np
 
+from ...io.ensemble import JOB_LINES, EnsembleChunk, read_job_values
+from ...io.ensemble import header as ensemble_header
 from ...io.formats import REJECTED_HEADER, _field, header
 from ...io.idtext import ID_ERRORS
 from ...io.writers import atomic_output, rejected_path
@@ -38,10 +40,10 @@ class MergeError(Exception):
     pass
 
 
-def shard_offsets(path: str, records_per_shard: list[int]) -> list[int]:
-    """Byte offset in the db file ``path`` where each of its shards starts (three lines per record); checks
-    that the file holds exactly the records the plan gave its job."""
-    starts = np.cumsum([0] + records_per_shard[:-1]) * 3 if records_per_shard else np.zeros(0, np.int64)
+def shard_offsets(path: str, records_per_shard: list[int], lines: int = 3) -> list[int]:
+    """Byte offset in the db file ``path`` where each of its shards starts (``lines`` lines per record: 3, or
+    the pfjob format's 6); checks that the file holds exactly the records the plan gave its job."""
+    starts = np.cumsum([0] + records_per_shard[:-1]) * lines if records_per_shard else np.zeros(0, np.int64)
     want = [int(m) for m in starts]
     out = [0] * len(want)
     seen = 0                               # newlines before the current block
@@ -60,9 +62,9 @@ def shard_offsets(path: str, records_per_shard: list[int]) -> list[int]:
                 at += 1
             seen += len(nl)
             base += len(buf)
-    total = 3 * sum(records_per_shard)
+    total = lines * sum(records_per_shard)
     if seen != total:
-        raise MergeError(f"{path} holds {seen // 3} records, its job was given {total // 3}: fold it again "
+        raise MergeError(f"{path} holds {seen // lines} records, its job was given {total // lines}: fold it again "
                          "(remove it and rerun)")
     return out
 
@@ -78,7 +80,8 @@ class Skipped:
 class _Cursor:
     """The records of one bin, shard after shard, from the job outputs."""
 
-    def __init__(self, pieces: list[tuple[str, int, int, dict]]):
+    def __init__(self, pieces: list[tuple[str, int, int, dict]], partition: bool = False):
+        self.partition = partition    # the pfjob format: three more lines a record, the ensemble's
         self.pieces = pieces          # (path, offset, records, {place in the shard: Skipped}) in the bin's order
         self.next = 0
         self.left = 0
@@ -86,8 +89,9 @@ class _Cursor:
         self.skipped: dict = {}
         self.handle = None
 
-    def take(self, n: int, ids: list, seqs: list, structures: list, scores: list) -> None:
-        """The next ``n`` records of the bin; a record its job left out comes as a :class:`Skipped` id."""
+    def take(self, n: int, ids: list, seqs: list, structures: list, scores: list, extra: list) -> None:
+        """The next ``n`` records of the bin; a record its job left out comes as a :class:`Skipped` id. In the
+        pfjob format each record's ensemble (rnapipe.io.ensemble.Ensemble) goes to ``extra``."""
         while n:
             if not self.left:
                 if self.handle is not None:
@@ -109,6 +113,8 @@ class _Cursor:
                     seqs.append(b"")
                     structures.append(b"")
                     scores.append(b"0")
+                    if self.partition:
+                        extra.append(None)
                     continue
                 ids.append(readline()[1:-1])          # the whole header line
                 seqs.append(readline()[:-1])
@@ -116,6 +122,8 @@ class _Cursor:
                 cut = line.index(b" ")
                 structures.append(line[:cut])
                 scores.append(line[cut + 1:].strip()[1:-1].strip())
+                if self.partition:
+                    extra.append(read_job_values(readline(), readline(), readline()))
             self.left -= k
             n -= k
 
@@ -126,23 +134,25 @@ class _Cursor:
 
 
 def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, str]], algorithm: str,
-          rejected_out: str | None = None) -> int:
+          rejected_out: str | None = None, ensemble=None) -> int:
     """Write ``outputs`` ((path, format) pairs) of the prepared input from its fold jobs' db outputs
-    (``fold_dir/{job}.db``); write the prepared rejected list, with the records the fold jobs left out, to
-    ``rejected_out``. Returns the records of the manifest."""
-    cursors = _bin_cursors(prepared, plan_dir, fold_dir)
+    (``fold_dir/{job}.db``; with ``ensemble``, the partition function's settings
+    (rnapipe.pipeline.ensemble.request.Settings), in the pfjob format); write the prepared rejected list, with the
+    records the fold jobs left out, to ``rejected_out``. Returns the records of the manifest."""
+    cursors = _bin_cursors(prepared, plan_dir, fold_dir, ensemble is not None)
     sinks = [Sink(path, fmt, compressed=False) for path, fmt in outputs]
     total = 0
     skipped: list[tuple[int, Skipped]] = []               # (manifest position, record) left out by a fold job
     try:
         for sink in sinks:
-            sink.open(None, header(sink.fmt))
+            sink.open(None, header(sink.fmt) if ensemble is None else ensemble_header(sink.fmt))
         with open(os.path.join(prepared, "manifest.bin"), "rb") as manifest:
             while True:
                 block = np.frombuffer(manifest.read(BLOCK), dtype=np.uint8)
                 if not len(block):
                     break
-                skipped += _write_block(block, cursors, sinks, algorithm, total)
+                skipped += _write_block(block, cursors, sinks, algorithm, total,
+                                        ensemble.mea if ensemble is not None else None)
                 total += len(block)
                 pause_point("merge:block")
         for b, cursor in cursors.items():
@@ -172,8 +182,9 @@ def merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[tuple[str, 
     return total
 
 
-def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str) -> dict[int, _Cursor]:
-    """A cursor per bin over its shards' records, in input order, in the job outputs."""
+def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str, partition: bool = False) -> dict[int, _Cursor]:
+    """A cursor per bin over its shards' records, in input order, in the job outputs (``partition``: in the
+    pfjob format)."""
     if not os.path.exists(os.path.join(prepared, "done")):
         raise MergeError(f"'{prepared}' is not a prepared input (rnapipe prepare makes one)")
     if not os.path.exists(os.path.join(plan_dir, "plan.tsv")):
@@ -181,11 +192,11 @@ def _bin_cursors(prepared: str, plan_dir: str, fold_dir: str) -> dict[int, _Curs
     shards = read_shards(prepared)
     where = read_plan(plan_dir)
     missing_folds(where, plan_dir, fold_dir)
-    located = _locate(shards, where, fold_dir)
+    located = _locate(shards, where, fold_dir, JOB_LINES if partition else 3)
     bins: dict[int, list] = {}
     for s in shards:                                      # a bin's shards in input order
         bins.setdefault(s.bin, []).append((*located[s.number][:2], s.records, located[s.number][2]))
-    return {b: _Cursor(pieces) for b, pieces in bins.items()}
+    return {b: _Cursor(pieces, partition) for b, pieces in bins.items()}
 
 
 def job_skipped(fold_output: str) -> dict[int, Skipped]:
@@ -237,9 +248,10 @@ def missing_folds(where: dict[int, tuple[str, int]], plan_dir: str, fold_dir: st
                          f"{os.path.join(plan_dir, job + '.list')} -o {path}' makes it (the workflow's rule fold)")
 
 
-def _locate(shards: list, where: dict[int, tuple[str, int]], fold_dir: str) -> dict[int, tuple[str, int]]:
+def _locate(shards: list, where: dict[int, tuple[str, int]], fold_dir: str,
+            lines: int = 3) -> dict[int, tuple[str, int]]:
     """Shard number -> (its job's output, the byte offset of its first record there); ``where``: the plan's
-    shard number -> (job, place in the job)."""
+    shard number -> (job, place in the job); ``lines``: lines a record."""
     per_job: dict[str, list] = {}
     for s in shards:
         job, place = where[s.number]
@@ -257,29 +269,33 @@ def _locate(shards: list, where: dict[int, tuple[str, int]], fold_dir: str) -> d
                                  "fold it again (remove it and rerun)")
             gone[k][index - int(starts[k])] = record
         kept = [s.records - len(g) for (_, s), g in zip(items, gone)]
-        for (_, s), offset, g in zip(items, shard_offsets(path, kept), gone):
+        for (_, s), offset, g in zip(items, shard_offsets(path, kept, lines), gone):
             located[s.number] = (path, offset, g)
     return located
 
 
 def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sink], algorithm: str,
-                 first: int) -> list[tuple[int, Skipped]]:
+                 first: int, mea: bool | None = None) -> list[tuple[int, Skipped]]:
     """One block of the manifest (a bin per record, in input order): its records taken from their bins'
-    cursors and written to every sink; ``first`` is the manifest position of its first record. Returns the
+    cursors and written to every sink; ``first`` is the manifest position of its first record; ``mea``: None
+    for MFE folds, else whether db prints the MEA line (a fold with the partition function). Returns the
     records a fold job left out, with their manifest positions."""
     n = len(block)
-    ids, seqs, structures, scores = [None] * n, [None] * n, [None] * n, [None] * n
+    ids, seqs, structures, scores, extra = [None] * n, [None] * n, [None] * n, [None] * n, [None] * n
     for b in np.unique(block).tolist():
         at = np.flatnonzero(block == b).tolist()
-        i, s, t, e = [], [], [], []
-        cursors[b].take(len(at), i, s, t, e)
+        i, s, t, e, x = [], [], [], [], []
+        cursors[b].take(len(at), i, s, t, e, x)
         for k, p in enumerate(at):
             ids[p], seqs[p], structures[p], scores[p] = i[k], s[k], t[k], e[k]
+            if x:
+                extra[p] = x[k]
     skipped = [(first + p, x) for p, x in enumerate(ids) if isinstance(x, Skipped)]
     if skipped:
         keep = [p for p, x in enumerate(ids) if not isinstance(x, Skipped)]
         ids, seqs = [ids[p] for p in keep], [seqs[p] for p in keep]
         structures, scores = [structures[p] for p in keep], [scores[p] for p in keep]
+        extra = [extra[p] for p in keep]
         n = len(keep)
         if not n:
             return skipped
@@ -295,9 +311,10 @@ def _write_block(block: np.ndarray, cursors: dict[int, _Cursor], sinks: list[Sin
     records = Records(b"\n".join(ids) + b"\n", b"\n".join(seqs) + b"\n", id_lens, lens,
                       np.arange(first, first + n, dtype=np.int64), None, b"\n".join(heads) + b"\n", head_lens)
     structures_text = b"\n".join(structures) + b"\n"
+    ensembles = EnsembleChunk(extra, mea) if mea is not None else None
     made: dict = {}
     for sink in sinks:
         if sink.fmt not in made:
-            made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values)
+            made[sink.fmt] = chunk_bytes(sink.fmt, algorithm, records, structures_text, values, ensembles)
         sink.write(made[sink.fmt])
     return skipped

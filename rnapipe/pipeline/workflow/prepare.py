@@ -98,9 +98,13 @@ class _Open:
         self.handle = open(path, "wb", buffering=1 << 20)
 
 
-def length_check(algorithm: str) -> LengthCheck:
-    """The length limit of ``algorithm`` on this host's CPU: the shards hold what ``rnapipe fold`` would fold
-    here."""
+def length_check(algorithm: str, partition: bool = False) -> LengthCheck:
+    """The length limit of ``algorithm`` on this host's CPU (``partition``: with the partition function, whose
+    matrices are larger): the shards hold what ``rnapipe fold`` would fold here."""
+    if partition:
+        from ..ensemble.folder import EnsembleFolder
+
+        return EnsembleFolder(1).length_check()
     return Folder(algorithm, None, "cpu", 1).length_check()
 
 
