@@ -54,9 +54,8 @@ the symbol's flags, the innermost constrained pair around the position, and how 
 from it on and up to it), laid out as the codes, so that a kernel decides "may i·j pair, and with which type" in
 O(1) (a constrained non-canonical pair has ViennaRNA's non-standard type 7, whose energies are the CPU engine's)
 and bounds every hairpin, interior loop, multiloop run and exterior run as the CPU engine does. A constrained pair
-longer than ``max_bp_span`` grows the span the fills, W and the traceback cover (position 0's word). The short
-kernels fold such a batch with ``zs_fold`` (``zs_fold_smem`` is built without them); the host traceback is given
-the CPU engine's pair types and unpaired runs. A record whose constraints leave no structure gets the CPU
+longer than ``max_bp_span`` grows the span the fills, W and the traceback cover (position 0's word). The host
+traceback is given the CPU engine's pair types and unpaired runs. A record whose constraints leave no structure gets the CPU
 engine's energy (INF), which the pipeline reports.
 """
 

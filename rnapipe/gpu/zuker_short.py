@@ -31,10 +31,11 @@ The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same ker
 unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
 (at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
 ``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
-the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by
-``zs_fold`` alone, built with ``-DZK_HC`` (zs_fold_smem is left out of that build): one more argument, the group's
-per-position words (zuker_core.cuh, ZkHc; four int32 a position, laid out as the SHAPE terms); its interior loops
-test the (n1, n2) of the loop table's entries against the unpaired runs.
+the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by the
+kernels built with ``-DZK_HC``, likewise: one more argument (after the SHAPE terms, where both), the group's
+per-position words (zuker_core.cuh, ZkHc; four int32 a position, laid out as the SHAPE terms); zs_fold's interior
+loops test the (n1, n2) of the loop table's entries against the unpaired runs, zs_fold_smem's chunks theirs (known
+at compile time) against each cell's, and its unpaired WMB step takes i only where it may stay unpaired.
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
@@ -236,10 +237,10 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
                shape: list[np.ndarray] | None = None, constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
     SHAPE stacking terms, int32 per nucleotide, or None; constraints: their constraint lines, or None): those
-    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem (with constraints, all with zs_fold). A large
-    group goes in chunks (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so
-    that the host's work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the
-    chunks of one stream share one device pool (the stream orders them)."""
+    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
+    (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
+    work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
+    one stream share one device pool (the stream orders them)."""
     count = len(seqs)
     if count == 0:
         return []
@@ -269,7 +270,7 @@ def _run_group(group: "_Group", collect) -> None:
 
     lens = group.lens
     count = len(lens)
-    big = count if group.hc is not None else int(np.count_nonzero(lens > SMEM_MAX_N))
+    big = int(np.count_nonzero(lens > SMEM_MAX_N))
     parts = []
     for lo, hi, smem in ((0, big, False), (big, count, True)):
         per_seq = 4 * (smem_pool_words if smem else pool_words)(int(lens[lo])) if hi > lo else 1
@@ -434,7 +435,7 @@ class _Group:
         self.ce = np.zeros(count + 1, dtype=np.int64)            # text offsets: one '\n' after each sequence
         np.cumsum(self.lens + 1, out=self.ce[1:])
         self.cw = np.zeros(count + 1, dtype=np.int64)            # pool words (zs_fold or zs_fold_smem)
-        np.cumsum(_words(self.lens) if constraints is None else pool_words(self.lens), out=self.cw[1:])
+        np.cumsum(_words(self.lens), out=self.cw[1:])
         self.P = _table_for_group(model, int(self.lens.max()))
         self.ring16 = _ring16_ok(model) if ring16 is None else ring16
         self._extra: dict = {}
@@ -514,7 +515,7 @@ class _Group:
         n_max = int(lens.max())
         if n_max > 2000:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-        if self.hc is None and ((n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N)):
+        if (n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N):
             raise ValueError("a chunk's kernel must be the one its lengths' pool words were counted for")
         kernel, tb, threads, shared, ring16, f_fill, f_tb, per_block = self.launch(n_max, smem)
         blocks = (count + per_block - 1) // per_block
@@ -610,10 +611,13 @@ def _entry(kernel) -> int:
 
 
 def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pool=None,
-           ring16: bool | None = None, shape: list[np.ndarray] | None = None) -> dict:
+           ring16: bool | None = None, shape: list[np.ndarray] | None = None,
+           constraints: list[str] | None = None) -> dict:
     """Launch one chunk of its own (a group of one chunk; see _Group.start); zs_fold_smem with the int16
-    ring if ring16 (None: where the model allows); shape: the sequences' SHAPE terms or None."""
-    return _Group(seqs, lens, model, ring16, shape=shape).start(0, len(seqs), smem, stream, pool)
+    ring if ring16 (None: where the model allows); shape, constraints: the sequences' SHAPE terms and constraint
+    lines, or None."""
+    return _Group(seqs, lens, model, ring16, shape=shape, constraints=constraints).start(0, len(seqs), smem, stream,
+                                                                                       pool)
 
 
 def _done(job: dict):
@@ -646,9 +650,9 @@ def _refold(job: dict, refold: np.ndarray) -> list[tuple[int, str]]:
     """The sequences of a chunk whose values passed the int16 ring, again with the int32 one."""
     group, a = job["group"], job["first"]
     shape = None if group.shape is None else [group.shape[a + k] for k in refold.tolist()]
-    # (a chunk with constraints is zs_fold's, which has no int16 ring: never here)
+    hc = None if group.constraints is None else [group.constraints[a + k] for k in refold.tolist()]
     return _finish(_start([group.sequence(a + k) for k in refold.tolist()], job["lens"][refold], job["model"],
-                          True, None, ring16=False, shape=shape))
+                          True, None, ring16=False, shape=shape, constraints=hc))
 
 
 def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:
