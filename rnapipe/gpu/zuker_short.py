@@ -32,10 +32,12 @@ unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell o
 (at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
 ``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
 the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by the
-kernels built with ``-DZK_HC``, likewise: one more argument (after the SHAPE terms, where both), the group's
-per-position words (zuker_core.cuh, ZkHc; four int32 a position, laid out as the SHAPE terms); zs_fold's interior
-loops test the (n1, n2) of the loop table's entries against the unpaired runs, zs_fold_smem's chunks theirs (known
-at compile time) against each cell's, and its unpaired WMB step takes i only where it may stay unpaired.
+kernels built with ``-DZK_HC -DZK_HC16``, likewise: one more argument (after the SHAPE terms, where both), the
+chunk's per-position words (zuker_core.cuh, ZkHc; four int16 a position, laid out as the SHAPE terms), which
+``zs_hc_words`` makes on the device from the chunk's constraint lines (copied with its text, laid out as it) before
+the fill; zs_fold's interior loops test the (n1, n2) of the loop table's entries against the unpaired runs,
+zs_fold_smem's chunks theirs (known at compile time) against each cell's where a cell of the warp has runs shorter
+than the loops, and its unpaired WMB step takes i only where it may stay unpaired.
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
@@ -60,8 +62,7 @@ import numpy as np
 
 from ..model import Model
 from . import loader
-from .zuker_tables import HC_WORDS, INF, SPECIAL_LOOPS, hc_option, hc_words, rules_option, shape_option, size_terms, \
-    span_of, table_for
+from .zuker_tables import INF, SPECIAL_LOOPS, hc_option, rules_option, shape_option, size_terms, span_of, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
 SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
@@ -418,6 +419,13 @@ def _io_words(count: int, text_bytes: int) -> int:
     return (_io_bytes(count, text_bytes)[1] + 3) // 4 + 4
 
 
+def _hc_words(count: int, text_bytes: int) -> int:
+    """int32 words a chunk's hard-constraint words (ZkHc with ZK_HC16: 8 bytes for each of the text's bytes and
+    two more per sequence) and its constraint lines (as many bytes as the text) take after its I/O (the start
+    rounded up to 16 bytes)."""
+    return (8 * (text_bytes + 1 + count) + text_bytes + 3) // 4 + 4
+
+
 PIECE = 1024                  # sequences per str.encode / bytes decode: temporaries stay small (a large one
                               # is a fresh mapping from the C allocator, page faults on every byte)
 
@@ -440,6 +448,7 @@ class _Group:
         self.ring16 = _ring16_ok(model) if ring16 is None else ring16
         self._extra: dict = {}
         self._launch: dict = {}
+        self._hc_kernel: dict = {}
         self.shape = shape
         self.ss = None                                           # the SHAPE terms on the device (ZK_SHAPE)
         if shape is not None:
@@ -449,13 +458,7 @@ class _Group:
                 at = int(self.ce[k]) + k + 1
                 ss[at:at + int(self.lens[k])] = shape[k]
             self.ss = cupy.asarray(ss)
-        self.constraints = constraints
-        self.hc = None                                           # the hard-constraint words on the device (ZK_HC)
-        if constraints is not None:
-            import cupy
-            at = self.ce[:-1] + np.arange(count)                 # laid out as the SHAPE terms
-            self.hc = cupy.asarray(hc_words(constraints, self.lens, at, int(self.ce[-1]) + count,
-                                            bool(model.enforce_constraint), span_of(model)).ravel())
+        self.constraints = constraints                           # ZK_HC: each chunk's words made by zs_hc_words
         # the kernel parameter block: 2 × 16 pointers (at self._params) to 2 × 16 uint64 slots (self._pv),
         # the fill's arguments, then the traceback's at slot 16 (an int argument reads the low half of its slot)
         self._pv = np.zeros(32, dtype=np.uint64)
@@ -468,8 +471,11 @@ class _Group:
         return bytes(self.text[int(self.ce[k]):int(self.ce[k + 1]) - 1]).decode("ascii")
 
     def words(self, a: int, b: int) -> int:
-        """Pool words of chunk [a, b): matrices, then input and output."""
-        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, int(self.ce[b] - self.ce[a]) - 1)
+        """Pool words of chunk [a, b): matrices, then input and output, then (with constraints) the
+        hard-constraint words and the constraint lines."""
+        total = int(self.ce[b] - self.ce[a]) - 1
+        hc = _hc_words(b - a, total) if self.constraints is not None else 0
+        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, total) + hc
 
     def extra(self, smem: bool):
         """The second table: zs_fold_smem's size terms, zs_fold's loop table."""
@@ -485,7 +491,7 @@ class _Group:
         if key not in self._launch:
             ring16 = smem and self.ring16
             options = (tuple(TUNING.get("options", ())) + rules_option(self.model) + shape_option(self.shape)
-                       + hc_option(self.constraints))
+                       + hc_option(self.constraints) + (("-DZK_HC16",) if self.constraints is not None else ()))
             tb = None
             per_block = 1
             if smem:
@@ -499,6 +505,8 @@ class _Group:
                 shared = _shared_bytes(n_max)
                 kernel = _kernel(options)
                 threads = threads_for(n_max)
+            if self.constraints is not None:      # the words, from the fill's module
+                self._hc_kernel[key] = loader.function(KERNELS, "zs_hc_words", options)
             self._launch[key] = (kernel, tb, threads, shared, ring16, _entry(kernel), tb and _entry(tb), per_block)
         return self._launch[key]
 
@@ -539,7 +547,7 @@ class _Group:
                 host[at:end] = np.frombuffer("\n".join(seqs[p:q]).encode("ascii"), dtype=np.uint8)
                 if q < b:
                     host[end] = 10
-        words = mwords + _io_words(count, total)
+        words = self.words(a, b)
         if pool is None:
             pool = cupy.empty(words, dtype=cupy.int32)
         elif pool.size < words:
@@ -548,10 +556,30 @@ class _Group:
         out = io + o_out                                      # mfe, status (int32), the structures
         job = {"count": count, "group": self, "first": a, "lens": lens, "model": self.model, "ring16": ring16,
                "host_out": host[o_out:]}
+        lines = None
+        if self.constraints is not None:          # the constraint lines, laid out as the text, pinned
+            lines, lptr = _pinned(total)
+            cons = self.constraints
+            for p in range(a, b, PIECE):
+                q = min(b, p + PIECE)
+                at = int(ce[p] - ce[a])
+                end = int(ce[q] - ce[a]) - 1
+                lines[at:end] = np.frombuffer("\n".join(cons[p:q]).encode("ascii"), dtype=np.uint8)
+                if q < b:
+                    lines[end] = 10
+            hc_at = io + (4 * _io_words(count, total) + 15) // 16 * 16    # the words after the I/O (16-byte
+            lines_at = hc_at + 8 * (total + 1 + count)                    # aligned), then the lines
         rt, drv = cupy.cuda.runtime, cupy.cuda.driver
         with stream if stream is not None else contextlib.nullcontext():
             sptr = (stream or cupy.cuda.get_current_stream()).ptr
             rt.memcpyAsync(io, hptr, o_out, rt.memcpyHostToDevice, sptr)
+            if lines is not None:                 # the words, made on the device before the fill reads them
+                rt.memcpyAsync(lines_at, lptr, total, rt.memcpyHostToDevice, sptr)
+                u64 = np.uint64
+                self._hc_kernel[(n_max, smem)](
+                    ((count + 127) // 128,), (128,),
+                    (u64(lines_at), u64(io), u64(io + o_lens), u64(hc_at), np.int32(count),
+                     np.int32(bool(self.model.enforce_constraint)), np.int32(min(span_of(self.model), 32767))))
             if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
                 pool[:mwords].fill(TUNING["fill"])
             rt.memsetAsync(out + 8 * count, ord("\n"), total, sptr)    # the separators
@@ -564,8 +592,8 @@ class _Group:
             ss = ()                               # ZK_SHAPE: the chunk's SHAPE terms; ZK_HC: its words, the last
             if self.ss is not None:
                 ss = (self.ss.data.ptr + 4 * (int(ce[a]) + a),)
-            if self.hc is not None:
-                ss = ss + (self.hc.data.ptr + 4 * HC_WORDS * (int(ce[a]) + a),)
+            if lines is not None:
+                ss = ss + (hc_at,)
             per_tb = TB_THREADS // 32
             tb_blocks, tb_shared = (count + per_tb - 1) // per_tb, per_tb * ((n_max + 2 + 15) // 16 * 16)
             events = TUNING.get("events")
@@ -593,7 +621,7 @@ class _Group:
             rt.memcpyAsync(hptr + o_out, out, nbytes - o_out, rt.memcpyDeviceToHost, sptr)
             job["done"] = cupy.cuda.Event(block=False, disable_timing=True)
             job["done"].record()              # this chunk's copies; later chunks may share the stream
-        job["keep"] = (host, pool)            # alive until the copies are done
+        job["keep"] = (host, pool, lines)     # alive until the copies are done
         if "keep" in TUNING:
             job["poff"] = cw[a:b] - cw[a]
         return job

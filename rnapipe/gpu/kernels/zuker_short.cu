@@ -29,6 +29,18 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
     return c == 'A' ? 1 : (c == 'C' ? 2 : (c == 'G' ? 3 : (c == 'U' ? 4 : 0)));
 }
 
+#ifdef ZK_HC
+#include "zuker_hc.cuh"
+// The hard-constraint words of a chunk's sequences (zs_hc_words_of, zuker_hc.cuh), one thread per sequence,
+// launched before the fill on the fill's stream: lines, the constraint lines' ASCII laid out as the sequences'
+// text (line s at soff[s], lens[s] bytes); the words of sequence s at HCall + soff[s] + s (n + 2 of them).
+extern "C" __global__ void zs_hc_words(const unsigned char* lines, const long long* soff, const int* lens,
+                                       ZkHc* HCall, int count, int enforce, int span) {
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < count) zs_hc_words_of(lines + soff[s] - 1, lens[s], HCall + soff[s] + s, enforce != 0, span);
+}
+#endif
+
 // Appends the cells of diagonal dd that can pair (their i; zk_pair: under the model's rules) to list, count
 // holding its length (0 before): every thread of the block calls it (ballots, one atomicAdd per warp).
 __device__ __forceinline__ void zs_list(const int* P, const signed char* S, int n, int dd, short* list, int* count
@@ -294,14 +306,20 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
 // planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s). With hard
 // constraints (Z2_HC_BOUNDS: a5, a3, the cell's UP[i+1] and DN[j-1]) a loop counts only where n1 <= a5, n2 <= a3.
+// B (a template argument of those builds) false: no cell of the warp has to refuse any of the loops (each
+// a5, a3 >= maxu), so none is tested.
 #ifdef ZK_HC
 #define Z2_HC_BOUNDS , int a5, int a3
 #define Z2_HC_BOUNDS_ARG , a5, a3
+#define Z2_HC_TPARAM , bool B
+#define Z2_HC_TARG , B
 #else
 #define Z2_HC_BOUNDS
 #define Z2_HC_BOUNDS_ARG
+#define Z2_HC_TPARAM
+#define Z2_HC_TARG
 #endif
-template <int E, int E0, int E1>
+template <int E, int E0, int E1 Z2_HC_TPARAM>
 __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
                                          const z2_ring_t* rp, int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     if constexpr (E < E1) {
@@ -313,23 +331,53 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
 #ifdef ZK_HC
-        const int x = n1 <= a5 && n2 <= a3 ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
+        const int x = !B || (n1 <= a5 && n2 <= a3) ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
 #else
         const int x = (int)rp[kind * plane + n1] + sz[E];
 #endif
         if constexpr (kind == 0) m0 = min(m0, x);
         else if constexpr (kind == 1) m1 = min(m1, x);
         else m2 = min(m2, x);
-        z2_loops<E + 1, E0, E1>(win, sz, N, plane, dm2, maxu, rp, m0, m1, m2 Z2_HC_BOUNDS_ARG);
+        z2_loops<E + 1, E0, E1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, rp, m0, m1, m2 Z2_HC_BOUNDS_ARG);
     }
 }
 
-template <int C>
+template <int C Z2_HC_TPARAM>
 __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
                                          int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     constexpr int E0 = C * Z2_NLOOPS / Z2_CHUNKS, E1 = (C + 1) * Z2_NLOOPS / Z2_CHUNKS;
-    z2_loops<E0, E0, E1>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2 Z2_HC_BOUNDS_ARG);
+    z2_loops<E0, E0, E1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2 Z2_HC_BOUNDS_ARG);
 }
+
+#ifdef ZK_HC
+// Chunk c of the interior loops (zs_fold_smem's switch below, for the builds with hard constraints).
+template <bool B>
+__device__ __forceinline__ void z2_chunk_hc(int c, const z2_ring_t* win, const int* sz, int N, int plane, int dm2,
+                                            int maxu, int& m0, int& m1, int& m2, int a5, int a3) {
+    switch (c) {
+        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#if Z2_CHUNKS > 2
+        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#endif
+#if Z2_CHUNKS > 3
+        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#endif
+#if Z2_CHUNKS > 4
+        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#endif
+#if Z2_CHUNKS > 5
+        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#endif
+#if Z2_CHUNKS > 6
+        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#endif
+#if Z2_CHUNKS > 7
+        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+#endif
+        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+    }
+}
+#endif
 
 // Shared memory of zs_fold_smem, rows of Z2_SEQS * MN words (MN = max_n + 2; the block's sequences side by
 // side, z2_seq_of): the ring (3 planes of Z2_RING rows of z2_ring_t), then int32 rows: V's partial minima
@@ -658,30 +706,39 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 #ifdef ZK_HC
                 const int kh = z2_seq_of(e, N0);
                 const ZkHc* hc = Z2_HC_OF(kh) + (e - kh * N0);                // the cell's i at hc[0]
-                const int a5 = hc[1].up, a3 = hc[d - 1].dn;
-#endif
+                const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
+                // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
+                // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
+                if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
+                    const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
+                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2, a5, a3);
+                } else {
+                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2, a5, a3);
+                }
+#else
                 switch (c) {
-                    case 0: z2_chunk<0>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 0: z2_chunk<0>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #if Z2_CHUNKS > 2
-                    case 2: z2_chunk<2 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 2: z2_chunk<2 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 3
-                    case 3: z2_chunk<3 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 3: z2_chunk<3 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 4
-                    case 4: z2_chunk<4 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 4: z2_chunk<4 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 5
-                    case 5: z2_chunk<5 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 5: z2_chunk<5 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 6
-                    case 6: z2_chunk<6 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 6: z2_chunk<6 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
 #if Z2_CHUNKS > 7
-                    case 7: z2_chunk<7 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    case 7: z2_chunk<7 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #endif
-                    default: z2_chunk<1>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+                    default: z2_chunk<1>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
                 }
+#endif
                 if (active) {                  // the kinds' terms are added once per cell, in phase B
                     atomicMin(&sPart[e], z2_load_min(m0));
                     atomicMin(&sPart[R + e], z2_load_min(m1));
