@@ -137,6 +137,7 @@ SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (10**9, 256, 2, 4, 1))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
+HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
 def _smem_launch(max_n: int, ring16: bool) -> tuple[int, int, tuple[str, ...]]:
@@ -575,11 +576,12 @@ class _Group:
             rt.memcpyAsync(io, hptr, o_out, rt.memcpyHostToDevice, sptr)
             if lines is not None:                 # the words, made on the device before the fill reads them
                 rt.memcpyAsync(lines_at, lptr, total, rt.memcpyHostToDevice, sptr)
-                u64 = np.uint64
+                u64, row = np.uint64, (n_max + 2) * 8 + (n_max + 2 + 7) // 8 * 8    # ZS_HC_ROW
                 self._hc_kernel[(n_max, smem)](
-                    ((count + 127) // 128,), (128,),
+                    ((count + HC_WARPS - 1) // HC_WARPS,), (32 * HC_WARPS,),
                     (u64(lines_at), u64(io), u64(io + o_lens), u64(hc_at), np.int32(count),
-                     np.int32(bool(self.model.enforce_constraint)), np.int32(min(span_of(self.model), 32767))))
+                     np.int32(bool(self.model.enforce_constraint)), np.int32(min(span_of(self.model), 32767)),
+                     np.int32(n_max)), shared_mem=HC_WARPS * row)
             if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
                 pool[:mwords].fill(TUNING["fill"])
             rt.memsetAsync(out + 8 * count, ord("\n"), total, sptr)    # the separators

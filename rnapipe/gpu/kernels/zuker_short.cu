@@ -31,13 +31,26 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
 
 #ifdef ZK_HC
 #include "zuker_hc.cuh"
-// The hard-constraint words of a chunk's sequences (zs_hc_words_of, zuker_hc.cuh), one thread per sequence,
-// launched before the fill on the fill's stream: lines, the constraint lines' ASCII laid out as the sequences'
-// text (line s at soff[s], lens[s] bytes); the words of sequence s at HCall + soff[s] + s (n + 2 of them).
+// The hard-constraint words of a chunk's sequences (zs_hc_words_of, zuker_hc.cuh), a warp per sequence: the line
+// in and the words out by all lanes (coalesced), the passes by lane 0 in shared memory (ZS_HC_ROW(max_n) bytes a
+// warp: the words, then the line); lines: the constraint lines laid out as the text, words at HCall + soff[s] + s.
+#define ZS_HC_ROW(max_n) (((max_n) + 2) * 8 + ((max_n) + 2 + 7) / 8 * 8)
 extern "C" __global__ void zs_hc_words(const unsigned char* lines, const long long* soff, const int* lens,
-                                       ZkHc* HCall, int count, int enforce, int span) {
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < count) zs_hc_words_of(lines + soff[s] - 1, lens[s], HCall + soff[s] + s, enforce != 0, span);
+                                       ZkHc* HCall, int count, int enforce, int span, int max_n) {
+    extern __shared__ int smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int s = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (s >= count) return;
+    const int n = lens[s];
+    ZkHc* sH = (ZkHc*)((char*)smem + warp * ZS_HC_ROW(max_n));
+    unsigned char* sL = (unsigned char*)(sH + max_n + 2);      // sL[1 .. n]
+    const unsigned char* src = lines + soff[s];
+    for (int k = lane; k < n; k += 32) sL[k + 1] = src[k];
+    __syncwarp();
+    if (lane == 0) zs_hc_words_of(sL, n, sH, enforce != 0, span);
+    __syncwarp();
+    ZkHc* H = HCall + soff[s] + s;
+    for (int k = lane; k < n + 2; k += 32) H[k] = sH[k];
 }
 #endif
 
@@ -306,11 +319,14 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
 // planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s). With hard
 // constraints (Z2_HC_BOUNDS: a5, a3, the cell's UP[i+1] and DN[j-1]) a loop counts only where n1 <= a5, n2 <= a3.
-// B (a template argument of those builds) false: no cell of the warp has to refuse any of the loops (each
-// a5, a3 >= maxu), so none is tested.
+// The two bounds travel packed, hw = ((a5 + 32) << 16) | (a3 + 32) with a5, a3 capped at 31 (n1, n2 <= 30): the
+// loop counts exactly where both fields of hw - ((n1 << 16) | n2) keep their bit 5 (each field stays within 2 .. 63,
+// so no borrow crosses), a subtraction and a mask whose operands no two loops share (no per-n1 or per-n2
+// predicate is kept alive across the chunk). B (a template argument of those builds) false: no cell of the warp
+// has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
 #ifdef ZK_HC
-#define Z2_HC_BOUNDS , int a5, int a3
-#define Z2_HC_BOUNDS_ARG , a5, a3
+#define Z2_HC_BOUNDS , int hw
+#define Z2_HC_BOUNDS_ARG , hw
 #define Z2_HC_TPARAM , bool B
 #define Z2_HC_TARG , B
 #else
@@ -331,7 +347,8 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
 #ifdef ZK_HC
-        const int x = !B || (n1 <= a5 && n2 <= a3) ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
+        constexpr int cn = (n1 << 16) | n2;
+        const int x = !B || ((hw - cn) & 0x00200020) == 0x00200020 ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
 #else
         const int x = (int)rp[kind * plane + n1] + sz[E];
 #endif
@@ -353,28 +370,28 @@ __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, in
 // Chunk c of the interior loops (zs_fold_smem's switch below, for the builds with hard constraints).
 template <bool B>
 __device__ __forceinline__ void z2_chunk_hc(int c, const z2_ring_t* win, const int* sz, int N, int plane, int dm2,
-                                            int maxu, int& m0, int& m1, int& m2, int a5, int a3) {
+                                            int maxu, int& m0, int& m1, int& m2, int hw) {
     switch (c) {
-        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #if Z2_CHUNKS > 2
-        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #endif
 #if Z2_CHUNKS > 3
-        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #endif
 #if Z2_CHUNKS > 4
-        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #endif
 #if Z2_CHUNKS > 5
-        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #endif
 #if Z2_CHUNKS > 6
-        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #endif
 #if Z2_CHUNKS > 7
-        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
 #endif
-        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, a5, a3); break;
+        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
     }
 }
 #endif
@@ -709,11 +726,12 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
                 // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
                 // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
+                const int hw = ((min(a5, 31) + 32) << 16) | (min(a3, 31) + 32);
                 if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
                     const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
-                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2, a5, a3);
+                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2, hw);
                 } else {
-                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2, a5, a3);
+                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2, hw);
                 }
 #else
                 switch (c) {
