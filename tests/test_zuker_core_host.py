@@ -437,8 +437,8 @@ int main() {
 
 @pytest.mark.parametrize("enforce", [False, True], ids=["plain", "enforce"])
 def test_short_kernels_hard_constraint_words_equal_the_cpu_engines(tmp_path, enforce):
-    """The words the short kernels make on the device from each constraint line (zs_hc_words_of of zuker_hc.cuh, int16 fields)
-    equal those the CPU engine's own pass makes (zuker_tables.hc_words, which test_hard_constraint_words_... checks
+    """The words the short kernels make on the device from each constraint line (zs_hc_words_of of zuker_hc.cuh,
+    int16 fields) equal those the CPU engine's own pass makes (zuker_tables.hc_words, which the test above checks
     against _hard_constraints), field by field, on random lines up to 2,000 nt (partners and runs past 255), pairs
     that close fewer than 3 unpaired nucleotides (dropped) and lines with no pair; the span at position 0 is
     capped at 32767 (the sequences are shorter)."""
