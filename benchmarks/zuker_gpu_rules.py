@@ -3,13 +3,17 @@
     python benchmarks/zuker_gpu_rules.py                       # the full plan, table on stdout
     python benchmarks/zuker_gpu_rules.py --quick --out t.md    # small counts, the table also written to t.md
     python benchmarks/zuker_gpu_rules.py --models default constraints "constraints enforced" --lengths 120 1000
+    python benchmarks/zuker_gpu_rules.py --models default SHAPE --lengths 120 1000
 
 Per (length, model): rnapipe.gpu.zuker.fold_batch on the same random ACGU sequences (Python strings in, MFE and
 dot-bracket out), one untimed run of the batch (kernels compiled, pools made), then the median of --repeat runs,
 each after gc.collect(); the ratio to the default model at that length. The models: RNAfold's defaults, each rule
 alone (--noLP, --noGU, --noClosingGU, --maxBPspan 150) and all four together, and hard constraints (RNAfold's -C:
 a random constraint line per sequence, made as tests/test_constraints.py's random_constraint makes them, seed
-2027), with and without --enforceConstraint; at the long length (chr19-like transcripts, 5,000 nt) the defaults and
+2027), with and without --enforceConstraint, and SHAPE data (RNAfold's --shape with Deigan's method at its defaults,
+m 1.8, b -0.6: random reactivities per sequence, made as tests/test_zuker_gpu_shape.py's reactivities makes them,
+about one in ten missing, seed 2028, turned into stacking pseudo-energies by rnapipe.constraints.deigan); at the
+long length (chr19-like transcripts, 5,000 nt) the defaults and
 --maxBPspan 150 only.
 """
 
@@ -36,9 +40,12 @@ MODELS = {
     "all four (span 150)": {"no_lp": True, "no_gu": True, "no_closing_gu": True, "max_bp_span": 150},
     "constraints": {},
     "constraints enforced": {"enforce_constraint": True},
+    "SHAPE": {},
 }
 # models folded with a random constraint line per sequence (RNAfold -C; with --enforceConstraint)
 CONSTRAINED = ("constraints", "constraints enforced")
+# models folded with SHAPE data (RNAfold --shape, Deigan's method at its defaults)
+WITH_SHAPE = ("SHAPE",)
 # (length, sequences, models)
 PLAN = [(120, 20_000, list(MODELS)), (1_000, 1_000, list(MODELS)), (5_000, 32, ["default", "maxBPspan 150"])]
 QUICK = [(120, 2_000, list(MODELS)), (1_000, 100, list(MODELS)), (5_000, 4, ["default", "maxBPspan 150"])]
@@ -73,15 +80,26 @@ def random_constraint(seq: str, rng: random.Random) -> str:
     return "".join(line)
 
 
-def timed(seqs: list[str], options: dict, repeat: int, constraints: list[str] | None = None) -> list[float]:
+def reactivities(n: int, rng: random.Random) -> list[float]:
+    """Random SHAPE reactivities, as tests/test_zuker_gpu_shape.py's reactivities makes them: about one in ten
+    missing (negative here: rnapipe.constraints.deigan's missing value), some large."""
+    out = []
+    for _ in range(n):
+        u = rng.random()
+        out.append(-1.0 if u < 0.1 else round(rng.expovariate(1.5), 3) if u < 0.9 else round(rng.uniform(0, 4), 4))
+    return out
+
+
+def timed(seqs: list[str], options: dict, repeat: int, constraints: list[str] | None = None,
+          shape: list | None = None) -> list[float]:
     from rnapipe.gpu import zuker as gpu
 
-    gpu.fold_batch(seqs, "default", 1, options, constraints=constraints)      # compile, pools
+    gpu.fold_batch(seqs, "default", 1, options, constraints=constraints, shape=shape)      # compile, pools
     times = []
     for _ in range(repeat):
         gc.collect()
         t = time.perf_counter()
-        gpu.fold_batch(seqs, "default", 1, options, constraints=constraints)
+        gpu.fold_batch(seqs, "default", 1, options, constraints=constraints, shape=shape)
         times.append(time.perf_counter() - t)
     return times
 
@@ -99,6 +117,7 @@ def main() -> int:
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     rng = random.Random(2026)
     crng = random.Random(2027)
+    srng = random.Random(2028)
     now = datetime.datetime.now(datetime.timezone.utc)
     lines = [f"GPU Zuker under the pairing rules and hard constraints ({now:%Y-%m-%d %H:%M} UTC; "
              f"{device}; Python {platform.python_version()}): random ACGU sequences (seed 2026), "
@@ -112,9 +131,14 @@ def main() -> int:
             models = [m for m in models if m in args.models]
         seqs = ["".join(rng.choice("ACGU") for _ in range(n)) for _ in range(count)]
         cons = [random_constraint(s, crng) for s in seqs] if any(m in CONSTRAINED for m in models) else None
+        shape = None
+        if any(m in WITH_SHAPE for m in models):
+            from rnapipe.constraints import deigan
+            shape = [deigan(reactivities(n, srng)) for _ in seqs]
         base = None
         for name in models:
-            times = timed(seqs, MODELS[name], args.repeat, cons if name in CONSTRAINED else None)
+            times = timed(seqs, MODELS[name], args.repeat, cons if name in CONSTRAINED else None,
+                          shape if name in WITH_SHAPE else None)
             rate = count / statistics.median(times)
             base = base or rate
             lines.append(f"| {n:,} | {count:,} | {name} | {rate:,.1f} ({count / max(times):,.1f}-"

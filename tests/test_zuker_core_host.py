@@ -408,3 +408,64 @@ def test_hard_constraint_words_give_the_cpu_engines_pair_types_and_runs(tmp_path
         assert min(int(w[0, 2]), n) == grown             # the span the fill covers (at most n: all of it)
         differ += not np.array_equal(before, ptype)
     assert differ > len(seqs) // 2                   # the lines change the pair types
+
+
+# zs_hc_words_of (zuker_hc.cuh) built as the short kernels build it (ZK_HC, ZK_HC16: int16 fields): reads lines
+# "n enforce span" then the constraint line, prints the n + 2 words (code enc up dn each).
+HC_WORDS16 = r"""
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+#include "zuker_hc.cuh"
+int main() {
+    int n, enforce, span;
+    std::string line;
+    while (std::cin >> n >> enforce >> span) {
+        std::cin >> line;
+        std::vector<unsigned char> L(n + 1, 0);
+        for (int k = 0; k < n; ++k) L[k + 1] = (unsigned char)line[k];
+        std::vector<ZkHc> H(n + 2);
+        zs_hc_words_of(L.data(), n, H.data(), enforce != 0, span);
+        for (int k = 0; k <= n + 1; ++k) std::printf("%d %d %d %d ", H[k].code, H[k].enc, H[k].up, H[k].dn);
+        std::printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("enforce", [False, True], ids=["plain", "enforce"])
+def test_short_kernels_hard_constraint_words_equal_the_cpu_engines(tmp_path, enforce):
+    """The words the short kernels make on the device from each constraint line (zs_hc_words_of of zuker_hc.cuh,
+    int16 fields) equal those the CPU engine's own pass makes (zuker_tables.hc_words, which the test above checks
+    against _hard_constraints), field by field, on random lines up to 2,000 nt (partners and runs past 255), pairs
+    that close fewer than 3 unpaired nucleotides (dropped) and lines with no pair; the span at position 0 is
+    capped at 32767 (the sequences are shorter)."""
+    import numpy as np
+
+    from rnapipe.gpu.zuker_tables import NO_SPAN, hc_words
+    from test_constraints import random_constraint
+
+    src = tmp_path / "hc16.cpp"
+    src.write_text(HC_WORDS16)
+    exe = tmp_path / "hc16"
+    subprocess.run([CXX, "-std=c++17", "-O1", "-DZK_HC", "-DZK_HC16", f"-I{loader.kernel_dir()}", "-o", str(exe),
+                    str(src)], check=True)
+    seqs = _random(40, 5, 300, seed=21 + enforce) + _random(3, 1200, 2000, seed=31 + enforce)
+    rng = random.Random(41 + enforce)
+    lines = [random_constraint(s, rng) for s in seqs]
+    seqs += ["GGGAAACCC" * 4, "A" * 30]
+    lines += ["((.))((..))(((...)))" + "|x<>." * 3 + "." , "." * 30]
+    spans = [NO_SPAN if k % 3 else 30 + k for k in range(len(seqs))]
+    text = "".join(f"{len(s)} {int(enforce)} {min(sp, 32767)}\n{c}\n" for s, c, sp in zip(seqs, lines, spans))
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(out) == len(seqs)
+    constrained = 0
+    for s, c, sp, got in zip(seqs, lines, spans, out, strict=True):
+        n = len(s)
+        want = hc_words([c], [n], [0], n + 2, enforce, sp)
+        want[0, 2] = min(int(want[0, 2]), 32767)
+        assert np.array(got.split(), dtype=np.int64).reshape(n + 2, 4).tolist() == want.tolist(), (c, sp)
+        constrained += bool((want[1:n + 1, 0] > 0).any())
+    assert constrained > len(seqs) // 3                # lines with kept pairs

@@ -4,8 +4,8 @@ tests/test_constraints.py), on random constraint lines (test_constraints.random_
 canonical or not, x | < >), with and without --enforceConstraint, with the pairing rules (no_lp with constrained
 non-canonical pairs, a constrained pair longer than max_bp_span) and SHAPE data, on every fill and traceback:
 
-* the short kernels (zs_fold: a batch with constraint lines folds there up to 600 nt), which fold_batch takes for
-  every sequence up to 600 nt;
+* the short kernels (zs_fold_smem two sequences a block up to 120 nt, one a block up to 232 nt, its int16 ring's
+  refold included; zs_fold up to 600), which fold_batch takes for every sequence up to 600 nt;
 * zk_fill_block, zk_fill_diag and the tiled fill, forced with ``gpu_fill``, with the block and the thread GPU
   tracebacks (``gpu_traceback``) and the CPU engine's traceback on copied matrices (``host_traceback``);
 * records whose constraints leave no structure: the CPU engine's energy (INF, which the pipeline reports), no
@@ -160,6 +160,11 @@ def test_with_shape_data():
     for fill in ("block", "tiled"):
         _assert_same(seqs[-8:], {"gpu_fill": fill, "no_lp": True, "enforce_constraint": True}, lines[-8:],
                      shape[-8:])
+    # large pseudo-energies (slope 40 kcal/mol) push zs_fold_smem's int16 ring past its range: those sequences are
+    # folded again with the int32 ring, their constraint lines with them
+    short = random_seqs(30, 20, 200, seed=403)
+    _assert_same(short, {"enforce_constraint": True}, constraint_lines(short, seed=404),
+                 shape_terms(short, (40.0, -0.6), seed=405))
 
 
 @pytest.mark.parametrize("fill", [None, "block", "diag", "tiled"])

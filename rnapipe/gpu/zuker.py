@@ -48,16 +48,16 @@ built without it.
 
 Hard constraints (``fold_batch``'s ``constraints``: RNAfold's constraint line of each sequence, with
 ``enforce_constraint`` its --enforceConstraint) are the CPU engine's too, applied as it applies them (its
-``_hard_constraints``) by kernels built with ``-DZK_HC`` (kernels/zuker_core.cuh, ZkHc): the host makes per-position
-words from each line with the CPU engine's own pass (:func:`.zuker_tables.hc_words`: the constrained partner or
-the symbol's flags, the innermost constrained pair around the position, and how many nucleotides may stay unpaired
-from it on and up to it), laid out as the codes, so that a kernel decides "may i·j pair, and with which type" in
-O(1) (a constrained non-canonical pair has ViennaRNA's non-standard type 7, whose energies are the CPU engine's)
-and bounds every hairpin, interior loop, multiloop run and exterior run as the CPU engine does. A constrained pair
-longer than ``max_bp_span`` grows the span the fills, W and the traceback cover (position 0's word). The short
-kernels fold such a batch with ``zs_fold`` (``zs_fold_smem`` is built without them); the host traceback is given
-the CPU engine's pair types and unpaired runs. A record whose constraints leave no structure gets the CPU
-engine's energy (INF), which the pipeline reports.
+``_hard_constraints``) by kernels built with ``-DZK_HC`` (kernels/zuker_core.cuh, ZkHc): per-position words from
+each line, made by the host with the CPU engine's own pass for the longer fills (:func:`.zuker_tables.hc_words`) and
+on the device, int16, for the short kernels (zuker_short.cu's zs_hc_words, tested against it): the constrained
+partner or the symbol's flags, the innermost constrained pair around the position, and how many nucleotides may stay
+unpaired from it on and up to it; laid out as the codes, so that a kernel decides "may i·j pair, and with which
+type" in O(1) (a constrained non-canonical pair has ViennaRNA's non-standard type 7, whose energies are the CPU
+engine's) and bounds every hairpin, interior loop, multiloop run and exterior run as the CPU engine does. A
+constrained pair longer than ``max_bp_span`` grows the span the fills, W and the traceback cover (position 0's
+word). The host traceback is given the CPU engine's pair types and unpaired runs. A record whose constraints leave
+no structure gets the CPU engine's energy (INF), which the pipeline reports.
 """
 
 from __future__ import annotations

@@ -31,10 +31,13 @@ The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same ker
 unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
 (at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
 ``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
-the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by
-``zs_fold`` alone, built with ``-DZK_HC`` (zs_fold_smem is left out of that build): one more argument, the group's
-per-position words (zuker_core.cuh, ZkHc; four int32 a position, laid out as the SHAPE terms); its interior loops
-test the (n1, n2) of the loop table's entries against the unpaired runs.
+the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by the
+kernels built with ``-DZK_HC -DZK_HC16``, likewise: one more argument (after the SHAPE terms, where both), the
+chunk's per-position words (zuker_core.cuh, ZkHc; four int16 a position, laid out as the SHAPE terms), which
+``zs_hc_words`` makes on the device from the chunk's constraint lines (copied with its text, laid out as it) before
+the fill; zs_fold's interior loops test the (n1, n2) of the loop table's entries against the unpaired runs,
+zs_fold_smem's chunks theirs (known at compile time) against each cell's where a cell of the warp has runs shorter
+than the loops, and its unpaired WMB step takes i only where it may stay unpaired.
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
@@ -59,8 +62,7 @@ import numpy as np
 
 from ..model import Model
 from . import loader
-from .zuker_tables import HC_WORDS, INF, SPECIAL_LOOPS, hc_option, hc_words, rules_option, shape_option, size_terms, \
-    span_of, table_for
+from .zuker_tables import INF, SPECIAL_LOOPS, hc_option, rules_option, shape_option, size_terms, span_of, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
 SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
@@ -135,6 +137,7 @@ SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (10**9, 256, 2, 4, 1))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
+HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
 def _smem_launch(max_n: int, ring16: bool) -> tuple[int, int, tuple[str, ...]]:
@@ -236,10 +239,10 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
                shape: list[np.ndarray] | None = None, constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
     SHAPE stacking terms, int32 per nucleotide, or None; constraints: their constraint lines, or None): those
-    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem (with constraints, all with zs_fold). A large
-    group goes in chunks (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so
-    that the host's work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the
-    chunks of one stream share one device pool (the stream orders them)."""
+    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
+    (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
+    work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
+    one stream share one device pool (the stream orders them)."""
     count = len(seqs)
     if count == 0:
         return []
@@ -269,7 +272,7 @@ def _run_group(group: "_Group", collect) -> None:
 
     lens = group.lens
     count = len(lens)
-    big = count if group.hc is not None else int(np.count_nonzero(lens > SMEM_MAX_N))
+    big = int(np.count_nonzero(lens > SMEM_MAX_N))
     parts = []
     for lo, hi, smem in ((0, big, False), (big, count, True)):
         per_seq = 4 * (smem_pool_words if smem else pool_words)(int(lens[lo])) if hi > lo else 1
@@ -417,6 +420,13 @@ def _io_words(count: int, text_bytes: int) -> int:
     return (_io_bytes(count, text_bytes)[1] + 3) // 4 + 4
 
 
+def _hc_words(count: int, text_bytes: int) -> int:
+    """int32 words a chunk's hard-constraint words (ZkHc with ZK_HC16: 8 bytes for each of the text's bytes and
+    two more per sequence) and its constraint lines (as many bytes as the text) take after its I/O (the start
+    rounded up to 16 bytes)."""
+    return (8 * (text_bytes + 1 + count) + text_bytes + 3) // 4 + 4
+
+
 PIECE = 1024                  # sequences per str.encode / bytes decode: temporaries stay small (a large one
                               # is a fresh mapping from the C allocator, page faults on every byte)
 
@@ -434,11 +444,12 @@ class _Group:
         self.ce = np.zeros(count + 1, dtype=np.int64)            # text offsets: one '\n' after each sequence
         np.cumsum(self.lens + 1, out=self.ce[1:])
         self.cw = np.zeros(count + 1, dtype=np.int64)            # pool words (zs_fold or zs_fold_smem)
-        np.cumsum(_words(self.lens) if constraints is None else pool_words(self.lens), out=self.cw[1:])
+        np.cumsum(_words(self.lens), out=self.cw[1:])
         self.P = _table_for_group(model, int(self.lens.max()))
         self.ring16 = _ring16_ok(model) if ring16 is None else ring16
         self._extra: dict = {}
         self._launch: dict = {}
+        self._hc_kernel: dict = {}
         self.shape = shape
         self.ss = None                                           # the SHAPE terms on the device (ZK_SHAPE)
         if shape is not None:
@@ -448,13 +459,7 @@ class _Group:
                 at = int(self.ce[k]) + k + 1
                 ss[at:at + int(self.lens[k])] = shape[k]
             self.ss = cupy.asarray(ss)
-        self.constraints = constraints
-        self.hc = None                                           # the hard-constraint words on the device (ZK_HC)
-        if constraints is not None:
-            import cupy
-            at = self.ce[:-1] + np.arange(count)                 # laid out as the SHAPE terms
-            self.hc = cupy.asarray(hc_words(constraints, self.lens, at, int(self.ce[-1]) + count,
-                                            bool(model.enforce_constraint), span_of(model)).ravel())
+        self.constraints = constraints                           # ZK_HC: each chunk's words made by zs_hc_words
         # the kernel parameter block: 2 × 16 pointers (at self._params) to 2 × 16 uint64 slots (self._pv),
         # the fill's arguments, then the traceback's at slot 16 (an int argument reads the low half of its slot)
         self._pv = np.zeros(32, dtype=np.uint64)
@@ -467,8 +472,11 @@ class _Group:
         return bytes(self.text[int(self.ce[k]):int(self.ce[k + 1]) - 1]).decode("ascii")
 
     def words(self, a: int, b: int) -> int:
-        """Pool words of chunk [a, b): matrices, then input and output."""
-        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, int(self.ce[b] - self.ce[a]) - 1)
+        """Pool words of chunk [a, b): matrices, then input and output, then (with constraints) the
+        hard-constraint words and the constraint lines."""
+        total = int(self.ce[b] - self.ce[a]) - 1
+        hc = _hc_words(b - a, total) if self.constraints is not None else 0
+        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, total) + hc
 
     def extra(self, smem: bool):
         """The second table: zs_fold_smem's size terms, zs_fold's loop table."""
@@ -484,7 +492,7 @@ class _Group:
         if key not in self._launch:
             ring16 = smem and self.ring16
             options = (tuple(TUNING.get("options", ())) + rules_option(self.model) + shape_option(self.shape)
-                       + hc_option(self.constraints))
+                       + hc_option(self.constraints) + (("-DZK_HC16",) if self.constraints is not None else ()))
             tb = None
             per_block = 1
             if smem:
@@ -498,6 +506,8 @@ class _Group:
                 shared = _shared_bytes(n_max)
                 kernel = _kernel(options)
                 threads = threads_for(n_max)
+            if self.constraints is not None:      # the words, from the fill's module
+                self._hc_kernel[key] = loader.function(KERNELS, "zs_hc_words", options)
             self._launch[key] = (kernel, tb, threads, shared, ring16, _entry(kernel), tb and _entry(tb), per_block)
         return self._launch[key]
 
@@ -514,7 +524,7 @@ class _Group:
         n_max = int(lens.max())
         if n_max > 2000:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-        if self.hc is None and ((n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N)):
+        if (n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N):
             raise ValueError("a chunk's kernel must be the one its lengths' pool words were counted for")
         kernel, tb, threads, shared, ring16, f_fill, f_tb, per_block = self.launch(n_max, smem)
         blocks = (count + per_block - 1) // per_block
@@ -538,7 +548,7 @@ class _Group:
                 host[at:end] = np.frombuffer("\n".join(seqs[p:q]).encode("ascii"), dtype=np.uint8)
                 if q < b:
                     host[end] = 10
-        words = mwords + _io_words(count, total)
+        words = self.words(a, b)
         if pool is None:
             pool = cupy.empty(words, dtype=cupy.int32)
         elif pool.size < words:
@@ -547,10 +557,31 @@ class _Group:
         out = io + o_out                                      # mfe, status (int32), the structures
         job = {"count": count, "group": self, "first": a, "lens": lens, "model": self.model, "ring16": ring16,
                "host_out": host[o_out:]}
+        lines = None
+        if self.constraints is not None:          # the constraint lines, laid out as the text, pinned
+            lines, lptr = _pinned(total)
+            cons = self.constraints
+            for p in range(a, b, PIECE):
+                q = min(b, p + PIECE)
+                at = int(ce[p] - ce[a])
+                end = int(ce[q] - ce[a]) - 1
+                lines[at:end] = np.frombuffer("\n".join(cons[p:q]).encode("ascii"), dtype=np.uint8)
+                if q < b:
+                    lines[end] = 10
+            hc_at = io + (4 * _io_words(count, total) + 15) // 16 * 16    # the words after the I/O (16-byte
+            lines_at = hc_at + 8 * (total + 1 + count)                    # aligned), then the lines
         rt, drv = cupy.cuda.runtime, cupy.cuda.driver
         with stream if stream is not None else contextlib.nullcontext():
             sptr = (stream or cupy.cuda.get_current_stream()).ptr
             rt.memcpyAsync(io, hptr, o_out, rt.memcpyHostToDevice, sptr)
+            if lines is not None:                 # the words, made on the device before the fill reads them
+                rt.memcpyAsync(lines_at, lptr, total, rt.memcpyHostToDevice, sptr)
+                u64, row = np.uint64, (n_max + 2) * 8 + (n_max + 2 + 7) // 8 * 8    # ZS_HC_ROW
+                self._hc_kernel[(n_max, smem)](
+                    ((count + HC_WARPS - 1) // HC_WARPS,), (32 * HC_WARPS,),
+                    (u64(lines_at), u64(io), u64(io + o_lens), u64(hc_at), np.int32(count),
+                     np.int32(bool(self.model.enforce_constraint)), np.int32(min(span_of(self.model), 32767)),
+                     np.int32(n_max)), shared_mem=HC_WARPS * row)
             if "fill" in TUNING:                  # debugging: a known value where the kernel writes nothing
                 pool[:mwords].fill(TUNING["fill"])
             rt.memsetAsync(out + 8 * count, ord("\n"), total, sptr)    # the separators
@@ -563,8 +594,8 @@ class _Group:
             ss = ()                               # ZK_SHAPE: the chunk's SHAPE terms; ZK_HC: its words, the last
             if self.ss is not None:
                 ss = (self.ss.data.ptr + 4 * (int(ce[a]) + a),)
-            if self.hc is not None:
-                ss = ss + (self.hc.data.ptr + 4 * HC_WORDS * (int(ce[a]) + a),)
+            if lines is not None:
+                ss = ss + (hc_at,)
             per_tb = TB_THREADS // 32
             tb_blocks, tb_shared = (count + per_tb - 1) // per_tb, per_tb * ((n_max + 2 + 15) // 16 * 16)
             events = TUNING.get("events")
@@ -592,7 +623,7 @@ class _Group:
             rt.memcpyAsync(hptr + o_out, out, nbytes - o_out, rt.memcpyDeviceToHost, sptr)
             job["done"] = cupy.cuda.Event(block=False, disable_timing=True)
             job["done"].record()              # this chunk's copies; later chunks may share the stream
-        job["keep"] = (host, pool)            # alive until the copies are done
+        job["keep"] = (host, pool, lines)     # alive until the copies are done
         if "keep" in TUNING:
             job["poff"] = cw[a:b] - cw[a]
         return job
@@ -610,10 +641,13 @@ def _entry(kernel) -> int:
 
 
 def _start(seqs: list[str], lens: np.ndarray, model: Model, smem: bool, stream, pool=None,
-           ring16: bool | None = None, shape: list[np.ndarray] | None = None) -> dict:
+           ring16: bool | None = None, shape: list[np.ndarray] | None = None,
+           constraints: list[str] | None = None) -> dict:
     """Launch one chunk of its own (a group of one chunk; see _Group.start); zs_fold_smem with the int16
-    ring if ring16 (None: where the model allows); shape: the sequences' SHAPE terms or None."""
-    return _Group(seqs, lens, model, ring16, shape=shape).start(0, len(seqs), smem, stream, pool)
+    ring if ring16 (None: where the model allows); shape, constraints: the sequences' SHAPE terms and constraint
+    lines, or None."""
+    return _Group(seqs, lens, model, ring16, shape=shape, constraints=constraints).start(0, len(seqs), smem, stream,
+                                                                                       pool)
 
 
 def _done(job: dict):
@@ -646,9 +680,9 @@ def _refold(job: dict, refold: np.ndarray) -> list[tuple[int, str]]:
     """The sequences of a chunk whose values passed the int16 ring, again with the int32 one."""
     group, a = job["group"], job["first"]
     shape = None if group.shape is None else [group.shape[a + k] for k in refold.tolist()]
-    # (a chunk with constraints is zs_fold's, which has no int16 ring: never here)
+    hc = None if group.constraints is None else [group.constraints[a + k] for k in refold.tolist()]
     return _finish(_start([group.sequence(a + k) for k in refold.tolist()], job["lens"][refold], job["model"],
-                          True, None, ring16=False, shape=shape))
+                          True, None, ring16=False, shape=shape, constraints=hc))
 
 
 def _finish(job: dict, out: list | None = None) -> list[tuple[int, str]]:

@@ -111,13 +111,24 @@ ZK_HD int zk_au(const int* P, int t) { return t > 2 ? zk_sc(P, ZK_TERM_AU) : 0; 
 // zk_pair then decides "may i.j pair, and with which type" in O(1), and ZK_TYPE gives the energy functions the
 // type of a pair that may form: a constrained non-canonical pair has ViennaRNA's non-standard type 7. Built
 // without ZK_HC these are the plain model's and no code reads ZkHc.
+// With ZK_HC16 (the short kernels, sequences of at most 2,000 nt) the four fields are int16, 8 bytes a position,
+// and position 0's span is at most 32767; those words are made on the device (zuker_hc.cuh, zs_hc_words_of).
 #ifdef ZK_HC
+#ifdef ZK_HC16
+struct alignas(8) ZkHc {
+    short code;
+    short enc;
+    short up;
+    short dn;
+};
+#else
 struct alignas(16) ZkHc {
     int code;
     int enc;
     int up;
     int dn;
 };
+#endif
 #define ZK_HC_PARAM , const ZkHc* HC
 #define ZK_HC_ARG(hc) , (hc)
 #define ZK_HC_BATCH_PARAM , const ZkHc* HCall

@@ -29,6 +29,31 @@ __device__ __forceinline__ int zs_code(unsigned char c) {
     return c == 'A' ? 1 : (c == 'C' ? 2 : (c == 'G' ? 3 : (c == 'U' ? 4 : 0)));
 }
 
+#ifdef ZK_HC
+#include "zuker_hc.cuh"
+// The hard-constraint words of a chunk's sequences (zs_hc_words_of, zuker_hc.cuh), a warp per sequence: the line
+// in and the words out by all lanes (coalesced), the passes by lane 0 in shared memory (ZS_HC_ROW(max_n) bytes a
+// warp: the words, then the line); lines: the constraint lines laid out as the text, words at HCall + soff[s] + s.
+#define ZS_HC_ROW(max_n) (((max_n) + 2) * 8 + ((max_n) + 2 + 7) / 8 * 8)
+extern "C" __global__ void zs_hc_words(const unsigned char* lines, const long long* soff, const int* lens,
+                                       ZkHc* HCall, int count, int enforce, int span, int max_n) {
+    extern __shared__ int smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int s = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (s >= count) return;
+    const int n = lens[s];
+    ZkHc* sH = (ZkHc*)((char*)smem + warp * ZS_HC_ROW(max_n));
+    unsigned char* sL = (unsigned char*)(sH + max_n + 2);      // sL[1 .. n]
+    const unsigned char* src = lines + soff[s];
+    for (int k = lane; k < n; k += 32) sL[k + 1] = src[k];
+    __syncwarp();
+    if (lane == 0) zs_hc_words_of(sL, n, sH, enforce != 0, span);
+    __syncwarp();
+    ZkHc* H = HCall + soff[s] + s;
+    for (int k = lane; k < n + 2; k += 32) H[k] = sH[k];
+}
+#endif
+
 // Appends the cells of diagonal dd that can pair (their i; zk_pair: under the model's rules) to list, count
 // holding its length (0 before): every thread of the block calls it (ballots, one atomicAdd per warp).
 __device__ __forceinline__ void zs_list(const int* P, const signed char* S, int n, int dd, short* list, int* count
@@ -202,9 +227,6 @@ extern "C" __global__ void __launch_bounds__(ZS_MAX_THREADS, ZS_MIN_BLOCKS) zs_f
     zs_finish(P, q, sW, ZK_TURN + 2, zs_stack(q), out + soff[s], mfe + s, status + s);
 }
 
-// Hard constraints (ZK_HC) are folded by zs_fold alone (rnapipe/gpu/zuker_short.py): its builds leave out
-// zs_fold_smem and zs_tb_smem.
-#ifndef ZK_HC
 // ---------------------------------------------------------------------------------------------------
 // zs_fold_smem: the same fold for sequences of up to ZS_SMEM_MAX_N nt (rnapipe/gpu/zuker_short.py,
 // SMEM_MAX_N), built so that the interior loops (most of the work below ~600 nt) never leave the SM:
@@ -295,10 +317,27 @@ __host__ __device__ constexpr int z2_entry(int e, bool want_s) {
 static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS, true) == -1, "loop count");
 
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
-// planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s).
-template <int E, int E0, int E1>
+// planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s). With hard
+// constraints (Z2_HC_BOUNDS: a5, a3, the cell's UP[i+1] and DN[j-1]) a loop counts only where n1 <= a5, n2 <= a3.
+// The two bounds travel packed, hw = ((a5 + 32) << 16) | (a3 + 32) with a5, a3 capped at 31 (n1, n2 <= 30): the
+// loop counts exactly where both fields of hw - ((n1 << 16) | n2) keep their bit 5 (each field stays within 2 .. 63,
+// so no borrow crosses), a subtraction and a mask whose operands no two loops share (no per-n1 or per-n2
+// predicate is kept alive across the chunk). B (a template argument of those builds) false: no cell of the warp
+// has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
+#ifdef ZK_HC
+#define Z2_HC_BOUNDS , int hw
+#define Z2_HC_BOUNDS_ARG , hw
+#define Z2_HC_TPARAM , bool B
+#define Z2_HC_TARG , B
+#else
+#define Z2_HC_BOUNDS
+#define Z2_HC_BOUNDS_ARG
+#define Z2_HC_TPARAM
+#define Z2_HC_TARG
+#endif
+template <int E, int E0, int E1 Z2_HC_TPARAM>
 __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
-                                         const z2_ring_t* rp, int& m0, int& m1, int& m2) {
+                                         const z2_ring_t* rp, int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     if constexpr (E < E1) {
         constexpr int s = z2_entry(E, true), n1 = z2_entry(E, false), n2 = s - n1;
         constexpr int small = n1 < n2 ? n1 : n2;
@@ -307,20 +346,55 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             if (s > maxu) return;
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
+#ifdef ZK_HC
+        constexpr int cn = (n1 << 16) | n2;
+        const int x = !B || ((hw - cn) & 0x00200020) == 0x00200020 ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
+#else
         const int x = (int)rp[kind * plane + n1] + sz[E];
+#endif
         if constexpr (kind == 0) m0 = min(m0, x);
         else if constexpr (kind == 1) m1 = min(m1, x);
         else m2 = min(m2, x);
-        z2_loops<E + 1, E0, E1>(win, sz, N, plane, dm2, maxu, rp, m0, m1, m2);
+        z2_loops<E + 1, E0, E1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, rp, m0, m1, m2 Z2_HC_BOUNDS_ARG);
     }
 }
 
-template <int C>
+template <int C Z2_HC_TPARAM>
 __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
-                                         int& m0, int& m1, int& m2) {
+                                         int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     constexpr int E0 = C * Z2_NLOOPS / Z2_CHUNKS, E1 = (C + 1) * Z2_NLOOPS / Z2_CHUNKS;
-    z2_loops<E0, E0, E1>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2);
+    z2_loops<E0, E0, E1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2 Z2_HC_BOUNDS_ARG);
 }
+
+#ifdef ZK_HC
+// Chunk c of the interior loops (zs_fold_smem's switch below, for the builds with hard constraints).
+template <bool B>
+__device__ __forceinline__ void z2_chunk_hc(int c, const z2_ring_t* win, const int* sz, int N, int plane, int dm2,
+                                            int maxu, int& m0, int& m1, int& m2, int hw) {
+    switch (c) {
+        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#if Z2_CHUNKS > 2
+        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#endif
+#if Z2_CHUNKS > 3
+        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#endif
+#if Z2_CHUNKS > 4
+        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#endif
+#if Z2_CHUNKS > 5
+        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#endif
+#if Z2_CHUNKS > 6
+        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#endif
+#if Z2_CHUNKS > 7
+        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+#endif
+        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+    }
+}
+#endif
 
 // Shared memory of zs_fold_smem, rows of Z2_SEQS * MN words (MN = max_n + 2; the block's sequences side by
 // side, z2_seq_of): the ring (3 planes of Z2_RING rows of z2_ring_t), then int32 rows: V's partial minima
@@ -361,14 +435,17 @@ ZK_HD long long z2_pool_words(int n) {
 
 // One of the 11 loops of zk_interior (c: its index in ZK_SPECIAL_N1/N2) for pairable cell (i, j) of a
 // sequence whose codes are S (i, j in its numbering) and whose V (row stride N) is in global memory; sstack:
-// the stack's SHAPE term (0 without).
+// the stack's SHAPE term (0 without); HC (ZK_HC): the sequence's hard constraints.
 template <int C>
 __device__ __forceinline__ int z2_special_loop(const int* P, const signed char* S, const int* V, int N, int i, int j,
-                                               int t, int maxu, int sstack = 0) {
+                                               int t, int maxu ZK_HC_PARAM, int sstack = 0) {
     constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
     if (n1 + n2 > maxu) return ZK_INF;
+#ifdef ZK_HC
+    if (HC[i + 1].up < n1 || HC[j - 1].dn < n2) return ZK_INF;
+#endif
     const int p = i + 1 + n1, qq = j - 1 - n2;
-    const int t2 = zk_pair(P, S, p, qq);
+    const int t2 = zk_pair(P, S, p, qq ZK_HC_ARG(HC));
     if (!t2 || (C != 0 && !zk_closes(P, t2))) return ZK_INF;     // the stack (C = 0) on any pair
     return zk_interior(P, n1, n2, t, zk_rtype(t2), S[i + 1], S[j - 1], S[p - 1], S[qq + 1]) + V[(qq - p) * N + p] +
            (C == 0 ? sstack : 0);                                  // the stack's SHAPE term (ZK_SSTACK)
@@ -406,15 +483,28 @@ __device__ __forceinline__ int z2_cells(const int* lens, int dd) {
 }
 
 // Appends the columns of the cells of diagonal dd that can pair to list (zs_list for the block's sequences).
+// ZK_HC: the words of sequence k of the block at HCall + soff[s0 + k] + s0 + k (Z2_HC_OF).
+#ifdef ZK_HC
+#define Z2_HC_OF(k) (HCall + soff[s0 + (k)] + s0 + (k))
+#define Z2_HC_LIST , HCall, soff, s0
+#define Z2_HC_LIST_PARAM , const ZkHc* HCall, const long long* soff, int s0
+#else
+#define Z2_HC_LIST
+#define Z2_HC_LIST_PARAM
+#endif
 __device__ __forceinline__ void z2_list(const int* P, const signed char* S, const int* lens, int N0, int dd,
-                                        short* list, int* count) {
+                                        short* list, int* count Z2_HC_LIST_PARAM) {
     const int lane = threadIdx.x & 31;
     const int total = z2_cells(lens, dd);
     for (int b0 = 0; b0 < total; b0 += blockDim.x) {
         int k, i;
         z2_cell(lens, dd, b0 + threadIdx.x, k, i);
         const int e = k * N0 + i;
+#ifdef ZK_HC
+        const bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S + k * N0, i, i + dd, Z2_HC_OF(k)) != 0;
+#else
         const bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S, e, e + dd) != 0;
+#endif
         const unsigned b = __ballot_sync(0xffffffffu, ok);
         int at = 0;
         if (lane == 0 && b) at = atomicAdd(count, __popc(b));
@@ -432,7 +522,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                                                                 const long long* soff, const int* lens,
                                                                 const long long* poff, int* pool,
                                                                 unsigned char* out, int* mfe, int* status,
-                                                                int max_n, int count ZK_SHAPE_PARAM) {
+                                                                int max_n, int count ZK_SHAPE_PARAM
+                                                                ZK_HC_BATCH_PARAM) {
     extern __shared__ int smem[];
     constexpr int K = Z2_SEQS;
     const int s0 = blockIdx.x * K;                     // the block's sequences: s0 .. s0 + K - 1 (< count)
@@ -464,6 +555,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 #ifdef ZK_SHAPE
         q.SS = SSall + soff[s0 + k] + s0 + k;
 #endif
+#ifdef ZK_HC
+        q.HC = Z2_HC_OF(k);
+#endif
         return q;
     };
     for (int e = tid; e < R; e += T) {
@@ -489,9 +583,13 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         if (sLen[k] == 0) continue;
         const ZsSeq q = seq_of(k);     // V, WM, WM1, XT (the aux planes are not used)
         zs_low_diagonals(q);
+#ifdef ZK_HC
+        for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += T) sW[k * MN + j] = q.HC[j].dn >= j ? 0 : ZK_INF;
+#else
         for (int j = tid; j <= q.n && j <= ZK_TURN + 1; j += T) sW[k * MN + j] = 0;
+#endif
     }
-    z2_list(P, sS, sLen, N0, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * K * MN, &sCnt[(ZK_TURN + 1) & 1]);
+    z2_list(P, sS, sLen, N0, ZK_TURN + 1, sL + ((ZK_TURN + 1) & 1) * K * MN, &sCnt[(ZK_TURN + 1) & 1] Z2_HC_LIST);
     __syncthreads();
     const int ml_base = zk_sc(P, ZK_ML_BASE);
     bool overflow = false;                             // a ring value beyond z2_store's range (16-bit ring)
@@ -561,7 +659,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     const int grp = g % 3, idx = (g / 3) * 32 + lane;
                     const bool active = idx < pc;
                     const int e = L[active ? idx : 0], f = e + d;          // columns of i and j
-                    const int t = zk_ptype(sS[e], sS[f]);
+                    const int t = ZK_TYPE(sS, e, f);
 #ifdef ZK_RULES
                     // a pair that closes no loop (no_closing_gu) has the stack alone: no hairpin, no VM, no
                     // other interior loop (maxu 0, as in zk_v_partial)
@@ -575,7 +673,13 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     if (grp == 0) {
                         v = ZK_INF;
                         if (closes) {
+#ifdef ZK_HC
+                            // the hairpin only if its d - 1 may stay unpaired; the multiloop (VM) either way
+                            const int kh = z2_seq_of(e, N0);
+                            if (Z2_HC_OF(kh)[e - kh * N0 + 1].up >= d - 1) v = zk_hairpin(P, sS, e, f);
+#else
                             v = zk_hairpin(P, sS, e, f);
+#endif
                             const int pm = sPM[((d - 2) & 3) * R + e + 1];
                             if (pm < ZK_HALF_INF) v = zk_min(v, pm + zk_multi_closing(P, sS, e, f));
                         }
@@ -585,24 +689,27 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                         const int N = sLen[k] + 2;
                         const signed char* S = sS + k * N0;
                         const int i = e - k * N0, j = i + d;
+#ifdef ZK_HC
+                        const ZkHc* HC = Z2_HC_OF(k);
+#endif
                         if (grp == 1) {
 #ifdef ZK_SHAPE
                             const int* SS = SSall + soff[s0 + k] + s0 + k;
-                            v = z2_special_loop<0>(P, S, V, N, i, j, t, mu, ZK_SSTACK(SS, i, j));
+                            v = z2_special_loop<0>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC), ZK_SSTACK(SS, i, j));
 #else
-                            v = z2_special_loop<0>(P, S, V, N, i, j, t, mu);
+                            v = z2_special_loop<0>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC));
 #endif
-                            v = zk_min(v, z2_special_loop<1>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<2>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<3>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<4>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<5>(P, S, V, N, i, j, t, mu));
+                            v = zk_min(v, z2_special_loop<1>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<2>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<3>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<4>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<5>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
                         } else {
-                            v = z2_special_loop<6>(P, S, V, N, i, j, t, mu);
-                            v = zk_min(v, z2_special_loop<7>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<8>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<9>(P, S, V, N, i, j, t, mu));
-                            v = zk_min(v, z2_special_loop<10>(P, S, V, N, i, j, t, mu));
+                            v = z2_special_loop<6>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC));
+                            v = zk_min(v, z2_special_loop<7>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<8>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<9>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
+                            v = zk_min(v, z2_special_loop<10>(P, S, V, N, i, j, t, mu ZK_HC_ARG(HC)));
                         }
                     }
                     if (active) sPart[(3 + grp) * R + e] = v;
@@ -613,6 +720,20 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int e = L[active ? b0 + lane : 0];
                 const z2_ring_t* win = sWin + e + 1;
                 int m0 = ZK_INF, m1 = ZK_INF, m2 = ZK_INF;
+#ifdef ZK_HC
+                const int kh = z2_seq_of(e, N0);
+                const ZkHc* hc = Z2_HC_OF(kh) + (e - kh * N0);                // the cell's i at hc[0]
+                const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
+                // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
+                // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
+                const int hw = ((min(a5, 31) + 32) << 16) | (min(a3, 31) + 32);
+                if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
+                    const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
+                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2, hw);
+                } else {
+                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2, hw);
+                }
+#else
                 switch (c) {
                     case 0: z2_chunk<0>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
 #if Z2_CHUNKS > 2
@@ -635,6 +756,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 #endif
                     default: z2_chunk<1>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
                 }
+#endif
                 if (active) {                  // the kinds' terms are added once per cell, in phase B
                     atomicMin(&sPart[e], z2_load_min(m0));
                     atomicMin(&sPart[R + e], z2_load_min(m1));
@@ -658,10 +780,14 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const ZsSeq q = seq_of(k);
                 const int N = q.N, j = i + d, e = k * N0 + i;
                 const signed char* S = q.S;
-                const int t = zk_pair(P, S, i, j);
+                const int t = zk_pair(P, S, i, j ZK_HC_ARG(q.HC));
                 const int slot = (d & (Z2_RING - 1)) * R + e;
                 int v = ZK_INF;
+#ifdef ZK_HC
+                int w1 = q.HC[j].up > 0 ? wm1_prev[e] + ml_base : ZK_INF;     // j unpaired only if it may be
+#else
                 int w1 = wm1_prev[e] + ml_base;
+#endif
                 if (t) {
                     const int si1 = S[i + 1], sj1 = S[j - 1];
                     v = zk_min(zk_min(sPart[3 * R + e], sPart[4 * R + e]), sPart[5 * R + e]);
@@ -704,7 +830,11 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 w1 = zk_min(w1, ZK_INF);
                 const int o = d * N + i;
                 q.V[o] = v;
+#ifdef ZK_HC
+                const int wmb = zk_min(zk_min(w1, q.HC[i].up > 0 ? wmb_prev[e + 1] + ml_base : ZK_INF), ZK_INF);
+#else
                 const int wmb = zk_min(zk_min(w1, wmb_prev[e + 1] + ml_base), ZK_INF);
+#endif
                 wmb_row[e] = wmb;
                 wm1_row[e] = w1;
                 q.WM1[o] = w1;
@@ -714,7 +844,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
             }
             int* pm_next = sPM + ((d + 2) & 3) * R;      // PM of d-2, read above: d+2's next
             for (int x = tid; x < R; x += T) pm_next[x] = ZK_INF;
-            z2_list(P, sS, sLen, N0, d + 1, sL + ((d + 1) & 1) * K * MN, &sCnt[(d + 1) & 1]);
+            z2_list(P, sS, sLen, N0, d + 1, sL + ((d + 1) & 1) * K * MN, &sCnt[(d + 1) & 1] Z2_HC_LIST);
         }
         __syncthreads();
     }
@@ -758,7 +888,8 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const unsigned char* seqs,
                                                           const long long* soff, const int* lens,
                                                           const long long* poff, int* pool, unsigned char* out,
-                                                          int* mfe, int* status, int count, int max_n ZK_SHAPE_PARAM) {
+                                                          int* mfe, int* status, int count, int max_n ZK_SHAPE_PARAM
+                                                          ZK_HC_BATCH_PARAM) {
     extern __shared__ int smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = blockIdx.x * (blockDim.x >> 5) + warp;
@@ -771,9 +902,14 @@ extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const
     unsigned char* o = out + soff[s];
     for (int k = lane; k < n; k += 32) o[k] = '.';
     int* base = pool + poff[s];
-#ifdef ZK_SHAPE
+#if defined(ZK_SHAPE) || defined(ZK_HC)
     ZsSeq q = zs_seq(sS, n, base);
+#ifdef ZK_SHAPE
     q.SS = SSall + soff[s] + s;
+#endif
+#ifdef ZK_HC
+    q.HC = HCall + soff[s] + s;
+#endif
 #else
     const ZsSeq q = zs_seq(sS, n, base);
 #endif
@@ -786,4 +922,3 @@ extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const
         status[s] = st;
     }
 }
-#endif  // ZK_HC
