@@ -72,3 +72,24 @@ def test_chunk_sizes_cover_the_group(monkeypatch, chunk):
             assert sizes[0] <= sizes[1] <= sizes[2] and sizes[-1] <= sizes[-2] <= sizes[-3] <= sizes[-4]
         else:                                     # one chunk: a small group, or chunks would be tiny
             assert cap < 16 or count // 3 < max(16, cap // 16)
+
+
+def test_shape_layout_puts_each_sequence_at_its_text_offset_plus_its_index():
+    """zuker_short.shape_layout (the SHAPE terms as the short kernels read them, a chunk at a time) against the
+    layout written out one sequence at a time: sequence k's terms at its text offset (one '\\n' after each sequence)
+    plus k, plus one, zeros around them; into a given buffer too."""
+    import numpy as np
+
+    from rnapipe.gpu.zuker_short import shape_layout
+
+    rng = np.random.default_rng(5)
+    lens = [1, 7, 120, 3, 232, 1, 60]
+    shape = [rng.integers(-300, 300, n).astype(np.int32) for n in lens]
+    want = np.zeros(sum(lens) + 2 * len(lens), dtype=np.int32)
+    text = 0
+    for k, (n, v) in enumerate(zip(lens, shape)):
+        want[text + k + 1:text + k + 1 + n] = v
+        text += n + 1
+    assert shape_layout(shape).tolist() == want.tolist()
+    out = np.full(want.size, 99, dtype=np.int32)
+    assert shape_layout(shape, out=out) is out and out.tolist() == want.tolist()

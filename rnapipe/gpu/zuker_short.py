@@ -30,8 +30,9 @@ The model's pairing rules are applied as rnapipe.gpu.zuker says, by the same ker
 (where the model has one on): the cells that may pair under them make the diagonals' lists, and with no_lp XT's
 unused triangle holds CC (zuker_short.cuh). Both kernels still fill every cell of a sequence under max_bp_span
 (at most 600 nt here); those beyond the span cannot pair. SHAPE data, likewise, by the kernels built with
-``-DZK_SHAPE``, which take one more argument: the group's stacking terms, N = n + 2 int32 words per sequence at
-the sequence's text offset plus its index (each sequence's text takes n + 1 bytes). Hard constraints by the
+``-DZK_SHAPE``, which take one more argument: the chunk's stacking terms (:func:`shape_layout`, copied with the
+chunk), N = n + 2 int32 words per sequence at the sequence's text offset plus its index (each sequence's text takes
+n + 1 bytes). Hard constraints by the
 kernels built with ``-DZK_HC -DZK_HC16``, likewise: one more argument (after the SHAPE terms, where both), the
 chunk's per-position words (zuker_core.cuh, ZkHc; four int16 a position, laid out as the SHAPE terms), which
 ``zs_hc_words`` makes on the device from the chunk's constraint lines (copied with its text, laid out as it) before
@@ -420,6 +421,15 @@ def _io_words(count: int, text_bytes: int) -> int:
     return (_io_bytes(count, text_bytes)[1] + 3) // 4 + 4
 
 
+def shape_layout(shape: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+    """The SHAPE stacking terms of consecutive sequences as the kernels read them (ZK_SHAPE): sequence k's n + 2
+    int32 words (0, its n terms, 0) at its text offset plus k, one after the other (into ``out`` if given)."""
+    pad = np.zeros(1, dtype=np.int32)
+    parts = [pad] * (3 * len(shape))
+    parts[1::3] = shape
+    return np.concatenate(parts, out=out) if out is not None else np.concatenate(parts)
+
+
 def _hc_words(count: int, text_bytes: int) -> int:
     """int32 words a chunk's hard-constraint words (ZkHc with ZK_HC16: 8 bytes for each of the text's bytes and
     two more per sequence) and its constraint lines (as many bytes as the text) take after its I/O (the start
@@ -450,15 +460,7 @@ class _Group:
         self._extra: dict = {}
         self._launch: dict = {}
         self._hc_kernel: dict = {}
-        self.shape = shape
-        self.ss = None                                           # the SHAPE terms on the device (ZK_SHAPE)
-        if shape is not None:
-            import cupy
-            ss = np.zeros(int(self.ce[-1]) + count, dtype=np.int32)   # sequence k at ce[k] + k, n + 2 words
-            for k in range(count):
-                at = int(self.ce[k]) + k + 1
-                ss[at:at + int(self.lens[k])] = shape[k]
-            self.ss = cupy.asarray(ss)
+        self.shape = shape                                       # ZK_SHAPE: each chunk's terms (shape_layout)
         self.constraints = constraints                           # ZK_HC: each chunk's words made by zs_hc_words
         # the kernel parameter block: 2 × 16 pointers (at self._params) to 2 × 16 uint64 slots (self._pv),
         # the fill's arguments, then the traceback's at slot 16 (an int argument reads the low half of its slot)
@@ -476,7 +478,8 @@ class _Group:
         hard-constraint words and the constraint lines."""
         total = int(self.ce[b] - self.ce[a]) - 1
         hc = _hc_words(b - a, total) if self.constraints is not None else 0
-        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, total) + hc
+        sh = total + 1 + (b - a) + 4 if self.shape is not None else 0
+        return int(self.cw[b] - self.cw[a]) + _io_words(b - a, total) + hc + sh
 
     def extra(self, smem: bool):
         """The second table: zs_fold_smem's size terms, zs_fold's loop table."""
@@ -570,6 +573,13 @@ class _Group:
                     lines[end] = 10
             hc_at = io + (4 * _io_words(count, total) + 15) // 16 * 16    # the words after the I/O (16-byte
             lines_at = hc_at + 8 * (total + 1 + count)                    # aligned), then the lines
+        shape = None
+        if self.shape is not None:                # the chunk's SHAPE terms, pinned, after the I/O and the words
+            buf, sptr_host = _pinned(4 * (total + 1 + count))
+            shape = shape_layout(self.shape[a:b], out=buf.view(np.int32))
+            shape_at = io + (4 * _io_words(count, total) + 15) // 16 * 16
+            if self.constraints is not None:
+                shape_at += 4 * _hc_words(count, total)
         rt, drv = cupy.cuda.runtime, cupy.cuda.driver
         with stream if stream is not None else contextlib.nullcontext():
             sptr = (stream or cupy.cuda.get_current_stream()).ptr
@@ -592,8 +602,9 @@ class _Group:
                          pool.data.ptr, out + 8 * count, out, out + 4 * count, n_max, count)
             tb_args = fill_args[:1] + fill_args[2:-2] + (count, n_max)
             ss = ()                               # ZK_SHAPE: the chunk's SHAPE terms; ZK_HC: its words, the last
-            if self.ss is not None:
-                ss = (self.ss.data.ptr + 4 * (int(ce[a]) + a),)
+            if shape is not None:
+                rt.memcpyAsync(shape_at, sptr_host, shape.nbytes, rt.memcpyHostToDevice, sptr)
+                ss = (shape_at,)
             if lines is not None:
                 ss = ss + (hc_at,)
             per_tb = TB_THREADS // 32
@@ -623,7 +634,7 @@ class _Group:
             rt.memcpyAsync(hptr + o_out, out, nbytes - o_out, rt.memcpyDeviceToHost, sptr)
             job["done"] = cupy.cuda.Event(block=False, disable_timing=True)
             job["done"].record()              # this chunk's copies; later chunks may share the stream
-        job["keep"] = (host, pool, lines)     # alive until the copies are done
+        job["keep"] = (host, pool, lines, shape)    # alive until the copies are done
         if "keep" in TUNING:
             job["poff"] = cw[a:b] - cw[a]
         return job

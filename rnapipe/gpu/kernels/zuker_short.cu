@@ -319,11 +319,13 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
 // planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s). With hard
 // constraints (Z2_HC_BOUNDS: a5, a3, the cell's UP[i+1] and DN[j-1]) a loop counts only where n1 <= a5, n2 <= a3.
-// The two bounds travel packed, hw = ((a5 + 32) << 16) | (a3 + 32) with a5, a3 capped at 31 (n1, n2 <= 30): the
-// loop counts exactly where both fields of hw - ((n1 << 16) | n2) keep their bit 5 (each field stays within 2 .. 63,
-// so no borrow crosses), a subtraction and a mask whose operands no two loops share (no per-n1 or per-n2
-// predicate is kept alive across the chunk). B (a template argument of those builds) false: no cell of the warp
-// has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
+// The two bounds travel packed, hw = ((a5 + 32) << 25) | ((a3 + 32) << 19) with a5, a3 capped at 31 (n1, n2 <=
+// 30; hw < 2^31): the loop counts exactly where both fields of hw - ((n1 << 25) | (n2 << 19)) keep their bit 5
+// (bits 30 and 24; each field stays within 2 .. 63, so no borrow crosses), a subtraction and a mask whose operands
+// no two loops share (no per-n1 or per-n2 predicate is kept alive across the chunk). With the int16 ring a
+// refused loop gets the missing bits (2^24, 2^30 or both) as an addend, with no predicate around its loads: its
+// value then reads as INF in z2_load_min, as a sentinel's does. B (a template argument of those builds) false: no cell of
+// the warp has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
 #ifdef ZK_HC
 #define Z2_HC_BOUNDS , int hw
 #define Z2_HC_BOUNDS_ARG , hw
@@ -347,8 +349,12 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
 #ifdef ZK_HC
-        constexpr int cn = (n1 << 16) | n2;
-        const int x = !B || ((hw - cn) & 0x00200020) == 0x00200020 ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
+        constexpr int cn = (n1 << 25) | (n2 << 19), guards = (1 << 30) | (1 << 24);
+#ifdef Z2_RING16
+        const int x = (int)rp[kind * plane + n1] + sz[E] + (B ? ~(hw - cn) & guards : 0);
+#else
+        const int x = !B || ((hw - cn) & guards) == guards ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
+#endif
 #else
         const int x = (int)rp[kind * plane + n1] + sz[E];
 #endif
@@ -726,7 +732,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
                 // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
                 // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
-                const int hw = ((min(a5, 31) + 32) << 16) | (min(a3, 31) + 32);
+                const int hw = ((min(a5, 31) + 32) << 25) | ((min(a3, 31) + 32) << 19);
                 if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
                     const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
                     z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2, hw);
