@@ -115,9 +115,10 @@ def deigan(reactivities, m: float = DEIGAN_SLOPE, b: float = DEIGAN_INTERCEPT) -
     """The stacking pseudo-energy of each nucleotide (int32, dcal/mol) from its SHAPE reactivity (a negative or
     NaN one is missing), as ViennaRNA's ``vrna_sc_add_SHAPE_deigan`` computes it from RNAfold's values
     (``values[0] = 0``, then one a nucleotide): a reactivity r of 0 up to the largest one, M, is projected onto
-    [0, M] (``r / M * M``), then ``m·ln(r + 1) + b`` kcal/mol, missing ones 0; ×100 as a C ``float`` and
-    rounded half away from zero (``roundf``). The engine adds the terms of the four nucleotides of each
-    stacked pair of pairs (ViennaRNA's soft-constraint stack term)."""
+    [0, M] (``r / M * M``), then ``m·ln(r + 1) + b`` kcal/mol, missing ones 0; ×100 in double precision and
+    rounded half away from zero, as ViennaRNA 2.8 rounds it (2.7's ``vrna_sc_add_stack`` rounded the product as
+    a ``float``: the two differ on terms within about 10⁻⁵ dcal/mol of a half). The engine adds the terms of
+    the four nucleotides of each stacked pair of pairs (ViennaRNA's soft-constraint stack term)."""
     r = np.asarray(reactivities, dtype=np.float64)
     r = np.where(np.isnan(r), -1.0, r)
     top = max(0.0, float(r.max())) if r.size else 0.0
@@ -129,8 +130,8 @@ def deigan(reactivities, m: float = DEIGAN_SLOPE, b: float = DEIGAN_INTERCEPT) -
             v = v / top * top
         else:
             v = top
-        e = np.float32((m * math.log(v + 1.0) + b) * 100.0)
-        out[k] = int(math.copysign(math.floor(abs(float(e)) + 0.5), float(e)))
+        e = (m * math.log(v + 1.0) + b) * 100.0
+        out[k] = int(math.copysign(math.floor(abs(e) + 0.5), e))
     return out
 
 

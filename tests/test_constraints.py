@@ -352,6 +352,24 @@ def test_shape_folds_as_viennarna(method, m, b):
         assert (r.score_int, r.structure) == vienna_shape(seq, v, m, b), (seq, v)
 
 
+def test_shape_terms_near_a_half_round_as_viennarna():
+    """Deigan terms whose exact value lies within 10⁻⁵ of a half (of a dcal/mol): rounded as ViennaRNA rounds
+    them. One reactivity on the second nucleotide of GGGGGGAAAACCCCCC (in two stacked pairs of pairs), the rest
+    missing; both signs of the term."""
+    import math
+
+    seq = "GGGGGGAAAACCCCCC"
+    values = []
+    for half in range(-55, 300, 7):
+        for nudge in (-4e-6, 4e-6):                        # dcal/mol off the half
+            term = (half + 0.5 + nudge) / 100.0                     # kcal/mol
+            values.append(math.expm1((term + 0.6) / 1.8))          # the reactivity of that term (m 1.8, b -0.6)
+    rows = [[None, r] + [None] * (len(seq) - 2) for r in values]
+    results = rnapipe.fold([seq] * len(rows), shape=rows, threads=2)
+    for r, v in zip(results, rows):
+        assert (r.score_int, r.structure) == vienna_shape(seq, v), v[1]
+
+
 def test_shape_with_constraints_folds_as_viennarna():
     rng = random.Random(8)
     seqs = random_seqs(40, 20, 120, seed=8)
