@@ -181,6 +181,29 @@ def test_random_sequences_with_n_print_as_rnafold(tmp_path, name):
     assert out.read_bytes() == rnafold_stdout(records, **md)
 
 
+@pytest.mark.skipif(not hasattr(RNA, "probing_data_deigan"), reason="ViennaRNA before 2.7: no probing API")
+def test_printer_shape_is_rnafold_s_probing_path_and_an_empty_solution_set_is_none():
+    """RNAfold 2.7+ applies --shape's Deigan method through the probing API (src/bin/probing_data_helpers.c:
+    ``vrna_probing_data_deigan(values, m, b)`` then ``vrna_sc_probing``); the printer adds the same values with
+    ``sc_add_SHAPE_deigan``: the same bytes. A constraint line that leaves no structure under
+    --enforceConstraint gives None (RNAfold stops)."""
+    from seqgen import random_seqs
+    from test_constraints import random_reactivities
+
+    rng = random.Random(4)
+    md = rnafold_md()
+    for k, seq in enumerate(random_seqs(40, 20, 200, seed=4)):
+        values = random_reactivities(len(seq), rng)
+        fc = RNA.fold_compound(seq, md)
+        fc.sc_probing(RNA.probing_data_deigan([0.0] + [-1.0 if v is None else v for v in values], *DEIGAN))
+        structure, mfe = fc.mfe()
+        assert rnafold_record(f"s{k}", seq, md, shape=values) == f">s{k}\n{seq}\n{structure} ({mfe:6.2f})\n".encode()
+    assert rnafold_record("none", "AAAAAAAAA", md, constraint="|........", enforce_constraint=True) is None
+    assert rnafold_record("free", "AAAAAAAAA", md, constraint="|........") == b">free\nAAAAAAAAA\n......... (  0.00)\n"
+    with pytest.raises(ValueError, match="empty solution set"):
+        rnafold_stdout([("none", "AAAAAAAAA")], constraints=["|........"], enforce_constraint=True)
+
+
 def test_low_energies_and_long_sequences_print_as_rnafold(tmp_path):
     """Energies of -100 kcal/mol and below take more than %6.2f's six characters; long sequences stay on
     one line."""
