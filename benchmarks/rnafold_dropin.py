@@ -17,7 +17,10 @@ Options (``--options``): default, noLP, d0, T25, maxBPspan150, noGU, C (-C: a ra
 record, tests/test_constraints.py's ``random_constraint``), C-enforce (the same lines, -C --enforceConstraint),
 shape (random reactivities a record, tests/test_constraints.py's ``random_reactivities``, ``--shape TABLE``,
 RNAfold's default Deigan method). Constraint lines and reactivities are drawn per record from a seed made of the
-set's name and the record's number, so a --limit run draws the first records' ones.
+set's name and the record's number, so a --limit run draws the first records' ones. RNAfold -C does not print
+the constraint line: neither does the reference. RNAfold applies a --shape file to the first record only;
+rnapipe's table gives each record its own rows, and each record's reference is what RNAfold prints for that
+record alone with a file of its reactivities.
 
 Under --enforceConstraint a random line may leave no structure: RNAfold stops there ("empty solution set"). The
 harness runs rnapipe with ``--on-invalid skip`` for that option and counts such a record as agreeing when the
