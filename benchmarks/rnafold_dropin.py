@@ -59,9 +59,11 @@ import os
 import pickle
 import platform
 import random
+import shlex
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -507,7 +509,7 @@ def main(argv=None) -> int:
         print(f"not present here, left out: {', '.join(missing)}", file=sys.stderr)
         sets = [s for s in sets if s not in missing]
 
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started, tree = datetime.datetime.now(datetime.timezone.utc), commit()
     pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
     rows: list[Row] = []
     print(HEAD, end="", flush=True)
@@ -539,16 +541,19 @@ def main(argv=None) -> int:
         print("\nFirst differing record of each row (its last line, reference and rnapipe):\n" + text)
     if not args.no_append:
         machine = args.machine or f"{cpu_name()}, {usable_cores()} usable cores"
-        command = " ".join(["python benchmarks/rnafold_dropin.py", *(argv if argv is not None else sys.argv[1:])])
+        command = shlex.join(["python", "benchmarks/rnafold_dropin.py",
+                              *(argv if argv is not None else sys.argv[1:])])
+        about = textwrap.fill(
+            f"Machine: {machine}; Python {platform.python_version()}; ViennaRNA {RNA.__version__} (the reference, "
+            f"its Python API); commit {tree}. `{command}`. Records: those of the set (--limit: the first N); "
+            "differing: records whose bytes (header, sequence, structure and energy lines) differ from the "
+            "reference's, or that one side lacks; rnapipe s: the whole `python -m rnapipe fold` command; reference "
+            "s: ViennaRNA's core-seconds (0: from the cache).", width=118, break_long_words=False,
+            break_on_hyphens=False)
         with open(ROOT / "benchmarks" / "RESULTS.md", "a") as handle:
             handle.write(
                 f"\n### RNAfold drop-in: `rnapipe fold` against RNAfold's bytes ({started:%Y-%m-%d %H:%M} UTC)\n\n"
-                f"Machine: {machine}; Python {platform.python_version()}; ViennaRNA {RNA.__version__} (the "
-                f"reference, its Python API); commit {commit()}. `{command}`. Records: those of the set (--limit: "
-                "the first N); differing: records whose bytes (header, sequence, structure and energy lines) "
-                "differ from the reference's, or that one side lacks; rnapipe s: the whole `python -m rnapipe "
-                "fold` command; reference s: ViennaRNA's core-seconds (0: from the cache).\n\n"
-                + HEAD + "".join(table_row(r) for r in rows)
+                + about + "\n\n" + HEAD + "".join(table_row(r) for r in rows)
                 + (f"\nFirst differing records:\n\n{text}" if text else ""))
     return 0 if all(r.differing == 0 or r.note == "refused" for r in rows) else 1
 
