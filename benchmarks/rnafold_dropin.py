@@ -477,6 +477,14 @@ def commit() -> str:
         return "unknown"
 
 
+def _quoted(arg: str) -> str:
+    """``arg`` as a shell reads it back, readably: an apostrophe inside double quotes where nothing else in it
+    needs them, else shlex's quoting."""
+    if "'" in arg and not set(arg) & set('"$`\\!'):
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
 def main(argv=None) -> int:
     global DATA
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -546,8 +554,8 @@ def main(argv=None) -> int:
         print("\nFirst differing record of each row (its last line, reference and rnapipe):\n" + text)
     if not args.no_append:
         machine = args.machine or f"{cpu_name()}, {usable_cores()} usable cores"
-        command = shlex.join(["python", "benchmarks/rnafold_dropin.py",
-                              *(argv if argv is not None else sys.argv[1:])])
+        command = " ".join(_quoted(a) for a in ["python", "benchmarks/rnafold_dropin.py",
+                                                  *(argv if argv is not None else sys.argv[1:])])
         about = textwrap.fill(
             f"Machine: {machine}; Python {platform.python_version()}; ViennaRNA {RNA.__version__} (the reference, "
             f"its Python API); commit {tree}. `{command}`. Records: those of the set (--limit: the first N); "
