@@ -514,6 +514,8 @@ def main(argv=None) -> int:
         bad = [n for n in name if n not in known]
         if bad:
             ap.error(f"unknown {what}(s): {', '.join(bad)}")
+    # the reference's workers are forked before this process asks CUDA about GPUs (they never touch CUDA)
+    pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
     if any(d != "cpu" for d in devices) and not gpu_usable():
         print(f"no usable GPU: {', '.join(d for d in devices if d != 'cpu')} left out", file=sys.stderr)
         devices = [d for d in devices if d == "cpu"]
@@ -523,7 +525,6 @@ def main(argv=None) -> int:
         sets = [s for s in sets if s not in missing]
 
     started, tree = datetime.datetime.now(datetime.timezone.utc), commit()
-    pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
     rows: list[Row] = []
     print(HEAD, end="", flush=True)
     try:
