@@ -21,7 +21,7 @@ from rnapipe.params import INF
 from seqgen import random_seqs
 from shared_data import DATA
 from test_cli import one_error_line, rnapipe as run_rnapipe
-from test_rnafold_conventions import sample_of_shared_data
+from test_rnafold_conventions import rnafold_stdout, sample_of_shared_data
 
 RNA = pytest.importorskip("RNA")
 
@@ -159,16 +159,10 @@ def _fasta_with_constraints(records) -> str:
 
 
 def rnafold_constrained_stdout(records, enforce: bool) -> bytes:
-    """What ``RNAfold -C [--enforceConstraint]`` prints for (header, sequence, constraint) records (the layout of
-    test_rnafold_conventions.rnafold_stdout)."""
-    out = []
-    for header, seq, line in records:
-        md = RNA.md()
-        fc = RNA.fold_compound(seq.upper(), md)
-        fc.hc_add_from_db(line, RNA.CONSTRAINT_DB_DEFAULT | (RNA.CONSTRAINT_DB_ENFORCE_BP if enforce else 0))
-        structure, mfe = fc.mfe()
-        out.append(f">{header}\n{seq}\n{structure} ({mfe:6.2f})\n")
-    return "".join(out).encode()
+    """What ``RNAfold -C [--enforceConstraint]`` prints for (header, sequence, constraint) records:
+    test_rnafold_conventions.rnafold_stdout with the constraint lines (RNAfold does not print them)."""
+    return rnafold_stdout([(h, s) for h, s, _ in records], constraints=[c for _, _, c in records],
+                          enforce_constraint=enforce)
 
 
 @pytest.mark.parametrize("enforce", [False, True])
@@ -392,10 +386,9 @@ def test_cli_shape_table_and_rnafold_file(tmp_path):
         f"r{k}\t{p}\t{x}\n" for k, v in enumerate(values) for p, x in enumerate(v, start=1) if x is not None))
     proc = run_rnapipe("fold", fa, "--shape", table, "--shapeMethod", "Dm1.9b-0.7", "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    expected = "".join(f">r{k} some text\n{s}\n{st} ({e / 100:6.2f})\n"
-                       for k, (s, v) in enumerate(zip(seqs, values))
-                       for e, st in [vienna_shape(s, v, 1.9, -0.7)])
-    assert proc.stdout == expected
+    expected = rnafold_stdout([(f"r{k} some text", s) for k, s in enumerate(seqs)],
+                              shape=values, shape_method=(1.9, -0.7))
+    assert proc.stdout.encode() == expected
     one = tmp_path / "one.fa"
     one.write_text(f">only\n{seqs[0]}\n")
     single = tmp_path / "one.shape"
@@ -403,8 +396,7 @@ def test_cli_shape_table_and_rnafold_file(tmp_path):
                               for p, x in enumerate(values[0], start=1)))
     proc = run_rnapipe("fold", one, "--shape", single, "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    e, st = vienna_shape(seqs[0], values[0])
-    assert proc.stdout == f">only\n{seqs[0]}\n{st} ({e / 100:6.2f})\n"
+    assert proc.stdout.encode() == rnafold_stdout([("only", seqs[0])], shape=[values[0]])
 
 
 def test_cli_says_which_ids_of_a_shape_table_match_no_record(tmp_path):

@@ -25,12 +25,17 @@ RNA = pytest.importorskip("RNA")
 # --noClosingGU, --maxBPspan set these)
 RULES_MD = {"no_lp": "noLP", "no_gu": "noGU", "no_closing_gu": "noGUclosure", "max_bp_span": "max_bp_span"}
 
+# RNAfold's default SHAPE method, Deigan's (--shapeMethod D): slope m and intercept b, kcal/mol
+DEIGAN = (1.8, -0.6)
 
-def rnafold_stdout(records, temperature: float | None = None, dangles: int | None = None,
-                   noconv: bool = False, **rules) -> bytes:
-    """RNAfold's stdout (no -p) for ``records``: (header line without '>', or None for a headerless sequence,
-    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T, -d, --noconv and the
-    pairing rules (``no_lp=True`` for --noLP, ``max_bp_span=N`` for --maxBPspan N, ...)."""
+# ViennaRNA's MFE where the hard constraints leave no structure is its INF (10,000,000 dcal/mol); RNAfold -C
+# then stops ("Supplied structure constraints create empty solution set"): at or above this, none
+EMPTY_SOLUTION_SET_AT = 90_000.0
+
+
+def rnafold_md(temperature: float | None = None, dangles: int | None = None, **rules):
+    """ViennaRNA's model details as RNAfold sets them from -T, -d and the pairing rules (``no_lp=True`` for
+    --noLP, ``max_bp_span=N`` for --maxBPspan N, ...)."""
     md = RNA.md()
     if temperature is not None:
         md.temperature = temperature
@@ -38,14 +43,55 @@ def rnafold_stdout(records, temperature: float | None = None, dangles: int | Non
         md.dangles = dangles
     for name, value in rules.items():
         setattr(md, RULES_MD[name], int(value))
+    return md
+
+
+def rnafold_record(header: str | None, sequence: str, md, noconv: bool = False, constraint: str | None = None,
+                   enforce_constraint: bool = False, shape=None, shape_method=DEIGAN) -> bytes | None:
+    """What RNAfold prints (no -p) for one record under the model details ``md``, or None where RNAfold stops
+    on it (its hard constraints leave no structure). As RNAfold's ``process_record``: the fold compound of the
+    upper-cased sequence (T as U unless --noconv); with -C, ``constraint`` (the record's constraint line) added
+    as ``vrna_constraints_add`` adds it, ``VRNA_CONSTRAINT_DB_DEFAULT`` (and ``VRNA_CONSTRAINT_DB_ENFORCE_BP``
+    with --enforceConstraint); with --shape, ``shape`` (one reactivity a nucleotide, None where the file gives
+    none) as Deigan's soft constraints from RNAfold's values array (``values[0] = 0``, then one a nucleotide,
+    -1 where missing); then ``mfe()``. Printed: ``>`` and the header line (none for a headerless sequence),
+    the sequence as given with T as U, the structure and the energy as `` (%6.2f)``; the constraint line is not
+    printed."""
+    printed = sequence if noconv else sequence.replace("T", "U").replace("t", "u")    # vrna_seq_toRNA
+    fc = RNA.fold_compound(printed.upper(), md)
+    if constraint is not None:
+        fc.hc_add_from_db(constraint, RNA.CONSTRAINT_DB_DEFAULT
+                          | (RNA.CONSTRAINT_DB_ENFORCE_BP if enforce_constraint else 0))
+    if shape is not None:
+        fc.sc_add_SHAPE_deigan([0.0] + [-1.0 if v is None else v for v in shape], *shape_method)
+    structure, mfe = fc.mfe()
+    if constraint is not None and mfe >= EMPTY_SOLUTION_SET_AT:
+        return None
+    head = f">{header.rstrip()}\n" if header is not None else ""
+    return f"{head}{printed}\n{structure} ({mfe:6.2f})\n".encode()
+
+
+def rnafold_stdout(records, temperature: float | None = None, dangles: int | None = None,
+                   noconv: bool = False, constraints=None, enforce_constraint: bool = False, shape=None,
+                   shape_method=DEIGAN, **rules) -> bytes:
+    """RNAfold's stdout (no -p) for ``records``: (header line without '>', or None for a headerless sequence,
+    sequence), folded with ``RNA.fold_compound(seq, md).mfe()`` under RNAfold's -T, -d, --noconv and the
+    pairing rules (``no_lp=True`` for --noLP, ``max_bp_span=N`` for --maxBPspan N, ...); with -C, each record's
+    constraint line in ``constraints`` (and ``enforce_constraint`` for --enforceConstraint); with --shape, each
+    record's reactivities in ``shape`` (a list a record, None for a record without data), Deigan's method with
+    ``shape_method``'s (m, b). See :func:`rnafold_record`; a record whose constraints leave no structure raises
+    ValueError (RNAfold stops there)."""
+    md = rnafold_md(temperature, dangles, **rules)
     out = []
-    for header, sequence in records:
-        printed = sequence if noconv else sequence.replace("T", "U").replace("t", "u")    # vrna_seq_toRNA
-        structure, mfe = RNA.fold_compound(printed.upper(), md).mfe()
-        if header is not None:
-            out.append(f">{header.rstrip()}\n")
-        out.append(f"{printed}\n{structure} ({mfe:6.2f})\n")
-    return "".join(out).encode()
+    for k, (header, sequence) in enumerate(records):
+        text = rnafold_record(header, sequence, md, noconv,
+                              constraints[k] if constraints is not None else None, enforce_constraint,
+                              shape[k] if shape is not None else None, shape_method)
+        if text is None:
+            raise ValueError(f"record {k + 1} ({header!r}): RNAfold stops, the constraints create an empty "
+                             "solution set")
+        out.append(text)
+    return b"".join(out)
 
 
 def fasta(records) -> str:
@@ -133,6 +179,29 @@ def test_random_sequences_with_n_print_as_rnafold(tmp_path, name):
     proc = rnapipe("fold", str(path), "-o", str(out), "-j2", "-q", *flags, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == rnafold_stdout(records, **md)
+
+
+@pytest.mark.skipif(not hasattr(RNA, "probing_data_deigan"), reason="ViennaRNA before 2.7: no probing API")
+def test_printer_shape_is_rnafold_s_probing_path_and_an_empty_solution_set_is_none():
+    """RNAfold 2.7+ applies --shape's Deigan method through the probing API (src/bin/probing_data_helpers.c:
+    ``vrna_probing_data_deigan(values, m, b)`` then ``vrna_sc_probing``); the printer adds the same values with
+    ``sc_add_SHAPE_deigan``: the same bytes. A constraint line that leaves no structure under
+    --enforceConstraint gives None (RNAfold stops)."""
+    from seqgen import random_seqs
+    from test_constraints import random_reactivities
+
+    rng = random.Random(4)
+    md = rnafold_md()
+    for k, seq in enumerate(random_seqs(40, 20, 200, seed=4)):
+        values = random_reactivities(len(seq), rng)
+        fc = RNA.fold_compound(seq, md)
+        fc.sc_probing(RNA.probing_data_deigan([0.0] + [-1.0 if v is None else v for v in values], *DEIGAN))
+        structure, mfe = fc.mfe()
+        assert rnafold_record(f"s{k}", seq, md, shape=values) == f">s{k}\n{seq}\n{structure} ({mfe:6.2f})\n".encode()
+    assert rnafold_record("none", "AAAAAAAAA", md, constraint="|........", enforce_constraint=True) is None
+    assert rnafold_record("free", "AAAAAAAAA", md, constraint="|........") == b">free\nAAAAAAAAA\n......... (  0.00)\n"
+    with pytest.raises(ValueError, match="empty solution set"):
+        rnafold_stdout([("none", "AAAAAAAAA")], constraints=["|........"], enforce_constraint=True)
 
 
 def test_low_energies_and_long_sequences_print_as_rnafold(tmp_path):
