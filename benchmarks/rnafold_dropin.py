@@ -14,7 +14,7 @@ Sets (``--sets``, comma-separated; ``shared`` is mirbase,trna,known):
   chr19   the first 2,000 transcripts of benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz of at most
           3,000 nt, in file order (T printed as U, as RNAfold prints it)
 Options (``--options``): default, noLP, d0, T25, maxBPspan150, noGU, C (-C: a random valid constraint line a
-record, tests/test_constraints.py's ``random_constraint``), C-enforce (the same lines, -C --enforceConstraint),
+record, tests/seqgen.py's ``random_constraint``), C-enforce (the same lines, -C --enforceConstraint),
 shape (random reactivities a record, tests/test_constraints.py's ``random_reactivities``, ``--shape TABLE``,
 RNAfold's default Deigan method). Constraint lines and reactivities are drawn per record from a seed made of the
 set's name and the record's number, so a --limit run draws the first records' ones. RNAfold -C does not print

@@ -9,7 +9,7 @@ Per (length, model): rnapipe.gpu.zuker.fold_batch on the same random ACGU sequen
 dot-bracket out), one untimed run of the batch (kernels compiled, pools made), then the median of --repeat runs,
 each after gc.collect(); the ratio to the default model at that length. The models: RNAfold's defaults, each rule
 alone (--noLP, --noGU, --noClosingGU, --maxBPspan 150) and all four together, and hard constraints (RNAfold's -C:
-a random constraint line per sequence, made as tests/test_constraints.py's random_constraint makes them, seed
+a random constraint line per sequence, tests/seqgen.py's random_constraint, seed
 2027), with and without --enforceConstraint, and SHAPE data (RNAfold's --shape with Deigan's method at its defaults,
 m 1.8, b -0.6: random reactivities per sequence, made as tests/test_zuker_gpu_shape.py's reactivities makes them,
 about one in ten missing, seed 2028, turned into stacking pseudo-energies by rnapipe.constraints.deigan); at the
@@ -30,6 +30,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from seqgen import random_constraint  # noqa: E402  (tests/seqgen.py)
 
 MODELS = {
     "default": {},
@@ -49,35 +52,6 @@ WITH_SHAPE = ("SHAPE",)
 # (length, sequences, models)
 PLAN = [(120, 20_000, list(MODELS)), (1_000, 1_000, list(MODELS)), (5_000, 32, ["default", "maxBPspan 150"])]
 QUICK = [(120, 2_000, list(MODELS)), (1_000, 100, list(MODELS)), (5_000, 4, ["default", "maxBPspan 150"])]
-
-
-def random_constraint(seq: str, rng: random.Random) -> str:
-    """A valid constraint line for ``seq``, as tests/test_constraints.py's random_constraint makes them: nested
-    bracket pairs (a third of them on complementary bases, the rest anything), and x, |, <, > on some free
-    positions."""
-    n = len(seq)
-    line = ["."] * n
-    pairs = {"A": "U", "U": "AG", "G": "CU", "C": "G"}
-    for _ in range(rng.randint(0, max(1, n // 25))):
-        i = rng.randrange(n)
-        lo = i + rng.choice([2, 3, 4, 5, 8, 12, 20])
-        if lo >= n:
-            continue
-        js = list(range(lo, min(n, lo + 60)))
-        if rng.random() < 0.35:
-            js = [j for j in js if seq[j] in pairs.get(seq[i], "")] or js
-        j = rng.choice(js)
-        depth, ok = 0, line[i] == "." and line[j] == "."
-        for k in range(i + 1, j):
-            depth += {"(": 1, ")": -1}.get(line[k], 0)
-            if depth < 0:
-                ok = False
-        if ok and depth == 0:
-            line[i], line[j] = "(", ")"
-    for k in range(n):
-        if line[k] == "." and rng.random() < 0.08:
-            line[k] = rng.choice("x|<>" if k else "x|<")
-    return "".join(line)
 
 
 def reactivities(n: int, rng: random.Random) -> list[float]:

@@ -18,41 +18,12 @@ import rnapipe
 from rnapipe.cpu import zuker
 from rnapipe.errors import InputError, UsageError
 from rnapipe.params import INF
-from seqgen import random_seqs
+from seqgen import random_constraint, random_seqs
 from shared_data import DATA
 from test_cli import one_error_line, rnapipe as run_rnapipe
 from test_rnafold_conventions import rnafold_stdout, sample_of_shared_data
 
 RNA = pytest.importorskip("RNA")
-
-
-def random_constraint(seq: str, rng: random.Random) -> str:
-    """A valid constraint line for ``seq``: nested bracket pairs (a third of them on complementary bases, the
-    rest anything), and x, |, <, > on some free positions."""
-    n = len(seq)
-    line = ["."] * n
-    pairs = {"A": "U", "U": "AG", "G": "CU", "C": "G"}
-    for _ in range(rng.randint(0, max(1, n // 25))):
-        i = rng.randrange(n)
-        lo = i + rng.choice([2, 3, 4, 5, 8, 12, 20])
-        if lo >= n:
-            continue
-        js = [j for j in range(lo, min(n, lo + 60))]
-        if rng.random() < 0.35:
-            js = [j for j in js if seq[j] in pairs.get(seq[i], "")] or js
-        j = rng.choice(js)
-        # keep it nested with the pairs placed before: no bracket inside (i, j) may pair outside it
-        depth, ok = 0, line[i] == "." and line[j] == "."
-        for k in range(i + 1, j):
-            depth += {"(": 1, ")": -1}.get(line[k], 0)
-            if depth < 0:
-                ok = False
-        if ok and depth == 0:
-            line[i], line[j] = "(", ")"
-    for k in range(n):
-        if line[k] == "." and rng.random() < 0.08:
-            line[k] = rng.choice("x|<>" if k else "x|<")   # a line starting with '>' reads as a FASTA header
-    return "".join(line)
 
 
 # ViennaRNA's energy where no structure satisfies the constraints is its INF (10,000,000 dcal/mol), less a little
