@@ -63,10 +63,10 @@ def test_zuker_kernels_compile_with_shape(name, arch, rules, tmp_path):
                          ids=["hc", "hc+rules", "hc+rules+shape"])
 def test_zuker_kernels_compile_with_hard_constraints(name, arch, extra, tmp_path):
     """The Zuker kernels as the GPU engine builds them for a batch with hard constraints (-DZK_HC), alone, with the
-    pairing rules and with SHAPE data too; the short kernels with their int16 words (-DZK_HC16), int16 ring and
-    separate traceback too."""
+    pairing rules and with SHAPE data too; the short kernels with their int16 words (-DZK_HC16) copied to shared
+    memory (-DZ2_HC_SMEM), int16 ring and separate traceback too."""
     if name == "zuker_short.cu":
-        extra = [*extra, "-DZK_HC16", "-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]
+        extra = [*extra, "-DZK_HC16", "-DZ2_HC_SMEM", "-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]
     cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DZK_HC", *extra, "-c",
            str(loader.kernel_dir() / name), "-o", str(tmp_path / "k.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -74,12 +74,13 @@ def test_zuker_kernels_compile_with_hard_constraints(name, arch, extra, tmp_path
     assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
-@pytest.mark.parametrize("ring16, seqs", [(True, 1), (False, 1), (True, 2), (False, 3), (True, 4)])
-def test_short_kernel_sizes_match_the_host(ring16, seqs, tmp_path):
+@pytest.mark.parametrize("ring16, seqs, hc", [(True, 1, False), (False, 1, False), (True, 2, False),
+                                              (False, 3, False), (True, 4, False), (True, 2, True), (False, 1, True)])
+def test_short_kernel_sizes_match_the_host(ring16, seqs, hc, tmp_path):
     """The pool words and shared-memory bytes that zuker_short.py gives each sequence and launch are the
     ones the kernels use: zuker_short.cu's own z2_pool_words, z2_shared_bytes and zs_pool_words, compiled
-    for the host and run (no GPU needed), for lengths across both kernels' ranges, both rings and 1 to 4
-    sequences per zs_fold_smem block."""
+    for the host and run (no GPU needed), for lengths across both kernels' ranges, both rings, 1 to 4
+    sequences per zs_fold_smem block, and hard constraints' words in shared memory (Z2_HC_SMEM) or not."""
     from rnapipe.gpu import zuker_short as short
 
     lengths = [1, 2, 5, 30, 68, 80, 81, 120, 154, 221, 231, 232, 233, 400, 600]
@@ -90,7 +91,7 @@ def test_short_kernel_sizes_match_the_host(ring16, seqs, tmp_path):
                     + "    return 0;\n}\n")
     exe = tmp_path / "sizes"
     cmd = [NVCC, "-arch=sm_90", "-std=c++17", f"-I{loader.kernel_dir()}", *(["-DZ2_RING16"] if ring16 else []),
-           f"-DZ2_SEQS={seqs}", str(prog), "-o", str(exe)]
+           *(["-DZK_HC", "-DZK_HC16", "-DZ2_HC_SMEM"] if hc else []), f"-DZ2_SEQS={seqs}", str(prog), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True)
@@ -98,6 +99,6 @@ def test_short_kernel_sizes_match_the_host(ring16, seqs, tmp_path):
     for line in run.stdout.split("\n")[:-1]:
         n, pool, shared, zs_pool = map(int, line.split())
         assert pool == short.smem_pool_words(n), n
-        assert shared == short._smem_shared_bytes(n, ring16, seqs), n
+        assert shared == short._smem_shared_bytes(n, ring16, seqs, hc), n
         assert zs_pool == short.pool_words(n), n
     assert len(run.stdout.split("\n")) == len(lengths) + 1

@@ -366,17 +366,22 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}")
+    count = len(sequences)
+    lens = np.fromiter(map(len, sequences), dtype=np.int64, count=count)
+    # the per-record data's lengths checked in one vectorised pass: at 120 nt a Python test per record costs
+    # a quarter of the batch's GPU time, before the first launch
     if constraints is not None:
-        if len(constraints) != len(sequences):
-            raise ValueError(f"{len(constraints)} constraint lines for {len(sequences)} sequences")
-        if any(len(c) != len(s) for c, s in zip(constraints, sequences)):
+        if len(constraints) != count:
+            raise ValueError(f"{len(constraints)} constraint lines for {count} sequences")
+        if not np.array_equal(np.fromiter(map(len, constraints), dtype=np.int64, count=count), lens):
             raise ValueError("a constraint line's length differs from its sequence's")
     if shape is not None:
-        if len(shape) != len(sequences):
-            raise ValueError(f"{len(shape)} SHAPE arrays for {len(sequences)} sequences")
-        shape = [np.asarray(v, dtype=np.int32) for v in shape]
-        if any(v.shape != (len(s),) for v, s in zip(shape, sequences)):
+        if len(shape) != count:
+            raise ValueError(f"{len(shape)} SHAPE arrays for {count} sequences")
+        if not np.array_equal(np.fromiter(map(len, shape), dtype=np.int64, count=count), lens):
             raise ValueError("a SHAPE array's length differs from its sequence's")
+        # each array goes to the kernels' int32 layout where its group is laid out (zuker_short.shape_layout,
+        # _fold_group): a wrong dtype or shape is refused there by NumPy's casting and concatenation
     options = options or {}
     model = _gpu_model(options)
     fill_override = options.get("gpu_fill")
@@ -384,8 +389,6 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
     tb_override = options.get("gpu_traceback")
     if tb_override not in (None, "block", "thread"):
         raise ValueError(f"unknown gpu_traceback {tb_override!r}")
-    count = len(sequences)
-    lens = np.fromiter(map(len, sequences), dtype=np.int64, count=count)
     in_order = count > 0 and lens[-1] > 0 and bool(np.all(lens[:-1] >= lens[1:]))
     if in_order:                                           # already longest first (one length, say): the
         order = np.arange(count)                           # groups are slices, no gathering or placing
@@ -412,8 +415,11 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                     seqs, group_lens = sequences[idxs[0]:idxs[-1] + 1], lens[idxs[0]:idxs[-1] + 1]
                 else:
                     seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
-                group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
-                group_hc = None if constraints is None else list(map(constraints.__getitem__, idxs.tolist()))
+                if in_order and len(idxs) == count:               # the whole batch: the caller's lists
+                    group_shape, group_hc = shape, constraints
+                else:
+                    group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
+                    group_hc = None if constraints is None else list(map(constraints.__getitem__, idxs.tolist()))
                 try:
                     if kind == "short":
                         out = zuker_short.fold_group(seqs, model, group_lens, shape=group_shape,

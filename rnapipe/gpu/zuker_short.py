@@ -138,12 +138,13 @@ SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (10**9, 256, 2, 4, 1))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
+HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's words copied to shared memory
 HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
-def _smem_launch(max_n: int, ring16: bool) -> tuple[int, int, tuple[str, ...]]:
+def _smem_launch(max_n: int, ring16: bool, hc: bool = False) -> tuple[int, int, tuple[str, ...]]:
     """Threads per block, sequences per block and nvcc options of zs_fold_smem for a batch whose longest
-    sequence is max_n."""
+    sequence is max_n (hc: a build with hard constraints, their words in shared memory where HC_SMEM)."""
     threads, blocks, chunks, seqs = next(x[1:] for x in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32)
                                          if max_n <= x[0])
     if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks[, seqs]])
@@ -151,12 +152,18 @@ def _smem_launch(max_n: int, ring16: bool) -> tuple[int, int, tuple[str, ...]]:
         threads, blocks = forced[:2]
         chunks = forced[3] if len(forced) > 3 else chunks
         seqs = forced[4] if len(forced) > 4 else seqs
-    while seqs > 1 and _smem_shared_bytes(max_n, ring16, seqs) > _shared_limit():
+    hc_smem = hc and _hc_smem()
+    while seqs > 1 and _smem_shared_bytes(max_n, ring16, seqs, hc_smem) > _shared_limit():
         seqs -= 1                      # a block's shared memory must fit the GPU (the int32 ring, long sequences)
     apart = TUNING.get("tb_apart", TB_APART)
     return threads, seqs, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}",
                             f"-DZ2_SEQS={seqs}")
-                           + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ()))
+                           + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ())
+                           + (("-DZ2_HC_SMEM",) if hc_smem else ()))
+
+
+def _hc_smem() -> bool:
+    return bool(TUNING.get("hc_smem", HC_SMEM))
 
 
 def _shared_limit() -> int:
@@ -170,13 +177,14 @@ def _shared_limit_on(device: int) -> int:
     return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
 
 
-def _smem_shared_bytes(max_n: int, ring16: bool, seqs: int = 1) -> int:
+def _smem_shared_bytes(max_n: int, ring16: bool, seqs: int = 1, hc: bool = False) -> int:
     """z2_shared_bytes of zuker_short.cu: the size terms, counters, pools and lengths, then per sequence of
     the block the ring (3 planes of 32 rows of int16 or int32), 15 int32 rows, two int16 lists and the
-    codes, rows of max_n + 2."""
+    codes, rows of max_n + 2; with hc (a build with Z2_HC_SMEM) the hard-constraint words, 8 bytes a
+    position."""
     mn = max_n + 2
     per_seq = 3 * 32 * mn * (2 if ring16 else 4) + 4 * 15 * mn + 2 * 2 * mn + mn
-    return (4 * (485 + 3 + 8 + 16) + seqs * per_seq + 7) // 8 * 8
+    return (4 * (485 + 3 + 8 + 16) + seqs * per_seq + 7) // 8 * 8 + (seqs * mn * 8 if hc else 0)
 
 
 def _ring16_ok(model: Model) -> bool:
@@ -499,8 +507,9 @@ class _Group:
             tb = None
             per_block = 1
             if smem:
-                threads, per_block, more = _smem_launch(n_max, ring16)
-                shared = _smem_shared_bytes(n_max, ring16, per_block)
+                hc = self.constraints is not None
+                threads, per_block, more = _smem_launch(n_max, ring16, hc)
+                shared = _smem_shared_bytes(n_max, ring16, per_block, "-DZ2_HC_SMEM" in more)
                 options = options + more
                 kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
                 if "-DZ2_TB_APART" in options:

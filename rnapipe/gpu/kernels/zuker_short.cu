@@ -418,11 +418,16 @@ static_assert(Z2_SEQS >= 1 && Z2_SEQS <= 4, "Z2_SEQS: 1 to 4");
 #endif
 #define Z2_FIXED (Z2_NLOOPS + 3 + 8 + 16)     // words before the rows: size terms, pad, counters, pools, lengths
 
-// Shared memory of zs_fold_smem in bytes for a longest sequence of max_n nt (zuker_short.py mirrors it).
+// Shared memory of zs_fold_smem in bytes for a longest sequence of max_n nt (zuker_short.py mirrors it); with
+// Z2_HC_SMEM the hard-constraint words follow, 8-byte aligned.
 ZK_HD int z2_shared_bytes(int max_n) {
     int mn = max_n + 2;
     return ((4 * Z2_FIXED + Z2_SEQS * (3 * Z2_RING * mn * (int)sizeof(z2_ring_t) + 4 * Z2_ROWS * mn + 2 * 2 * mn + mn))
-            + 7) / 8 * 8;
+            + 7) / 8 * 8
+#if defined(ZK_HC) && defined(Z2_HC_SMEM)
+           + Z2_SEQS * mn * 8
+#endif
+        ;
 }
 
 // The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), W (n+2), the
@@ -489,8 +494,14 @@ __device__ __forceinline__ int z2_cells(const int* lens, int dd) {
 }
 
 // Appends the columns of the cells of diagonal dd that can pair to list (zs_list for the block's sequences).
-// ZK_HC: the words of sequence k of the block at HCall + soff[s0 + k] + s0 + k (Z2_HC_OF).
-#ifdef ZK_HC
+// ZK_HC: the words of sequence k of the block (Z2_HC_OF): with Z2_HC_SMEM a copy in shared memory, N0 words a
+// sequence side by side as the codes (zs_fold_smem copies them first), else in global memory at
+// HCall + soff[s0 + k] + s0 + k.
+#if defined(ZK_HC) && defined(Z2_HC_SMEM)
+#define Z2_HC_OF(k) (sHC + (k) * N0)
+#define Z2_HC_LIST , sHC
+#define Z2_HC_LIST_PARAM , const ZkHc* sHC
+#elif defined(ZK_HC)
 #define Z2_HC_OF(k) (HCall + soff[s0 + (k)] + s0 + (k))
 #define Z2_HC_LIST , HCall, soff, s0
 #define Z2_HC_LIST_PARAM , const ZkHc* HCall, const long long* soff, int s0
@@ -547,6 +558,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     int* sW = sWM1 + 2 * K * MN;                       // K rows of MN: W of each sequence
     short* sL = (short*)(sW + K * MN);                 // 2 lists of K * MN
     signed char* sS = (signed char*)(sL + 2 * K * MN); // K * MN
+#if defined(ZK_HC) && defined(Z2_HC_SMEM)
+    ZkHc* sHC = (ZkHc*)(((unsigned long long)(sS + K * MN) + 7) & ~7ull);   // K * MN, 8-byte aligned
+#endif
     const int tid = threadIdx.x, T = blockDim.x;
     const int lane = tid & 31;
 
@@ -570,6 +584,10 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
         const int k = z2_seq_of(e, N0), i = e - k * N0;
         const int nk = s0 + k < count ? lens[s0 + k] : 0;
         sS[e] = (i >= 1 && i <= nk) ? (signed char)zs_code(seqs[soff[s0 + k] + i - 1]) : 0;
+#if defined(ZK_HC) && defined(Z2_HC_SMEM)
+        // sequence k's words are positions 0 .. nk + 1; none beyond is read
+        sHC[e] = i <= nk + 1 && nk > 0 ? (HCall + soff[s0 + k] + s0 + k)[i] : ZkHc{};
+#endif
     }
     for (int k = tid; k < 4 * R; k += T) sPM[k] = ZK_INF;
     for (int k = tid; k < 3 * R; k += T) sPart[k] = ZK_INF;
