@@ -139,6 +139,7 @@ RING16 = True                  # the int16 ring where the model allows it (_ring
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
 HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's words copied to shared memory
+HC_SORT = True                 # and under --enforceConstraint the pairable lists sorted by the loops a cell can use
 HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
@@ -511,6 +512,8 @@ class _Group:
                 threads, per_block, more = _smem_launch(n_max, ring16, hc)
                 shared = _smem_shared_bytes(n_max, ring16, per_block, "-DZ2_HC_SMEM" in more)
                 options = options + more
+                if hc and self.model.enforce_constraint and TUNING.get("hc_sort", HC_SORT):
+                    options = options + ("-DZ2_HC_SORT",)
                 kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
                 if "-DZ2_TB_APART" in options:
                     tb = loader.function(KERNELS, "zs_tb_smem", options)
