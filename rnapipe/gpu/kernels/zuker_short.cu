@@ -516,12 +516,16 @@ __device__ __forceinline__ int z2_cells(const int* lens, int dd) {
 // first, so the heavy units (taken from the list's end) start first.
 #ifdef Z2_HC_SORT
 // The chunks' loops a cell with at most r unpaired nucleotides in a loop can use: 0 .. the class.
-__device__ __forceinline__ int z2_hc_class(int r) {
-    int c = 0;
-#pragma unroll
-    for (int x = 1; x < Z2_CHUNKS; ++x) c += z2_entry(x * Z2_NLOOPS / Z2_CHUNKS, true) <= r;
-    return c;
+template <int X>
+__device__ __forceinline__ int z2_hc_class_from(int r) {       // chunks X .. Z2_CHUNKS - 1 whose loops r reaches
+    if constexpr (X < Z2_CHUNKS) {
+        constexpr int s0 = z2_entry(X * Z2_NLOOPS / Z2_CHUNKS, true);    // a constant: no table walk at run time
+        return (s0 <= r) + z2_hc_class_from<X + 1>(r);
+    } else {
+        return 0;
+    }
 }
+__device__ __forceinline__ int z2_hc_class(int r) { return z2_hc_class_from<1>(r); }
 #define Z2_LIST_PASSES Z2_CHUNKS
 #else
 #define Z2_LIST_PASSES 1
