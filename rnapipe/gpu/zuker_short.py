@@ -36,7 +36,7 @@ n + 1 bytes). Hard constraints by the
 kernels built with ``-DZK_HC -DZK_HC16``, likewise: one more argument (after the SHAPE terms, where both), the
 chunk's per-position words (zuker_core.cuh, ZkHc; four int16 a position, laid out as the SHAPE terms), which
 ``zs_hc_words`` makes on the device from the chunk's constraint lines (copied with its text, laid out as it) before
-the fill; zs_fold's interior loops test the (n1, n2) of the loop table's entries against the unpaired runs,
+the fill (zs_fold_smem copies its block's words to shared memory first, HC_SMEM); zs_fold's interior loops test the (n1, n2) of the loop table's entries against the unpaired runs,
 zs_fold_smem's chunks theirs (known at compile time) against each cell's where a cell of the warp has runs shorter
 than the loops, and its unpaired WMB step takes i only where it may stay unpaired.
 
@@ -134,20 +134,21 @@ def _shared_bytes(max_n: int) -> int:
 # one block (Z2_SEQS) share the units whose lanes go over pairable cells, which a short diagonal leaves
 # mostly idle.
 SMEM_LAUNCH16 = ((80, 192, 5, 3, 2), (120, 256, 3, 4, 2), (10**9, 256, 4, 4, 1))
+# with hard constraints (their words and bounds make each chunk's loops dearer) three chunks up to 120 nt
+SMEM_LAUNCH16_HC = ((80, 192, 5, 3, 2), (120, 256, 3, 3, 2), (10**9, 256, 4, 4, 1))
 SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (10**9, 256, 2, 4, 1))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
 HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's words copied to shared memory
-HC_SORT = True                 # and under --enforceConstraint the pairable lists sorted by the loops a cell can use
 HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
 def _smem_launch(max_n: int, ring16: bool, hc: bool = False) -> tuple[int, int, tuple[str, ...]]:
     """Threads per block, sequences per block and nvcc options of zs_fold_smem for a batch whose longest
     sequence is max_n (hc: a build with hard constraints, their words in shared memory where HC_SMEM)."""
-    threads, blocks, chunks, seqs = next(x[1:] for x in (SMEM_LAUNCH16 if ring16 else SMEM_LAUNCH32)
-                                         if max_n <= x[0])
+    table = (SMEM_LAUNCH16_HC if hc else SMEM_LAUNCH16) if ring16 else SMEM_LAUNCH32
+    threads, blocks, chunks, seqs = next(x[1:] for x in table if max_n <= x[0])
     if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks[, seqs]])
         forced = TUNING["smem_launch"]
         threads, blocks = forced[:2]
@@ -512,8 +513,6 @@ class _Group:
                 threads, per_block, more = _smem_launch(n_max, ring16, hc)
                 shared = _smem_shared_bytes(n_max, ring16, per_block, "-DZ2_HC_SMEM" in more)
                 options = options + more
-                if hc and self.model.enforce_constraint and TUNING.get("hc_sort", HC_SORT):
-                    options = options + ("-DZ2_HC_SORT",)
                 kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)
                 if "-DZ2_TB_APART" in options:
                     tb = loader.function(KERNELS, "zs_tb_smem", options)

@@ -509,58 +509,24 @@ __device__ __forceinline__ int z2_cells(const int* lens, int dd) {
 #define Z2_HC_LIST
 #define Z2_HC_LIST_PARAM
 #endif
-// With Z2_HC_SORT (hard constraints under --enforceConstraint) the list is made in Z2_CHUNKS passes, a barrier
-// apart, by how many of the interior-loop chunks a cell can use (z2_hc_class): a warp of the chunk units then
-// holds cells of one class, and its chunks beyond the class's loops end at once (their loop sizes exceed the
-// warp's bound, zs_fold_smem's mu); cells whose unpaired runs are short, the most under enforced lines, come
-// first, so the heavy units (taken from the list's end) start first.
-#ifdef Z2_HC_SORT
-// The chunks' loops a cell with at most r unpaired nucleotides in a loop can use: 0 .. the class.
-template <int X>
-__device__ __forceinline__ int z2_hc_class_from(int r) {       // chunks X .. Z2_CHUNKS - 1 whose loops r reaches
-    if constexpr (X < Z2_CHUNKS) {
-        constexpr int s0 = z2_entry(X * Z2_NLOOPS / Z2_CHUNKS, true);    // a constant: no table walk at run time
-        return (s0 <= r) + z2_hc_class_from<X + 1>(r);
-    } else {
-        return 0;
-    }
-}
-__device__ __forceinline__ int z2_hc_class(int r) { return z2_hc_class_from<1>(r); }
-#define Z2_LIST_PASSES Z2_CHUNKS
-#else
-#define Z2_LIST_PASSES 1
-#endif
 __device__ __forceinline__ void z2_list(const int* P, const signed char* S, const int* lens, int N0, int dd,
                                         short* list, int* count Z2_HC_LIST_PARAM) {
     const int lane = threadIdx.x & 31;
     const int total = z2_cells(lens, dd);
-#ifdef Z2_HC_SORT
-    const int maxu = min(dd - ZK_TURN - 3, ZK_MAXLOOP);     // the chunks' bound on diagonal dd
-#endif
-    for (int pass = 0; pass < Z2_LIST_PASSES; ++pass) {
-        if (pass) __syncthreads();
-        for (int b0 = 0; b0 < total; b0 += blockDim.x) {
-            int k, i;
-            z2_cell(lens, dd, b0 + threadIdx.x, k, i);
-            const int e = k * N0 + i;
+    for (int b0 = 0; b0 < total; b0 += blockDim.x) {
+        int k, i;
+        z2_cell(lens, dd, b0 + threadIdx.x, k, i);
+        const int e = k * N0 + i;
 #ifdef ZK_HC
-            bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S + k * N0, i, i + dd, Z2_HC_OF(k)) != 0;
-#ifdef Z2_HC_SORT
-            if (ok) {
-                const ZkHc* hc = Z2_HC_OF(k);
-                const int r = min(min((int)hc[i + 1].up, 31) + min((int)hc[i + dd - 1].dn, 31), maxu);
-                ok = z2_hc_class(r) == pass;
-            }
-#endif
+        const bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S + k * N0, i, i + dd, Z2_HC_OF(k)) != 0;
 #else
-            const bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S, e, e + dd) != 0;
+        const bool ok = b0 + (int)threadIdx.x < total && zk_pair(P, S, e, e + dd) != 0;
 #endif
-            const unsigned b = __ballot_sync(0xffffffffu, ok);
-            int at = 0;
-            if (lane == 0 && b) at = atomicAdd(count, __popc(b));
-            at = __shfl_sync(0xffffffffu, at, 0);
-            if (ok) list[at + __popc(b & ((1u << lane) - 1))] = (short)e;
-        }
+        const unsigned b = __ballot_sync(0xffffffffu, ok);
+        int at = 0;
+        if (lane == 0 && b) at = atomicAdd(count, __popc(b));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (ok) list[at + __popc(b & ((1u << lane) - 1))] = (short)e;
     }
 }
 
