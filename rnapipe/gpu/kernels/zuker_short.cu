@@ -326,7 +326,16 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 // refused loop gets the missing bits (2^24, 2^30 or both) as an addend, with no predicate around its loads: its
 // value then reads as INF in z2_load_min, as a sentinel's does. B (a template argument of those builds) false: no cell of
 // the warp has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
-#ifdef ZK_HC
+// With Z2_HC_MASKS the bounds travel as two masks instead: t5 has bits 0 .. a5, r3 bits 31 - a3 .. 31 (bit 31 - n2
+// for each n2 <= a3, the bits of a3's mask reversed), so that the n1 a loop size s allows are the bits of
+// t5 & (r3 >> (31 - s)), a shift per size; each loop then tests its bit n1 (one LOP3 into a predicate) and its
+// add-min stays the fused one of the unbounded loops, under that predicate.
+#if defined(ZK_HC) && defined(Z2_HC_MASKS)
+#define Z2_HC_BOUNDS , unsigned t5, unsigned r3
+#define Z2_HC_BOUNDS_ARG , t5, r3
+#define Z2_HC_TPARAM , bool B
+#define Z2_HC_TARG , B
+#elif defined(ZK_HC)
 #define Z2_HC_BOUNDS , int hw
 #define Z2_HC_BOUNDS_ARG , hw
 #define Z2_HC_TPARAM , bool B
@@ -336,6 +345,15 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 #define Z2_HC_BOUNDS_ARG
 #define Z2_HC_TPARAM
 #define Z2_HC_TARG
+#endif
+#if defined(ZK_HC) && defined(Z2_HC_MASKS)
+// m = min(m, x) where (mask & bit) != 0: the test as one predicate, the add-min under it (PTX, so that the
+// compiler keeps the predicate rather than a select per loop).
+template <unsigned BIT>
+__device__ __forceinline__ void z2_min_if(int& m, int x, unsigned mask) {
+    asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\tand.b32 t, %2, %3;\n\tsetp.ne.b32 p, t, 0;\n\t@p min.s32 %0, %0, %1;\n\t}"
+        : "+r"(m) : "r"(x), "r"(mask), "n"(BIT));
+}
 #endif
 template <int E, int E0, int E1 Z2_HC_TPARAM>
 __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
@@ -348,19 +366,32 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             if (s > maxu) return;
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
-#ifdef ZK_HC
+#if defined(ZK_HC) && defined(Z2_HC_MASKS)
+        const int x = (int)rp[kind * plane + n1] + sz[E];
+        constexpr bool ok = !B;
+        if constexpr (B) {
+            const unsigned ms = t5 & (r3 >> (31 - s));         // the n1 this size allows (the same for all its loops)
+            if constexpr (kind == 0) z2_min_if<1u << n1>(m0, x, ms);
+            else if constexpr (kind == 1) z2_min_if<1u << n1>(m1, x, ms);
+            else z2_min_if<1u << n1>(m2, x, ms);
+        }
+#elif defined(ZK_HC)
         constexpr int cn = (n1 << 25) | (n2 << 19), guards = (1 << 30) | (1 << 24);
+        constexpr bool ok = true;
 #ifdef Z2_RING16
         const int x = (int)rp[kind * plane + n1] + sz[E] + (B ? ~(hw - cn) & guards : 0);
 #else
         const int x = !B || ((hw - cn) & guards) == guards ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
 #endif
 #else
+        constexpr bool ok = true;
         const int x = (int)rp[kind * plane + n1] + sz[E];
 #endif
-        if constexpr (kind == 0) m0 = min(m0, x);
-        else if constexpr (kind == 1) m1 = min(m1, x);
-        else m2 = min(m2, x);
+        if (ok) {
+            if constexpr (kind == 0) m0 = min(m0, x);
+            else if constexpr (kind == 1) m1 = min(m1, x);
+            else m2 = min(m2, x);
+        }
         z2_loops<E + 1, E0, E1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, rp, m0, m1, m2 Z2_HC_BOUNDS_ARG);
     }
 }
@@ -376,28 +407,28 @@ __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, in
 // Chunk c of the interior loops (zs_fold_smem's switch below, for the builds with hard constraints).
 template <bool B>
 __device__ __forceinline__ void z2_chunk_hc(int c, const z2_ring_t* win, const int* sz, int N, int plane, int dm2,
-                                            int maxu, int& m0, int& m1, int& m2, int hw) {
+                                            int maxu, int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     switch (c) {
-        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #if Z2_CHUNKS > 2
-        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 3
-        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 4
-        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 5
-        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 6
-        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 7
-        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
-        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2, hw); break;
+        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
     }
 }
 #endif
@@ -750,12 +781,16 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
                 // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
                 // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
+#ifdef Z2_HC_MASKS
+                const unsigned t5 = (2u << min(a5, 31)) - 1u, r3 = __brev((2u << min(a3, 31)) - 1u);
+#else
                 const int hw = ((min(a5, 31) + 32) << 25) | ((min(a3, 31) + 32) << 19);
+#endif
                 if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
                     const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
-                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2, hw);
+                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
                 } else {
-                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2, hw);
+                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
                 }
 #else
                 switch (c) {
