@@ -64,9 +64,9 @@ def test_zuker_kernels_compile_with_shape(name, arch, rules, tmp_path):
 def test_zuker_kernels_compile_with_hard_constraints(name, arch, extra, tmp_path):
     """The Zuker kernels as the GPU engine builds them for a batch with hard constraints (-DZK_HC), alone, with the
     pairing rules and with SHAPE data too; the short kernels with their int16 words (-DZK_HC16) copied to shared
-    memory (-DZ2_HC_SMEM) and the chunks' bounds as masks (-DZ2_HC_MASKS), int16 ring and separate traceback too."""
+    memory (-DZ2_HC_SMEM), int16 ring and separate traceback too."""
     if name == "zuker_short.cu":
-        extra = [*extra, "-DZK_HC16", "-DZ2_HC_SMEM", "-DZ2_HC_MASKS", "-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]
+        extra = [*extra, "-DZK_HC16", "-DZ2_HC_SMEM", "-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]
     cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DZK_HC", *extra, "-c",
            str(loader.kernel_dir() / name), "-o", str(tmp_path / "k.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -141,8 +141,6 @@ RING16 = True                  # the int16 ring where the model allows it (_ring
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
 HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's words copied to shared memory
-HC_MASKS = True                # and its interior-loop chunks bounded by two masks a cell (Z2_HC_MASKS), else by
-                               # the packed addend
 HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
@@ -163,8 +161,7 @@ def _smem_launch(max_n: int, ring16: bool, hc: bool = False) -> tuple[int, int, 
     return threads, seqs, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}",
                             f"-DZ2_SEQS={seqs}")
                            + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ())
-                           + (("-DZ2_HC_SMEM",) if hc_smem else ())
-                           + (("-DZ2_HC_MASKS",) if hc and TUNING.get("hc_masks", HC_MASKS) else ()))
+                           + (("-DZ2_HC_SMEM",) if hc_smem else ()))
 
 
 def _hc_smem() -> bool:

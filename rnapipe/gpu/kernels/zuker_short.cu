@@ -318,26 +318,16 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
 // planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s). With hard
-// constraints (Z2_HC_BOUNDS: a5, a3, the cell's UP[i+1] and DN[j-1]) a loop counts only where n1 <= a5, n2 <= a3.
-// The two bounds travel packed, hw = ((a5 + 32) << 25) | ((a3 + 32) << 19) with a5, a3 capped at 31 (n1, n2 <=
-// 30; hw < 2^31): the loop counts exactly where both fields of hw - ((n1 << 25) | (n2 << 19)) keep their bit 5
-// (bits 30 and 24; each field stays within 2 .. 63, so no borrow crosses), a subtraction and a mask whose operands
-// no two loops share (no per-n1 or per-n2 predicate is kept alive across the chunk). With the int16 ring a
-// refused loop gets the missing bits (2^24, 2^30 or both) as an addend, with no predicate around its loads: its
-// value then reads as INF in z2_load_min, as a sentinel's does. B (a template argument of those builds) false: no cell of
-// the warp has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
-// With Z2_HC_MASKS the bounds travel as two masks instead: t5 has bits 0 .. a5, r3 bits 31 - a3 .. 31 (bit 31 - n2
-// for each n2 <= a3, the bits of a3's mask reversed), so that the n1 a loop size s allows are the bits of
-// t5 & (r3 >> (31 - s)), a shift per size; each loop then tests its bit n1 (one LOP3 into a predicate) and its
-// add-min stays the fused one of the unbounded loops, under that predicate.
-#if defined(ZK_HC) && defined(Z2_HC_MASKS)
+// constraints (Z2_HC_BOUNDS: the bounds a5, a3, the cell's UP[i+1] and DN[j-1]) a loop counts only where n1 <= a5,
+// n2 <= a3. The bounds travel as two masks: t5 has bits 0 .. a5, r3 bits 31 - a3 .. 31 (bit 31 - n2 for each
+// n2 <= a3, the bits of a3's mask reversed), so that the n1 a loop size s allows are the bits of
+// t5 & (r3 >> (31 - s)), a shift per size; each loop then tests its bit n1 (z2_min_if: ptxas loads seven such
+// predicates at once with R2P) and keeps the fused add-min of the unbounded loops, its result taken under that
+// predicate: two ALU instructions a loop, against one unbounded. B (a template argument of those builds) false:
+// no cell of the warp has to refuse any of the loops (each a5, a3 >= maxu), so none is tested.
+#ifdef ZK_HC
 #define Z2_HC_BOUNDS , unsigned t5, unsigned r3
 #define Z2_HC_BOUNDS_ARG , t5, r3
-#define Z2_HC_TPARAM , bool B
-#define Z2_HC_TARG , B
-#elif defined(ZK_HC)
-#define Z2_HC_BOUNDS , int hw
-#define Z2_HC_BOUNDS_ARG , hw
 #define Z2_HC_TPARAM , bool B
 #define Z2_HC_TARG , B
 #else
@@ -346,7 +336,7 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 #define Z2_HC_TPARAM
 #define Z2_HC_TARG
 #endif
-#if defined(ZK_HC) && defined(Z2_HC_MASKS)
+#ifdef ZK_HC
 // m = min(m, x) where (mask & bit) != 0: the test as one predicate, the add-min under it (PTX, so that the
 // compiler keeps the predicate rather than a select per loop).
 template <unsigned BIT>
@@ -366,7 +356,7 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             if (s > maxu) return;
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
-#if defined(ZK_HC) && defined(Z2_HC_MASKS)
+#ifdef ZK_HC
         const int x = (int)rp[kind * plane + n1] + sz[E];
         constexpr bool ok = !B;
         if constexpr (B) {
@@ -375,14 +365,6 @@ __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, in
             else if constexpr (kind == 1) z2_min_if<1u << n1>(m1, x, ms);
             else z2_min_if<1u << n1>(m2, x, ms);
         }
-#elif defined(ZK_HC)
-        constexpr int cn = (n1 << 25) | (n2 << 19), guards = (1 << 30) | (1 << 24);
-        constexpr bool ok = true;
-#ifdef Z2_RING16
-        const int x = (int)rp[kind * plane + n1] + sz[E] + (B ? ~(hw - cn) & guards : 0);
-#else
-        const int x = !B || ((hw - cn) & guards) == guards ? (int)rp[kind * plane + n1] + sz[E] : ZK_INF;
-#endif
 #else
         constexpr bool ok = true;
         const int x = (int)rp[kind * plane + n1] + sz[E];
@@ -781,11 +763,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
                 // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
                 // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
-#ifdef Z2_HC_MASKS
                 const unsigned t5 = (2u << min(a5, 31)) - 1u, r3 = __brev((2u << min(a3, 31)) - 1u);
-#else
-                const int hw = ((min(a5, 31) + 32) << 25) | ((min(a3, 31) + 32) << 19);
-#endif
                 if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
                     const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
                     z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
