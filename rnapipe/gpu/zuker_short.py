@@ -620,8 +620,6 @@ class _Group:
                 ss = ss + (hc_at,)
             per_tb = TB_THREADS // 32
             tb_blocks, tb_shared = (count + per_tb - 1) // per_tb, per_tb * ((n_max + 2 + 15) // 16 * 16)
-            if lines is not None:                 # zs_tb_smem's copy of each sequence's words
-                tb_shared += per_tb * 8 * (n_max + 2)
             events = TUNING.get("events")
             if events is not None:
                 job["events"] = (cupy.cuda.Event(), cupy.cuda.Event())

@@ -794,20 +794,11 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     default: z2_chunk<1>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
                 }
 #endif
-#ifdef ZK_HC
-                // a kind whose loops the cell's runs all refused (most, under --enforceConstraint) leaves its
-                // minimum alone
-                const int x0 = z2_load_min(m0), x1 = z2_load_min(m1), x2 = z2_load_min(m2);
-                if (active && x0 < ZK_INF) atomicMin(&sPart[e], x0);
-                if (active && x1 < ZK_INF) atomicMin(&sPart[R + e], x1);
-                if (active && x2 < ZK_INF) atomicMin(&sPart[2 * R + e], x2);
-#else
                 if (active) {                  // the kinds' terms are added once per cell, in phase B
                     atomicMin(&sPart[e], z2_load_min(m0));
                     atomicMin(&sPart[R + e], z2_load_min(m1));
                     atomicMin(&sPart[2 * R + e], z2_load_min(m2));
                 }
-#endif
             }
         }
         __syncthreads();
@@ -927,8 +918,7 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
 }
 
 // The traceback of zs_fold_smem's sequences (built with Z2_TB_APART), one warp per sequence, blockDim.x / 32
-// sequences per block (dynamic shared memory: their codes, ZS_TB_ROW(max_n) bytes each, then with ZK_HC their
-// hard-constraint words, 8 * (max_n + 2) bytes each): the fill's blocks
+// sequences per block (dynamic shared memory: their codes, ZS_TB_ROW(max_n) bytes each): the fill's blocks
 // then leave the multiprocessors sooner, and here many more warps share each one, hiding the latency of
 // the traceback's dependent loads. Same arguments as zs_fold_smem, less the size terms, plus count.
 #define ZS_TB_ROW(max_n) (((max_n) + 2 + 15) / 16 * 16)
@@ -955,12 +945,7 @@ extern "C" __global__ void __launch_bounds__(128) zs_tb_smem(const int* P, const
     q.SS = SSall + soff[s] + s;
 #endif
 #ifdef ZK_HC
-    // the sequence's words in shared memory, after the block's codes (max_n + 2 a warp): the traceback tests
-    // candidate pairs and runs against them one dependent load after another
-    ZkHc* sH = (ZkHc*)((char*)smem + (blockDim.x >> 5) * ZS_TB_ROW(max_n)) + warp * (max_n + 2);
-    const ZkHc* gH = HCall + soff[s] + s;
-    for (int k = lane; k < N; k += 32) sH[k] = gH[k];
-    q.HC = sH;
+    q.HC = HCall + soff[s] + s;
 #endif
 #else
     const ZsSeq q = zs_seq(sS, n, base);
