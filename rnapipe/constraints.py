@@ -123,15 +123,21 @@ def deigan(reactivities, m: float = DEIGAN_SLOPE, b: float = DEIGAN_INTERCEPT) -
     r = np.where(np.isnan(r), -1.0, r)
     top = max(0.0, float(r.max())) if r.size else 0.0
     out = np.zeros(r.shape[0], dtype=np.int32)
-    for k, v in enumerate(r.tolist()):
-        if v < 0:
-            continue
-        if v < top:
-            v = v / top * top
-        else:
-            v = top
-        e = (m * math.log(v + 1.0) + b) * 100.0
-        out[k] = int(math.copysign(math.floor(abs(e) + 0.5), e))
+    have = np.flatnonzero(r >= 0)
+    if have.size == 0:
+        return out
+    v = r[have]
+    if top > 0:
+        v = np.where(v < top, v / top * top, top)
+    else:
+        v = np.zeros_like(v)
+    e = (m * np.log(v + 1.0) + b) * 100.0
+    # NumPy's log may differ from the C library's (ViennaRNA's, and math.log) in the last bit: where that could
+    # move the rounding, |e| within 1e-6 of a half, the term is made again with math.log
+    frac = np.abs(e) - np.floor(np.abs(e))
+    for k in np.flatnonzero(np.abs(frac - 0.5) < 1e-6).tolist():
+        e[k] = (m * math.log(float(v[k]) + 1.0) + b) * 100.0
+    out[have] = np.copysign(np.floor(np.abs(e) + 0.5), e).astype(np.int32)
     return out
 
 
@@ -146,8 +152,8 @@ class ShapeData:
     table: bool
     slope: float = DEIGAN_SLOPE
     intercept: float = DEIGAN_INTERCEPT
-    single: dict = field(default_factory=dict)
-    rows: dict = field(default_factory=dict)
+    single: tuple | None = None                  # (positions int64, reactivities float64), or None
+    rows: dict = field(default_factory=dict)     # id -> (positions, reactivities), in the table's order
     directory: bool = False
     used: set = field(default_factory=set)       # the table's ids that a record has asked for
 
@@ -184,16 +190,17 @@ class ShapeData:
                                  f"and the input has more than one record ('{record}' is another): give a table "
                                  "of 'id position reactivity' rows")
             values = self.single
-        if not values:
+        if values is None or len(values[0]) == 0:
             return None
-        beyond = [p for p in values if p > length]
-        if beyond:
-            raise InputError(f"SHAPE data in {source} for position {min(beyond)}, past the end of the "
-                             f"sequence ({length} nt)", file=file, record=record, position=min(beyond))
-        r = np.full(length, -1.0)
-        for p, v in values.items():
-            r[p - 1] = v
-        return deigan(np.concatenate([[0.0], r]), self.slope, self.intercept)[1:]
+        positions, reactivities = values
+        if int(positions.max()) > length:
+            beyond = int(positions[positions > length].min())
+            raise InputError(f"SHAPE data in {source} for position {beyond}, past the end of the "
+                             f"sequence ({length} nt)", file=file, record=record, position=beyond)
+        r = np.full(length + 1, -1.0)
+        r[0] = 0.0                                       # RNAfold's values[0]
+        r[positions] = reactivities
+        return deigan(r, self.slope, self.intercept)[1:]
 
 
 def _number(text: str) -> float | None:
@@ -219,8 +226,8 @@ def _read_file(path: str, slope: float, intercept: float) -> ShapeData:
     from .errors import InputError
 
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            lines = handle.read().splitlines()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         raise InputError("no such SHAPE file", file=path) from None
     except IsADirectoryError:
@@ -228,8 +235,14 @@ def _read_file(path: str, slope: float, intercept: float) -> ShapeData:
     except OSError as err:
         raise InputError(f"cannot read the SHAPE file: {err.strerror or err}", file=path) from None
     data = ShapeData(path, table=False, slope=slope, intercept=intercept)
+    rows = _table_fast(raw)
+    if rows is not None:
+        data.table, data.rows = True, rows
+        return data
     kind = None
-    for number, line in enumerate(lines, start=1):
+    single: dict = {}
+    tables: dict = {}
+    for number, line in enumerate(raw.decode("utf-8", errors="surrogateescape").splitlines(), start=1):
         fields = line.split()
         if not fields or fields[0].startswith("#"):
             continue
@@ -250,14 +263,97 @@ def _read_file(path: str, slope: float, intercept: float) -> ShapeData:
             value = _number(value_text)
             if value is None:
                 raise InputError(f"line {number}: reactivity {value_text!r} is not a number", file=path)
-        target = data.rows.setdefault(key, {}) if table else data.single
+        target = tables.setdefault(key, {}) if table else single
         if position in target:
             raise InputError(f"line {number}: position {position} given twice" + (f" for '{key}'" if table else ""),
                              file=path)
         target[position] = value
     if kind is None:
         raise InputError("empty SHAPE file: no reactivities", file=path)
+    if data.table:
+        data.rows = {key: _arrays(values) for key, values in tables.items()}
+    else:
+        data.single = _arrays(single)
     return data
+
+
+def _arrays(values: dict) -> tuple[np.ndarray, np.ndarray]:
+    return (np.fromiter(values.keys(), dtype=np.int64, count=len(values)),
+            np.fromiter(values.values(), dtype=np.float64, count=len(values)))
+
+
+TABLE_BLOCK = 8 << 20          # bytes of a table read at a time by _table_fast (its temporaries stay small)
+
+
+def _table_fast(raw: bytes) -> dict | None:
+    """A table of ``id position reactivity`` rows read a block at a time, NumPy doing the per-row work (a
+    transcriptome's table has millions of rows): id → (positions, reactivities), in the table's order. None
+    where this reading cannot vouch for the file exactly as the line-by-line reader of :func:`_read_file` would
+    take it (not ASCII, comments, blank lines or line breaks other than LF and CRLF, a line without exactly
+    three fields, a position other than plain digits or 0, a reactivity that is not a finite number, a position
+    given twice): that reader then reads it and names what is wrong, where anything is."""
+    if not raw or not raw.isascii() or any(c in raw for c in (b"#", b"\x00", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")):
+        return None
+    ids: list[np.ndarray] = []
+    positions: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    start, size = 0, len(raw)
+    while start < size:
+        cut = raw.find(b"\n", min(start + TABLE_BLOCK, size) - 1)
+        end = size if cut < 0 else cut + 1
+        block = raw[start:end]
+        start = end
+        byte = np.frombuffer(block, dtype=np.uint8)
+        newline = byte == 10
+        gap = newline | (byte == 32) | (byte == 9) | (byte == 13)
+        first = ~gap                                     # the first byte of each field
+        first[1:] &= gap[:-1]
+        lines = int(np.count_nonzero(newline)) + (0 if block.endswith(b"\n") else 1)
+        line_of = np.cumsum(newline) - newline           # each byte's line within the block
+        if not (np.bincount(line_of[first], minlength=lines) == 3).all():
+            return None                                  # a blank line or one without three fields
+        fields = block.split()
+        pos = np.array(fields[1::3])
+        if not np.char.isdigit(pos).all():
+            return None
+        pos = pos.astype(np.int64)
+        try:
+            val = np.array(fields[2::3]).astype(np.float64)
+        except ValueError:
+            return None
+        if (pos < 1).any() or not np.isfinite(val).all():
+            return None
+        ids.append(np.array(fields[0::3]))
+        positions.append(pos)
+        values.append(val)
+    width = max(a.dtype.itemsize for a in ids)
+    key = np.concatenate([a.astype(f"S{width}") for a in ids])
+    pos, val = np.concatenate(positions), np.concatenate(values)
+    new_run = np.ones(key.size, dtype=bool)
+    new_run[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(new_run)
+    bounds = np.append(starts, key.size)
+    names = [k.decode("ascii") for k in key[starts].tolist()]
+    if len(set(names)) != len(names):                    # an id's rows in more than one run: gathered per id
+        order = {}
+        for name, a, b in zip(names, bounds[:-1].tolist(), bounds[1:].tolist()):
+            order.setdefault(name, []).append((a, b))
+        rows = {}
+        for name, runs in order.items():
+            p = np.concatenate([pos[a:b] for a, b in runs])
+            v = np.concatenate([val[a:b] for a, b in runs])
+            if np.unique(p).size != p.size:
+                return None
+            rows[name] = (p, v)
+        return rows
+    rising = np.diff(pos) > 0                            # within a run, positions given in order: none twice
+    rising[starts[1:] - 1] = True
+    rows = {}
+    for name, a, b in zip(names, bounds[:-1].tolist(), bounds[1:].tolist()):
+        if not rising[a:b - 1].all() and np.unique(pos[a:b]).size != b - a:
+            return None
+        rows[name] = (pos[a:b], val[a:b])
+    return rows
 
 
 def shape_identity(path: str) -> list:

@@ -317,6 +317,107 @@ def test_shape_folds_as_viennarna(method, m, b):
         assert (r.score_int, r.structure) == vienna_shape(seq, v, m, b), (seq, v)
 
 
+def _deigan_one_at_a_time(values, m, b):
+    """ViennaRNA's Deigan terms the obvious way: one value at a time, the C library's log (math.log)."""
+    import math
+
+    have = [v for v in values if v == v and v >= 0]
+    top = max([0.0] + have)
+    out = []
+    for v in values:
+        if v != v or v < 0:
+            out.append(0)
+            continue
+        v = v / top * top if v < top else top
+        e = (m * math.log(v + 1.0) + b) * 100.0
+        out.append(int(math.copysign(math.floor(abs(e) + 0.5), e)))
+    return out
+
+
+def test_deigan_terms_equal_the_one_at_a_time_computation():
+    """rnapipe.constraints.deigan (NumPy's log, math.log again near a half) against the scalar computation, on
+    random reactivities and on ones whose term lies within 1e-7 dcal/mol of a half, several slopes and
+    intercepts."""
+    import math
+
+    from rnapipe.constraints import deigan
+
+    rng = random.Random(17)
+    for _ in range(200):
+        m, b = rng.choice([(1.8, -0.6), (1.9, -0.7), (2.6, 0.1), (0.5, -1.3)])
+        values = [float("nan") if rng.random() < 0.05 else -1.0 if rng.random() < 0.1
+                  else rng.choice([round(rng.expovariate(1.5), 3), rng.uniform(0, 5), 0.0])
+                  for _ in range(rng.randint(0, 400))]
+        if values and rng.random() < 0.5:               # terms near a half: k + 0.5 dcal/mol, a little off
+            top = 6.0
+            values.append(top)
+            for k in range(-60, 300, 7):
+                v = math.exp(((k + 0.5 + rng.uniform(-1e-7, 1e-7)) / 100 - b) / m) - 1
+                if 0 <= v < top:
+                    values.append(v)
+        assert deigan(values, m, b).tolist() == _deigan_one_at_a_time(values, m, b)
+
+
+def _table_as_dicts(data) -> dict:
+    return {key: dict(zip(p.tolist(), v.tolist())) for key, (p, v) in data.rows.items()}
+
+
+def test_shape_table_read_in_blocks_equals_the_obvious_reading(tmp_path, monkeypatch):
+    """A table of ``id position reactivity`` rows (tabs and spaces, LF or CRLF, positions in order or not, an id
+    whose rows come in two runs) read by rnapipe.constraints' block reader (small blocks here, so that rows of an
+    id straddle them) gives each id the positions and reactivities of the obvious line-by-line reading."""
+    from rnapipe import constraints
+
+    monkeypatch.setattr(constraints, "TABLE_BLOCK", 4096)
+    rng = random.Random(11)
+    rows = []
+    for k in range(300):
+        positions = list(range(1, rng.randint(1, 80) + 1))
+        if k % 3 == 0:
+            rng.shuffle(positions)
+        for p in positions:
+            if rng.random() < 0.9:
+                value = rng.choice([round(rng.expovariate(1.5), 3), rng.uniform(0, 4), 0, 1e-3, -1])
+                rows.append((f"rec{k}", p, value))
+    rows.append(("rec5", 999, 0.5))                     # rec5 again, after the others
+    for end in ("\n", "\r\n"):
+        text = "".join(f"{i}{rng.choice([' ', chr(9), '  '])}{p}\t{v}{end}" for i, p, v in rows)
+        path = tmp_path / "table.tsv"
+        path.write_bytes(text.encode())
+        assert constraints._table_fast(text.encode()) is not None        # read by the block reader
+        want: dict = {}
+        for line in text.splitlines():
+            i, p, v = line.split()
+            want.setdefault(i, {})[int(p)] = float(v)
+        data = constraints.read_shape(str(path))
+        assert data.table and _table_as_dicts(data) == want and list(data.rows) == list(want)
+
+
+@pytest.mark.parametrize("text", [
+    "a 1 0.5\na 1 0.6\n", "a 2 0.5\na 1 0.6\na 2 0.1\n", "a +3 0.5\n", "a 1 0.5\n\na 2 0.5\n",
+    "# comment\na 1 0.5\n", "a 1 0.5 7\n", "a 1 nan\n", "a 0 0.5\n", "a 1 0.5\rb 2 0.3\n", "a 1 1_0\n",
+    "a 1 0.5\nb 1 x\n", "a 1 0.5\n  \n", "a 1 0.5", "1 A 0.5\n2 C 0.7\n", "a 1 0.5\nb 1 0.5\na 1 0.2\n"])
+def test_shape_files_the_block_reader_leaves_read_as_line_by_line(text, tmp_path, monkeypatch):
+    """Whatever the block reader does not take (a position twice, '+', blank lines, comments, a fourth field, a
+    reactivity that is no finite number, position 0, a lone CR, RNAfold's file of one sequence) reads exactly as
+    the line-by-line reader alone reads it: the same rows, or the same error line."""
+    from rnapipe import constraints
+
+    path = tmp_path / "s.txt"
+    path.write_bytes(text.encode())
+
+    def outcome():
+        try:
+            data = constraints.read_shape(str(path))
+        except InputError as err:
+            return str(err)
+        return data.table, _table_as_dicts(data), None if data.single is None else data.single[0].tolist()
+
+    got = outcome()
+    monkeypatch.setattr(constraints, "_table_fast", lambda raw: None)
+    assert got == outcome()
+
+
 def test_shape_terms_near_a_half_round_as_viennarna():
     """Deigan terms whose exact value lies within 10⁻⁵ of a half (of a dcal/mol): rounded as ViennaRNA rounds
     them. One reactivity on the second nucleotide of GGGGGGAAAACCCCCC (in two stacked pairs of pairs), the rest
