@@ -4,6 +4,7 @@
     python benchmarks/zuker_gpu_rules.py --quick --out t.md    # small counts, the table also written to t.md
     python benchmarks/zuker_gpu_rules.py --models default constraints "constraints enforced" --lengths 120 1000
     python benchmarks/zuker_gpu_rules.py --models default SHAPE --lengths 120 1000
+    python benchmarks/zuker_gpu_rules.py --lengths 120 --detail --tuning 'smem_launch=(256, 3, True, 4, 2)'
 
 Per (length, model): rnapipe.gpu.zuker.fold_batch on the same random ACGU sequences (Python strings in, MFE and
 dot-bracket out), one untimed run of the batch (kernels compiled, pools made), then the median of --repeat runs,
@@ -78,6 +79,36 @@ def timed(seqs: list[str], options: dict, repeat: int, constraints: list[str] | 
     return times
 
 
+def detail(seqs: list[str], options: dict, constraints: list[str] | None = None, shape: list | None = None) -> str:
+    """--detail: one more run of the batch, its short-path kernels timed by CUDA events (fill and traceback of
+    each chunk, summed over the chunks of both streams: more than the wall time where the streams overlap), the
+    sequences the int16 ring sent back to the int32 one, and the fill's registers and local memory."""
+    from rnapipe.gpu import zuker as gpu
+    from rnapipe.gpu import zuker_short as short
+
+    refolded = []
+    plain = short._refold
+
+    def counting(job, refold):
+        refolded.append(len(refold))
+        return plain(job, refold)
+
+    short._refold, short.TUNING["events"] = counting, []
+    try:
+        gpu.fold_batch(seqs, "default", 1, options, constraints=constraints, shape=shape)
+    finally:
+        short._refold = plain
+        events = short.TUNING.pop("events")
+    n = len(seqs[0])
+    if n > short.SMEM_MAX_N:
+        return f"{sum(events):.1f} ms in {len(events)} chunks; {sum(refolded)} refolded"
+    group = short._Group(seqs[:1], [n], gpu._gpu_model(options), shape=None if shape is None else shape[:1],
+                         constraints=None if constraints is None else constraints[:1])
+    a = group.launch(n, True)[0].attributes
+    return (f"{sum(events):.1f} ms in {len(events)} chunks; {sum(refolded)} refolded; fill {a['num_regs']} "
+            f"registers, {a['local_size_bytes']} B local")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -85,8 +116,21 @@ def main() -> int:
     parser.add_argument("--out", help="also write the table to this file")
     parser.add_argument("--models", nargs="+", choices=list(MODELS), help="only these models (default first)")
     parser.add_argument("--lengths", nargs="+", type=int, help="only these lengths of the plan")
+    parser.add_argument("--detail", action="store_true",
+                        help="a column of the short path's kernel milliseconds (CUDA events), refolds and registers")
+    parser.add_argument("--tuning", action="append", default=[], metavar="KEY=VALUE",
+                        help="set rnapipe.gpu.zuker_short.TUNING[KEY] (a Python literal), e.g. "
+                             "'smem_launch=(256, 3, True, 3, 2)' or 'hc_smem=False'; repeatable")
     args = parser.parse_args()
+    import ast
+
     import cupy
+
+    from rnapipe.gpu import zuker_short
+
+    for item in args.tuning:
+        key, _, value = item.partition("=")
+        zuker_short.TUNING[key.strip()] = ast.literal_eval(value.strip())
 
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     rng = random.Random(2026)
@@ -96,8 +140,10 @@ def main() -> int:
     lines = [f"GPU Zuker under the pairing rules and hard constraints ({now:%Y-%m-%d %H:%M} UTC; "
              f"{device}; Python {platform.python_version()}): random ACGU sequences (seed 2026), "
              f"rnapipe.gpu.zuker.fold_batch end to end, median of {args.repeat} runs after one untimed run, range "
-             "in brackets; ratio: seq/s over the default model's at that length.", "",
-             "| L | sequences | model | GPU seq/s | ratio to default |", "|---:|---:|---|---:|---:|"]
+             "in brackets; ratio: seq/s over the default model's at that length"
+             + (f"; zuker_short.TUNING {zuker_short.TUNING}" if args.tuning else "") + ".", "",
+             "| L | sequences | model | GPU seq/s | ratio to default |" + (" detail |" if args.detail else ""),
+             "|---:|---:|---|---:|---:|" + ("---|" if args.detail else "")]
     for n, count, models in (QUICK if args.quick else PLAN):
         if args.lengths and n not in args.lengths:
             continue
@@ -115,8 +161,13 @@ def main() -> int:
                           shape if name in WITH_SHAPE else None)
             rate = count / statistics.median(times)
             base = base or rate
+            more = ""
+            if args.detail:
+                what = detail(seqs, MODELS[name], cons if name in CONSTRAINED else None,
+                              shape if name in WITH_SHAPE else None)
+                more = f" {what} |"
             lines.append(f"| {n:,} | {count:,} | {name} | {rate:,.1f} ({count / max(times):,.1f}-"
-                         f"{count / min(times):,.1f}) | {rate / base:.3f} |")
+                         f"{count / min(times):,.1f}) | {rate / base:.3f} |{more}")
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)
