@@ -380,8 +380,8 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
             raise ValueError(f"{len(shape)} SHAPE arrays for {count} sequences")
         if not np.array_equal(np.fromiter(map(len, shape), dtype=np.int64, count=count), lens):
             raise ValueError("a SHAPE array's length differs from its sequence's")
-        # each array goes to the kernels' int32 layout where its group is laid out (zuker_short.shape_layout,
-        # _fold_group): a wrong dtype or shape is refused there by NumPy's casting and concatenation
+        # each array is copied into the kernels' int32 layout where its group is laid out (zuker_short.shape_layout,
+        # _fold_group), no earlier: the terms are int32 per nucleotide (rnapipe.constraints.deigan)
     options = options or {}
     model = _gpu_model(options)
     fill_override = options.get("gpu_fill")

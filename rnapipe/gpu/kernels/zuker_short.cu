@@ -337,8 +337,9 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 #define Z2_HC_TARG
 #endif
 #ifdef ZK_HC
-// m = min(m, x) where (mask & bit) != 0: the test as one predicate, the add-min under it (PTX, so that the
-// compiler keeps the predicate rather than a select per loop).
+// m = min(m, x) where (mask & bit) != 0, the test written as one predicate (PTX): ptxas then loads seven loops'
+// predicates at once with R2P and takes the fused add-min's result with a select; written as a C++ condition it
+// compiled to a shift, a mask, a compare and a select per loop.
 template <unsigned BIT>
 __device__ __forceinline__ void z2_min_if(int& m, int x, unsigned mask) {
     asm("{\n\t.reg .pred p;\n\t.reg .b32 t;\n\tand.b32 t, %2, %3;\n\tsetp.ne.b32 p, t, 0;\n\t@p min.s32 %0, %0, %1;\n\t}"
