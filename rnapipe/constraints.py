@@ -294,7 +294,7 @@ def _table_fast(raw: bytes) -> dict | None:
     given twice): that reader then reads it and names what is wrong, where anything is."""
     if not raw or not raw.isascii() or any(c in raw for c in (b"#", b"\x00", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")):
         return None
-    ids: list[np.ndarray] = []
+    runs: list[tuple[bytes, int]] = []                   # (id, its first row) of each run of rows of one id
     positions: list[np.ndarray] = []
     values: list[np.ndarray] = []
     start, size = 0, len(raw)
@@ -323,25 +323,28 @@ def _table_fast(raw: bytes) -> dict | None:
             return None
         if (pos < 1).any() or not np.isfinite(val).all():
             return None
-        ids.append(np.array(fields[0::3]))
+        key = np.array(fields[0::3])                     # the block's runs of one id: only where each starts
+        new_run = np.ones(key.size, dtype=bool)
+        new_run[1:] = key[1:] != key[:-1]
+        begin = np.flatnonzero(new_run)
+        offset = sum(len(a) for a in positions)
+        for name, at in zip(key[begin].tolist(), (begin + offset).tolist()):
+            if not runs or runs[-1][0] != name:          # (an id's run may go on from the block before)
+                runs.append((name, at))
         positions.append(pos)
         values.append(val)
-    width = max(a.dtype.itemsize for a in ids)
-    key = np.concatenate([a.astype(f"S{width}") for a in ids])
     pos, val = np.concatenate(positions), np.concatenate(values)
-    new_run = np.ones(key.size, dtype=bool)
-    new_run[1:] = key[1:] != key[:-1]
-    starts = np.flatnonzero(new_run)
-    bounds = np.append(starts, key.size)
-    names = [k.decode("ascii") for k in key[starts].tolist()]
+    names = [name.decode("ascii") for name, _ in runs]
+    starts = np.array([at for _, at in runs], dtype=np.int64)
+    bounds = np.append(starts, pos.size)
     if len(set(names)) != len(names):                    # an id's rows in more than one run: gathered per id
         order = {}
         for name, a, b in zip(names, bounds[:-1].tolist(), bounds[1:].tolist()):
             order.setdefault(name, []).append((a, b))
         rows = {}
-        for name, runs in order.items():
-            p = np.concatenate([pos[a:b] for a, b in runs])
-            v = np.concatenate([val[a:b] for a, b in runs])
+        for name, parts in order.items():
+            p = np.concatenate([pos[a:b] for a, b in parts])
+            v = np.concatenate([val[a:b] for a, b in parts])
             if np.unique(p).size != p.size:
                 return None
             rows[name] = (p, v)
