@@ -125,23 +125,31 @@ def test_packed_input_takes_the_rules():
     assert structures.decode("ascii").split("\n")[:-1] == [s for _, s in ref]
 
 
-def test_hybrid_takes_the_rules():
-    """The hybrid folder with the rules on both of its engines (the CPU given 30 % of the records): the CPU
-    engine's results."""
+def static_hybrid(options: dict):
+    """A hybrid folder over the CPU engine (4 threads) and GPU 0 with a fixed profile and the static split, and
+    its CPU folder (the reference): the GPU tests of the hybrid under the model's options, constraints and SHAPE."""
     from rnapipe.pipeline.folding.folder import Folder
     from rnapipe.pipeline.hybrid.costmodel import Cost, Profile
     from rnapipe.pipeline.hybrid.folder import HybridFolder
-    from rnapipe.pipeline.records import Records
 
-    options = {"no_lp": True, "no_closing_gu": True, "max_bp_span": 120}
-    seqs = random_seqs(80, 5, 300, seed=41) + gu_rich(20, 20, 200, seed=42)
-    parts = [Records.from_lists([f"r{k}" for k in range(len(seqs))], seqs, range(len(seqs)))]
     cpu_folder = Folder("zuker", None, "cpu", 4, None, options)
     gpu_folder = Folder("zuker", None, "gpu", 1, [0], options)
     profile = Profile({}, {"cpu": {68: 3e-4}, "gpu": {68: 1e-4}},
                       {"cpu": Cost(0.0, 3e-7, 0.0), "gpu": Cost(0.0, 1e-7, 0.0)})
     folder = HybridFolder("zuker", threads=5, options=options, cpu=cpu_folder, gpu=gpu_folder, profile=profile,
                           split="static")
+    return folder, cpu_folder
+
+
+def test_hybrid_takes_the_rules():
+    """The hybrid folder with the rules on both of its engines (the CPU given 30 % of the records): the CPU
+    engine's results."""
+    from rnapipe.pipeline.records import Records
+
+    options = {"no_lp": True, "no_closing_gu": True, "max_bp_span": 120}
+    seqs = random_seqs(80, 5, 300, seed=41) + gu_rich(20, 20, 200, seed=42)
+    parts = [Records.from_lists([f"r{k}" for k in range(len(seqs))], seqs, range(len(seqs)))]
+    folder, cpu_folder = static_hybrid(options)
     folder.cpu_share = 0.3
     scores, text = folder.fold_packed(parts)
     want_scores, want_text = cpu_folder.fold_packed(parts)

@@ -123,20 +123,13 @@ def test_int32_ring_refold_keeps_the_shape_data():
 
 def test_hybrid_takes_shape():
     """The hybrid folder with SHAPE data: the batch on its GPU, the CPU engine's results."""
-    from rnapipe.pipeline.folding.folder import Folder
-    from rnapipe.pipeline.hybrid.costmodel import Cost, Profile
-    from rnapipe.pipeline.hybrid.folder import HybridFolder
     from rnapipe.pipeline.records import Records
+    from test_zuker_gpu_options import static_hybrid
 
     seqs = random_seqs(60, 5, 300, seed=91)
     shape = shape_terms(seqs, METHODS["D"], seed=92)
     parts = [Records.from_lists([f"r{k}" for k in range(len(seqs))], seqs, range(len(seqs)), shape=shape)]
-    cpu_folder = Folder("zuker", None, "cpu", 4, None, {})
-    gpu_folder = Folder("zuker", None, "gpu", 1, [0], {})
-    profile = Profile({}, {"cpu": {68: 3e-4}, "gpu": {68: 1e-4}},
-                      {"cpu": Cost(0.0, 3e-7, 0.0), "gpu": Cost(0.0, 1e-7, 0.0)})
-    folder = HybridFolder("zuker", threads=5, options={}, cpu=cpu_folder, gpu=gpu_folder, profile=profile,
-                          split="static")
+    folder, cpu_folder = static_hybrid({})
     scores, text = folder.fold_packed(parts)
     want_scores, want_text = cpu_folder.fold_packed(parts)
     assert scores.tolist() == want_scores.tolist()

@@ -386,35 +386,35 @@ __device__ __forceinline__ void z2_chunk(const z2_ring_t* win, const int* sz, in
     z2_loops<E0, E0, E1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, win, m0, m1, m2 Z2_HC_BOUNDS_ARG);
 }
 
+// Chunk c of the interior loops (zs_fold_smem's units; B, in the builds with hard constraints: see z2_loops).
 #ifdef ZK_HC
-// Chunk c of the interior loops (zs_fold_smem's switch below, for the builds with hard constraints).
 template <bool B>
-__device__ __forceinline__ void z2_chunk_hc(int c, const z2_ring_t* win, const int* sz, int N, int plane, int dm2,
+#endif
+__device__ __forceinline__ void z2_chunk_at(int c, const z2_ring_t* win, const int* sz, int N, int plane, int dm2,
                                             int maxu, int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     switch (c) {
-        case 0: z2_chunk<0, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 0: z2_chunk<0 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #if Z2_CHUNKS > 2
-        case 2: z2_chunk<2 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 2: z2_chunk<2 % Z2_CHUNKS Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 3
-        case 3: z2_chunk<3 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 3: z2_chunk<3 % Z2_CHUNKS Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 4
-        case 4: z2_chunk<4 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 4: z2_chunk<4 % Z2_CHUNKS Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 5
-        case 5: z2_chunk<5 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 5: z2_chunk<5 % Z2_CHUNKS Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 6
-        case 6: z2_chunk<6 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 6: z2_chunk<6 % Z2_CHUNKS Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
 #if Z2_CHUNKS > 7
-        case 7: z2_chunk<7 % Z2_CHUNKS, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        case 7: z2_chunk<7 % Z2_CHUNKS Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
 #endif
-        default: z2_chunk<1, B>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
+        default: z2_chunk<1 Z2_HC_TARG>(win, sz, N, plane, dm2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG); break;
     }
 }
-#endif
 
 // Shared memory of zs_fold_smem, rows of Z2_SEQS * MN words (MN = max_n + 2; the block's sequences side by
 // side, z2_seq_of): the ring (3 planes of Z2_RING rows of z2_ring_t), then int32 rows: V's partial minima
@@ -767,33 +767,12 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const unsigned t5 = (2u << min(a5, 31)) - 1u, r3 = __brev((2u << min(a3, 31)) - 1u);
                 if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
                     const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
-                    z2_chunk_hc<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
+                    z2_chunk_at<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
                 } else {
-                    z2_chunk_hc<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
+                    z2_chunk_at<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
                 }
 #else
-                switch (c) {
-                    case 0: z2_chunk<0>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#if Z2_CHUNKS > 2
-                    case 2: z2_chunk<2 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#endif
-#if Z2_CHUNKS > 3
-                    case 3: z2_chunk<3 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#endif
-#if Z2_CHUNKS > 4
-                    case 4: z2_chunk<4 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#endif
-#if Z2_CHUNKS > 5
-                    case 5: z2_chunk<5 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#endif
-#if Z2_CHUNKS > 6
-                    case 6: z2_chunk<6 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#endif
-#if Z2_CHUNKS > 7
-                    case 7: z2_chunk<7 % Z2_CHUNKS>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-#endif
-                    default: z2_chunk<1>(win, sSZ, R, plane, d - 2, maxu, m0, m1, m2); break;
-                }
+                z2_chunk_at(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2);
 #endif
                 if (active) {                  // the kinds' terms are added once per cell, in phase B
                     atomicMin(&sPart[e], z2_load_min(m0));
