@@ -59,12 +59,14 @@ def test_zuker_kernels_compile_with_shape(name, arch, rules, tmp_path):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("name", ["zuker.cu", "zuker_short.cu"])
-@pytest.mark.parametrize("extra", [[], ["-DZK_RULES"], ["-DZK_RULES", "-DZK_SHAPE"]],
-                         ids=["hc", "hc+rules", "hc+rules+shape"])
+@pytest.mark.parametrize("extra", [[], ["-DZK_RULES"], ["-DZK_RULES", "-DZK_SHAPE"], ["-DZ2_HC_BOUNDED"],
+                                   ["-DZK_RULES", "-DZK_SHAPE", "-DZ2_HC_BOUNDED"]],
+                         ids=["hc", "hc+rules", "hc+rules+shape", "hc+enforce", "hc+rules+shape+enforce"])
 def test_zuker_kernels_compile_with_hard_constraints(name, arch, extra, tmp_path):
     """The Zuker kernels as the GPU engine builds them for a batch with hard constraints (-DZK_HC), alone, with the
-    pairing rules and with SHAPE data too; the short kernels with their int16 words (-DZK_HC16) copied to shared
-    memory (-DZ2_HC_SMEM), int16 ring and separate traceback too."""
+    pairing rules and with SHAPE data too, with and without --enforceConstraint's bounded loops (-DZ2_HC_BOUNDED,
+    the short kernels'); the short kernels with their int16 words (-DZK_HC16) copied to shared memory
+    (-DZ2_HC_SMEM), int16 ring and separate traceback too."""
     if name == "zuker_short.cu":
         extra = [*extra, "-DZK_HC16", "-DZ2_HC_SMEM", "-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]
     cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DZK_HC", *extra, "-c",

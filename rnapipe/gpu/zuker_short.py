@@ -144,9 +144,10 @@ HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's
 HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
-def _smem_launch(max_n: int, ring16: bool, hc: bool = False) -> tuple[int, int, tuple[str, ...]]:
+def _smem_launch(max_n: int, ring16: bool, hc: bool = False, enforce: bool = False) -> tuple[int, int, tuple[str, ...]]:
     """Threads per block, sequences per block and nvcc options of zs_fold_smem for a batch whose longest
-    sequence is max_n (hc: a build with hard constraints, their words in shared memory where HC_SMEM)."""
+    sequence is max_n (hc: a build with hard constraints, their words in shared memory where HC_SMEM; enforce:
+    under --enforceConstraint, the only case where a bound refuses an interior loop: Z2_HC_BOUNDED)."""
     table = (SMEM_LAUNCH16_HC if hc else SMEM_LAUNCH16) if ring16 else SMEM_LAUNCH32
     threads, blocks, chunks, seqs = next(x[1:] for x in table if max_n <= x[0])
     if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks[, seqs]])
@@ -161,7 +162,8 @@ def _smem_launch(max_n: int, ring16: bool, hc: bool = False) -> tuple[int, int, 
     return threads, seqs, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}",
                             f"-DZ2_SEQS={seqs}")
                            + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ())
-                           + (("-DZ2_HC_SMEM",) if hc_smem else ()))
+                           + (("-DZ2_HC_SMEM",) if hc_smem else ())
+                           + (("-DZ2_HC_BOUNDED",) if hc and enforce else ()))
 
 
 def _hc_smem() -> bool:
@@ -510,7 +512,7 @@ class _Group:
             per_block = 1
             if smem:
                 hc = self.constraints is not None
-                threads, per_block, more = _smem_launch(n_max, ring16, hc)
+                threads, per_block, more = _smem_launch(n_max, ring16, hc, bool(self.model.enforce_constraint))
                 shared = _smem_shared_bytes(n_max, ring16, per_block, "-DZ2_HC_SMEM" in more)
                 options = options + more
                 kernel = loader.function(KERNELS, "zs_fold_smem", options, dynamic_shared=shared)

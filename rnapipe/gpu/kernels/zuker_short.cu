@@ -336,6 +336,10 @@ static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS,
 #define Z2_HC_TPARAM
 #define Z2_HC_TARG
 #endif
+// Z2_HC_BOUNDED (builds with hard constraints under --enforceConstraint): the chunks test each loop against its
+// cell's bounds (B true). Without --enforceConstraint no bound ever refuses a loop (UP[i+1] = n - i and DN[j-1] =
+// j - 1, both beyond maxu < d), so those builds hold the unbounded chunks only. One copy of the chunks either
+// way: they are most of the kernel's code, and two that both run overflow the instruction cache.
 #ifdef ZK_HC
 // m = min(m, x) where (mask & bit) != 0, the test written as one predicate (PTX): ptxas then loads seven loops'
 // predicates at once with R2P and takes the fused add-min's result with a select; written as a C++ condition it
@@ -573,7 +577,10 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
     short* sL = (short*)(sW + K * MN);                 // 2 lists of K * MN
     signed char* sS = (signed char*)(sL + 2 * K * MN); // K * MN
 #if defined(ZK_HC) && defined(Z2_HC_SMEM)
-    ZkHc* sHC = (ZkHc*)(((unsigned long long)(sS + K * MN) + 7) & ~7ull);   // K * MN, 8-byte aligned
+    // K * MN, 8-byte aligned; offset from smem by pointer arithmetic only, so that the compiler keeps them in the
+    // shared space (LDS): a pointer made from an integer is generic, and each read of a word a generic load
+    const int hc_at = ((int)((char*)(sS + K * MN) - (char*)smem) + 7) & ~7;
+    ZkHc* sHC = (ZkHc*)((char*)smem + hc_at);
 #endif
     const int tid = threadIdx.x, T = blockDim.x;
     const int lane = tid & 31;
@@ -758,19 +765,18 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int e = L[active ? b0 + lane : 0];
                 const z2_ring_t* win = sWin + e + 1;
                 int m0 = ZK_INF, m1 = ZK_INF, m2 = ZK_INF;
-#ifdef ZK_HC
+#if defined(ZK_HC) && defined(Z2_HC_BOUNDED)
                 const int kh = z2_seq_of(e, N0);
                 const ZkHc* hc = Z2_HC_OF(kh) + (e - kh * N0);                // the cell's i at hc[0]
                 const int a5 = hc[1].up, a3 = hc[d - 1].dn;      // at most a5 unpaired after i, a3 before j
-                // Where a cell of the warp has shorter runs than maxu, each loop is tested against its cell's, and
-                // none is reached beyond the warp's longest a5 + a3 (a loop of s > a5 + a3 fits no cell).
+                // Each loop is tested against its cell's bounds, and none is reached beyond the warp's longest
+                // a5 + a3 (a loop of s > a5 + a3 fits no cell).
                 const unsigned t5 = (2u << min(a5, 31)) - 1u, r3 = __brev((2u << min(a3, 31)) - 1u);
-                if (__any_sync(0xffffffffu, active && (a5 < maxu || a3 < maxu))) {
-                    const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
-                    z2_chunk_at<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
-                } else {
-                    z2_chunk_at<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
-                }
+                const int mu = __reduce_max_sync(0xffffffffu, active ? min(maxu, a5 + a3) : -1);
+                z2_chunk_at<true>(c, win, sSZ, R, plane, d - 2, mu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
+#elif defined(ZK_HC)
+                constexpr unsigned t5 = 0, r3 = 0;                // no bound refuses a loop (Z2_HC_BOUNDED)
+                z2_chunk_at<false>(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2 Z2_HC_BOUNDS_ARG);
 #else
                 z2_chunk_at(c, win, sSZ, R, plane, d - 2, maxu, m0, m1, m2);
 #endif
