@@ -44,7 +44,7 @@ def test_fold_group_packed_refolds_and_streams(monkeypatch):
     from rnapipe.model import Model
     monkeypatch.setitem(short.TUNING, "options", ("-DZ2_RING_LIM=50",))
     monkeypatch.setattr(short, "CHUNK", 37)
-    seqs = sorted(random_seqs(500, 1, short.SMEM_MAX_N or 232, seed=94), key=len, reverse=True)
+    seqs = sorted(random_seqs(500, 1, short.smem_max_n() or 232, seed=94), key=len, reverse=True)
     text, lens = packed(seqs)
     energies, structures = short.fold_group_packed(np.frombuffer(text, dtype=np.uint8), lens, Model())
     assert unpacked(energies, structures) == reference(seqs)

@@ -59,10 +59,21 @@ def test_random_identical_to_cpu():
     _assert_same(_random_seqs(100_000 if FULL else 3_000, 1, _top(), seed=51))
 
 
-@pytest.mark.parametrize("n", [1, 4, 5, 6, 11, 12, 31, 32, 33, 36, 37, 38, 63, 64, 65, 68, 120, 154, 221])
+@pytest.mark.parametrize("n", [1, 4, 5, 6, 11, 12, 31, 32, 33, 36, 37, 38, 63, 64, 65, 68, 120, 154, 180, 181,
+                               221, 260, 261, 500, 501])
 def test_every_block_shape(n):
     """Lengths around the diagonal and ring sizes and the block-size thresholds."""
     _assert_same(_random_seqs(40, n, n, seed=n, n_rate=0.0) + _random_seqs(10, n, n, seed=1000 + n))
+
+
+def test_every_length_from_230_to_610():
+    """One random sequence (some N) of each length from 230 to 610 nt, through fold_batch: both sides of every
+    launch row and kernel change there (zs_fold_smem's 512- and 1,024-thread blocks, zs_fold beyond
+    smem_max_n(), the general fills beyond MAX_N), identical to the CPU engine."""
+    from rnapipe.gpu import zuker as gpu
+    rng = random.Random(81)
+    seqs = ["".join(rng.choice("ACGUACGUACGUN" if n % 7 == 0 else "ACGU") for _ in range(n)) for n in range(230, 611)]
+    assert gpu.fold_batch(seqs, "default", 1, {}) == cpu.fold_batch(seqs, "default", THREADS, {})
 
 
 def test_longest_and_extreme_sequences():
@@ -119,7 +130,7 @@ def test_each_kernel_identical_to_cpu(monkeypatch, kernel):
     shared-memory one with its int16 ring (the default) and its int32 ring. "G"*116 + "C"*116 has
     values beyond the int16 ring's range: it is folded again with the int32 one."""
     short = _short()
-    top = short.SMEM_MAX_N or 232
+    top = short.smem_max_n() or 232
     if kernel == "zs_fold":
         monkeypatch.setattr(short, "SMEM_MAX_N", 0)
     if kernel == "zs_fold_smem int32 ring":
@@ -135,7 +146,7 @@ def test_unit_shapes_identical_to_cpu(monkeypatch, chunks, apart):
     3 and 4), and with the traceback inside the fill kernel instead of zs_tb_smem: still the CPU engine's
     results."""
     short = _short()
-    top = short.SMEM_MAX_N or 232
+    top = short.smem_max_n() or 232
     monkeypatch.setitem(short.TUNING, "smem_launch", (128, 4, True, chunks))
     monkeypatch.setitem(short.TUNING, "tb_apart", apart)
     seqs = _random_seqs(600, 1, top, seed=66) + ["GC" * (top // 2), "A" * top, "N" * top]
@@ -150,7 +161,7 @@ def test_several_sequences_per_block_identical_to_cpu(monkeypatch, per_block, ap
     sequences, tiny ones, both tracebacks and both rings: still the CPU engine's results, in order."""
     short = _short()
     from rnapipe.model import Model
-    top = short.SMEM_MAX_N or 232
+    top = short.smem_max_n() or 232
     monkeypatch.setitem(short.TUNING, "smem_launch", (128, 4, ring16, 3, per_block))
     monkeypatch.setitem(short.TUNING, "tb_apart", apart)
     seqs = _random_seqs(500, 1, top, seed=68 + per_block) + ["GC" * (top // 2), "A" * top, "N" * top, "G", "GGGAAAUCC"]
@@ -175,7 +186,7 @@ def test_int16_ring_overflow_refolds(monkeypatch):
     again with the int32 ring, and every result is still the CPU engine's, in order."""
     short = _short()
     monkeypatch.setitem(short.TUNING, "options", ("-DZ2_RING_LIM=50",))
-    seqs = _random_seqs(400, 1, short.SMEM_MAX_N or 232, seed=59)
+    seqs = _random_seqs(400, 1, short.smem_max_n() or 232, seed=59)
     ours = _direct(seqs)
     assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
 

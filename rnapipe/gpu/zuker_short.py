@@ -13,7 +13,7 @@ Two kernels of ``kernels/zuker_short.cu``, one block per sequence (or two short 
 one anti-diagonal at a time, the exterior loop W and the traceback (the CPU engine's order of tests, one
 warp searching 32 candidates at a time), and writing the MFE and the dot-bracket bytes:
 
-* ``zs_fold_smem`` (sequences up to SMEM_MAX_N nt): the interior-loop auxiliaries VAU, V1N, VI live only in
+* ``zs_fold_smem`` (sequences up to :func:`smem_max_n` nt): the interior-loop auxiliaries VAU, V1N, VI live only in
   shared memory, as a ring of the last 32 diagonals (int16 where the model allows: a value out of its
   range sends the sequence back to the int32 ring, so results stay exact); the interior loops are 8 fixed
   chunks of the (n1, n2) list, unrolled, lanes over the diagonal's pairable cells; the multiloop is one
@@ -66,8 +66,9 @@ from . import loader
 from .zuker_tables import INF, SPECIAL_LOOPS, hc_option, rules_option, shape_option, size_terms, span_of, table_for
 
 MAX_N = 600                    # verified identical to the CPU engine on an H100 (tests/test_zuker_gpu_short.py)
-SMEM_MAX_N = 232               # zs_fold_smem up to here (0: zs_fold for every length); its shared memory
-                               # (z2_shared_bytes) lets two blocks share one H100/H200 multiprocessor
+SMEM_MAX_N = 500               # zs_fold_smem up to here at most (0: zs_fold for every length); less on a GPU
+                               # whose shared memory per block cannot hold one sequence's int32 ring
+                               # (smem_max_n: the ring a sequence goes back to when the int16 one overflows)
 KERNELS = "zuker_short.cu"
 LT_ENTRIES = 96               # ZS_LT_ENTRIES of zuker_short.cuh: the loop table's header
 LT_MAX = 496                  # ZS_LT_MAX: entries at most
@@ -101,7 +102,7 @@ def _words(n):
     """Pool words of one sequence of n nt (an int or an array of them) in the kernel that folds it."""
     n = np.asarray(n, dtype=np.int64)
     every = np.arange(int(n.max()) + 1 if n.size else 1, dtype=np.int64)     # by length, then gathered
-    w = np.where(every <= SMEM_MAX_N, smem_pool_words(every), pool_words(every))[n]
+    w = np.where(every <= smem_max_n(), smem_pool_words(every), pool_words(every))[n]
     return int(w) if w.ndim == 0 else w
 
 
@@ -133,10 +134,14 @@ def _shared_bytes(max_n: int) -> int:
 # longer chunks of interior loops (Z2_CHUNKS) mean fewer work units per diagonal. Sequences side by side in
 # one block (Z2_SEQS) share the units whose lanes go over pairable cells, which a short diagonal leaves
 # mostly idle.
-SMEM_LAUNCH16 = ((80, 192, 5, 3, 2), (120, 256, 3, 4, 2), (10**9, 256, 4, 4, 1))
+# Beyond 180 nt a block of 512 threads (two fit a multiprocessor up to about 440 nt), beyond 260 one of 1,024:
+# a diagonal's units then have the warps to go round.
+SMEM_LAUNCH16 = ((80, 192, 5, 3, 2), (120, 256, 3, 4, 2), (180, 256, 4, 4, 1), (260, 512, 2, 4, 1),
+                 (10**9, 1024, 1, 4, 1))
 # with hard constraints (their words and bounds make each chunk's loops dearer) three chunks up to 120 nt
-SMEM_LAUNCH16_HC = ((80, 192, 5, 3, 2), (120, 256, 3, 3, 2), (10**9, 256, 4, 4, 1))
-SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (10**9, 256, 2, 4, 1))
+SMEM_LAUNCH16_HC = ((80, 192, 5, 3, 2), (120, 256, 3, 3, 2), (180, 256, 4, 4, 1), (260, 512, 2, 4, 1),
+                    (10**9, 1024, 1, 4, 1))
+SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (232, 256, 2, 4, 1), (10**9, 1024, 1, 4, 1))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
@@ -164,6 +169,26 @@ def _smem_launch(max_n: int, ring16: bool, hc: bool = False, enforce: bool = Fal
                            + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ())
                            + (("-DZ2_HC_SMEM",) if hc_smem else ())
                            + (("-DZ2_HC_BOUNDED",) if hc and enforce else ()))
+
+
+def smem_max_n() -> int:
+    """The longest sequence zs_fold_smem takes on the current GPU: SMEM_MAX_N, or less where one sequence's
+    int32 ring (with hard-constraint words, the largest build) would not fit a block's shared memory. Without
+    CuPy or a GPU (the host-side batch plan, tested anywhere) the cap itself, as for an H100 or H200."""
+    try:
+        device = loader._device_id()
+    except (ImportError, RuntimeError):
+        return SMEM_MAX_N
+    return _smem_max_n_on(device, SMEM_MAX_N)
+
+
+@functools.lru_cache(maxsize=16)
+def _smem_max_n_on(device: int, cap: int) -> int:
+    limit = _shared_limit_on(device)
+    n = cap
+    while n > 0 and _smem_shared_bytes(n, False, 1, True) > limit:
+        n -= 1
+    return n
 
 
 def _hc_smem() -> bool:
@@ -252,7 +277,7 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
                shape: list[np.ndarray] | None = None, constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
     SHAPE stacking terms, int32 per nucleotide, or None; constraints: their constraint lines, or None): those
-    longer than SMEM_MAX_N with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
+    longer than smem_max_n() with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
     (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
     work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
     one stream share one device pool (the stream orders them)."""
@@ -285,11 +310,12 @@ def _run_group(group: "_Group", collect) -> None:
 
     lens = group.lens
     count = len(lens)
-    big = int(np.count_nonzero(lens > SMEM_MAX_N))
+    top = smem_max_n()
+    big = int(np.count_nonzero(lens > top))
     parts = []
     for lo, hi, smem in ((0, big, False), (big, count, True)):
         per_seq = 4 * (smem_pool_words if smem else pool_words)(int(lens[lo])) if hi > lo else 1
-        for size in chunk_sizes(hi - lo, max(1, STREAM_POOL_BYTES // per_seq)):
+        for size in chunk_sizes(hi - lo, max(1, STREAM_POOL_BYTES // per_seq, SMEM_MIN_CHUNK if smem else 1)):
             parts.append((lo, lo + size, smem))
             lo += size
     streams = _streams() if len(parts) > 1 else [None]
@@ -314,6 +340,8 @@ def _run_group(group: "_Group", collect) -> None:
 
 
 CHUNK = 8192                  # sequences per chunk in the middle of a large group, at most
+SMEM_MIN_CHUNK = 512           # zs_fold_smem's chunks may take more than STREAM_POOL_BYTES to hold this many
+                               # sequences (at 500 nt 4 MB each): a few waves of one-block multiprocessors
 STREAM_POOL_BYTES = 512 << 20  # device pool of one stream's chunks, at most (fewer sequences per chunk
                                # when they are long); kept between groups (_stream_pools)
 
@@ -540,7 +568,8 @@ class _Group:
         n_max = int(lens.max())
         if n_max > 2000:
             raise ValueError("zuker_short folds sequences of up to 2,000 nt")
-        if (n_max <= SMEM_MAX_N) != smem or (not smem and int(lens.min()) <= SMEM_MAX_N):
+        top = smem_max_n()
+        if (n_max <= top) != smem or (not smem and int(lens.min()) <= top):
             raise ValueError("a chunk's kernel must be the one its lengths' pool words were counted for")
         kernel, tb, threads, shared, ring16, f_fill, f_tb, per_block = self.launch(n_max, smem)
         blocks = (count + per_block - 1) // per_block

@@ -35,11 +35,11 @@ import numpy as np
 from ..._version import __version__
 from ...io.writers import atomic_output
 
-# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 232 nt (zs_fold_smem to
+# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 500 nt (zs_fold_smem to
 # zs_fold) and after 600 (to the tiled fill), both sides of each are timed (tests/test_hybrid.py checks these
-# against the engine's own limits); its time per sequence is 4 x higher at 233 nt than at 232, 9 x lower at 601
-# than at 600 (benchmarks/RESULTS.md)
-LENGTHS = (30, 68, 120, 200, 232, 233, 300, 400, 500, 600, 601, 800, 1200, 1600)
+# against the engine's own limits); its time per sequence is about 7 x higher at 501 nt than at 500 and lower
+# again at 601 than at 600 (benchmarks/RESULTS.md)
+LENGTHS = (30, 68, 120, 200, 232, 300, 400, 500, 501, 600, 601, 800, 1200, 1600)
 # lengths the CPU is timed at where the profile's lengths are the default ones: its cost is a smooth fit of three
 # terms, which a few lengths from short to long determine; 500 and 600, where the GPU is weakest against the CPU,
 # keep a timed K for --device auto (:func:`.auto.best_gain`)
