@@ -2,6 +2,7 @@
 
     python benchmarks/zuker_gpu.py                          # full run (one device call), appends to RESULTS.md
     python benchmarks/zuker_gpu.py --quick --results x.md   # small counts
+    python benchmarks/zuker_gpu.py --plan transcripts --tree ../old --results x.md   # issue #22's lengths, old tree
 
 Per length L: GPU sequences/s end to end (Python strings in, (MFE, dot-bracket) out; batches sized from free
 memory; for 1,000 sequences or more one untimed run of the same batch, then the median of --repeat runs,
@@ -35,6 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run from a chec
 # (RNAfold at 5,600 nt takes minutes per sequence on one core: not measured there).
 PLAN = [(68, 20_000, 2_000), (120, 20_000, 2_000), (154, 20_000, 2_000), (221, 20_000, 2_000),
         (1_000, 2_000, 64), (5_600, 64, 0), (10_000, 1, 0), (32_767, 1, 0)]
+# --plan transcripts: issue #22's lengths (the fills' changes and a transcriptome's range) with enough records to
+# fill the GPU (>= 4,096 up to 1,600 nt, >= 512 up to 5,600, >= 8 at 10,000), the CPU engine on a few of each
+# and RNAfold on a few of each (the identity check and RNAfold's MFE; none from 3,500 nt on)
+PLAN_TRANSCRIPTS = [(68, 20_000, 500), (120, 20_000, 500), (221, 20_000, 500), (232, 4_096, 256), (240, 4_096, 256),
+                    (300, 4_096, 128), (400, 4_096, 128), (500, 4_096, 64), (501, 4_096, 64), (600, 4_096, 64),
+                    (601, 4_096, 64), (800, 4_096, 32), (1_200, 4_096, 16), (1_600, 4_096, 8), (2_500, 512, 4),
+                    (3_500, 512, 0), (5_600, 512, 0), (10_000, 8, 0), (32_767, 1, 0)]
 TURN, MAXLOOP = 3, 30
 
 
@@ -80,13 +88,18 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=1.3e13, help="integer add-min operations per second")
     ap.add_argument("--lengths", type=str, default="", help="comma-separated subset of the plan's lengths")
     ap.add_argument("--repeat", type=int, default=7, help="timed runs per length of 1,000+ sequences (median)")
+    ap.add_argument("--plan", choices=("default", "transcripts"), default="default",
+                    help="the lengths: the default plan, or issue #22's transcript lengths (PLAN_TRANSCRIPTS)")
+    ap.add_argument("--tree", type=Path, help="import rnapipe from this checkout (old and new code in one call)")
     args = ap.parse_args()
+    if args.tree:
+        sys.path.insert(0, str(args.tree.resolve()))
 
     from rnapipe.cpu import zuker as cpu
     from rnapipe.gpu import zuker as gpu
 
     cores = os.cpu_count() or 1
-    plan = PLAN
+    plan = PLAN_TRANSCRIPTS if args.plan == "transcripts" else PLAN
     if args.quick:
         plan = [(68, 500, 100), (120, 500, 100), (600, 20, 4)]
     if args.lengths:
@@ -166,7 +179,9 @@ def main() -> None:
     pool.close()
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"### Zuker GPU vs CPU engine vs RNAfold ({stamp})", "",
+    import rnapipe
+    tree = f"; rnapipe from {Path(rnapipe.__file__).resolve().parents[1].name}" if args.tree else ""
+    lines = [f"### Zuker GPU vs CPU engine vs RNAfold ({stamp}{tree}; plan {args.plan})", "",
              f"Machine: {dev}; {cores} CPU cores ({platform.processor() or platform.machine()}); Python "
              f"{platform.python_version()}. Random uniform ACGU sequences (seed 2026). GPU = rnapipe.gpu.zuker "
              "end to end (strings in, MFE and dot-bracket out; 1,000+ sequences: median of the runs, range in brackets). CPU engine = rnapipe.cpu.zuker on all cores; "
