@@ -37,8 +37,9 @@ kernels built with ``-DZK_HC -DZK_HC16``, likewise: one more argument (after the
 chunk's per-position words (zuker_core.cuh, ZkHc; four int16 a position, laid out as the SHAPE terms), which
 ``zs_hc_words`` makes on the device from the chunk's constraint lines (copied with its text, laid out as it) before
 the fill (zs_fold_smem copies its block's words to shared memory first, HC_SMEM); zs_fold's interior loops test the (n1, n2) of the loop table's entries against the unpaired runs,
-zs_fold_smem's chunks theirs (known at compile time) against each cell's where a cell of the warp has runs shorter
-than the loops, and its unpaired WMB step takes i only where it may stay unpaired.
+zs_fold_smem's chunks theirs (known at compile time) against each cell's under --enforceConstraint (the only case
+where a run can be shorter than a loop: its build has the bounded chunks only, the others the unbounded ones), and
+its unpaired WMB step takes i only where it may stay unpaired.
 
 Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + i), so that neighbouring
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
