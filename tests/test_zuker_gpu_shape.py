@@ -3,7 +3,7 @@ the CPU engine's (rnapipe.cpu.zuker, itself tested against ViennaRNA with SHAPE 
 with the default slope and intercept and another pair, with and without the pairing rules, at -d2 and -d0, on every
 fill and every traceback:
 
-* the short kernels (zs_fold_smem two sequences a block up to 120 nt, one a block up to 232 nt; zs_fold up to 600),
+* the short kernels (zs_fold_smem two sequences a block up to 120 nt, one a block up to 500 nt; zs_fold up to 600),
   which fold_batch takes for every sequence up to 600 nt;
 * zk_fill_block, zk_fill_diag and the tiled fill (fold_batch's fill beyond 600 nt), forced with ``gpu_fill``, with
   the block and the thread GPU tracebacks (``gpu_traceback``) and the CPU engine's traceback on copied matrices
@@ -71,7 +71,8 @@ def _assert_same(seqs, options, shape):
 
 
 def _every_path(seed: int) -> list[str]:
-    """Lengths of each of fold_batch's paths (some with N): <= 120, <= 232, <= 600, and the tiled fill's."""
+    """Lengths of each of fold_batch's paths (some with N): <= 120, <= 232 and <= 600 (zs_fold_smem up to 500 nt,
+    zs_fold beyond), and the tiled fill's."""
     return (random_seqs(40, 1, 120, seed=seed, n_rate=0.02) + random_seqs(12, 121, 232, seed=seed + 1, n_rate=0.02)
             + random_seqs(6, 233, 600, seed=seed + 2, n_rate=0.02) + random_seqs(1, 700, 1200, seed=seed + 3)
             + ["GGGGAAAACCCC", "GGGGAAAACCCC" * 12, "N" * 50, "A"])
