@@ -208,9 +208,11 @@ def call_seconds(folder, repeat: int = 7) -> float:
 
 
 def host_key(algorithm: str, variant: str, options: dict, gpu_name: str | None, cpu_threads: int) -> dict:
+    """A profile's key (lengths: the default LENGTHS, which follow the GPU engine's fills, so that a profile timed
+    before the fills changed is remade rather than read)."""
     return {"rnapipe": __version__, "cost": COST_MODEL, "machine": platform.machine(), "cpu_threads": cpu_threads,
             "gpu": gpu_name, "algorithm": algorithm, "variant": variant,
-            "options": {k: v for k, v in sorted(options.items()) if v is not None}}
+            "options": {k: v for k, v in sorted(options.items()) if v is not None}, "lengths": list(LENGTHS)}
 
 
 def cache_path(key: dict) -> Path:
