@@ -100,7 +100,7 @@ def detail(seqs: list[str], options: dict, constraints: list[str] | None = None,
         short._refold = plain
         events = short.TUNING.pop("events")
     n = len(seqs[0])
-    if n > short.SMEM_MAX_N:
+    if n > short.smem_max_n():
         return f"{sum(events):.1f} ms in {len(events)} chunks; {sum(refolded)} refolded"
     group = short._Group(seqs[:1], [n], gpu._gpu_model(options), shape=None if shape is None else shape[:1],
                          constraints=None if constraints is None else constraints[:1])

@@ -150,7 +150,8 @@ HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's
 HC_WARPS = 2                   # zs_hc_words: sequences (warps) per block; 2 x 18 KB of shared memory at 2,000 nt
 
 
-def _smem_launch(max_n: int, ring16: bool, hc: bool = False, enforce: bool = False) -> tuple[int, int, tuple[str, ...]]:
+def _smem_launch(max_n: int, ring16: bool, hc: bool = False,
+                 enforce: bool = False) -> tuple[int, int, tuple[str, ...]]:
     """Threads per block, sequences per block and nvcc options of zs_fold_smem for a batch whose longest
     sequence is max_n (hc: a build with hard constraints, their words in shared memory where HC_SMEM; enforce:
     under --enforceConstraint, the only case where a bound refuses an interior loop: Z2_HC_BOUNDED)."""

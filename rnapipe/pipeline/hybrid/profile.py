@@ -24,8 +24,7 @@ def _key(cpu, gpu, lengths) -> dict:
         key = profile_key(cpu, gpu)
     else:
         key = costmodel.host_key(cpu.algorithm, cpu.variant, cpu.options, None, cpu.threads)
-    if tuple(lengths) != tuple(costmodel.LENGTHS):
-        key["lengths"] = list(lengths)
+    key["lengths"] = list(lengths)      # host_key holds the default ones; these where the caller gave others
     return key
 
 
