@@ -14,9 +14,11 @@ The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds three
 * ``zk_mid`` + ``zk_fin`` (longer, ``LONG_FILL = "tiled"``, the default): the cells in TILE x TILE tiles,
   one tile diagonal at a time over every sequence of the batch: ``zk_mid`` does the multiloop split points
   whose operands lie in finished tiles as a register-blocked min-plus product (WM and VMX, the bulk of the
-  O(n³) work), ``zk_fin`` (one block per tile) walks the tile's cell diagonals with the rest (interior
-  loops, the split points near the two ends, WM1); see kernels/zuker.cu for the sets of split points,
-  which are the very sets of the per-cell sweep, so every value is the same minimum;
+  O(n³) work), ``zk_fin_lanes`` (one block per tile) walks the tile's cell diagonals with the rest (interior
+  loops, the split points near the two ends, WM1), a warp's lanes over a diagonal's cells and their operands
+  (the auxiliaries within an interior loop's reach, the multiloop rows near the two ends) in shared memory;
+  see kernels/zuker.cu for the sets of split points, which are the very sets of the per-cell sweep, so every
+  value is the same minimum (``zk_fin_flat`` and ``zk_fin``, a warp per cell, do the same work);
 * ``zk_fill_diag`` (long sequences with ``LONG_FILL = "diag"``: the alternative to the tiled fill, which the tests
   compare it with): one launch per anti-diagonal covering every sequence of the batch, each cell sweeping its full
   rows.
@@ -94,8 +96,14 @@ LONG_FILL = "tiled"
 BLOCK_TRACEBACK = True
 TILE = 32                     # ZK_TILE
 FIN_WARPS = 8                 # warps per tile in zk_fin
-# zk_fin_flat (interior loops spread evenly over the lanes) or zk_fin (zk_v_partial's loops): same results
-FIN_KERNEL = "zk_fin_flat"
+# zk_fin_lanes (a warp's lanes over the cells of a cell diagonal, its operands in shared memory; TILE 32 only),
+# zk_fin_flat (a warp per cell, its interior loops spread evenly over the lanes) or zk_fin (zk_v_partial's
+# loops): the same results
+FIN_KERNEL = "zk_fin_lanes"
+FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes
+# zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
+# each kind, four 32 x 33 multiloop tiles, two columns, the size terms (31 x 32) and eight per-cell rows
+FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 2 * 32 + 31 * 32 + 8 * 32)
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
@@ -132,7 +140,11 @@ def _kernels(model: Model, shape=None, constraints=None):
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq")
     opts = (f"-DZK_TILE={TILE}",) + rules_option(model) + shape_option(shape) + hc_option(constraints)
-    return {k: loader.function(KERNELS, k, opts) for k in names}
+    out = {k: loader.function(KERNELS, k, opts) for k in names}
+    if TILE == 32:
+        out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={FIN_LANES_WARPS}",),
+                                              dynamic_shared=FIN_LANES_SHARED)
+    return out
 
 
 def _tiled_ok(model: Model, n: int) -> bool:
@@ -153,7 +165,12 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN) -> None:
         if D >= 2:
             splits = max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
             k["zk_mid"]((tiles * splits, count), (mid_threads,), args + (np.int32(0), np.int32(D), np.int32(splits)))
-        k[FIN_KERNEL]((tiles, count), (32 * FIN_WARPS,), args + (np.int32(0), np.int32(D)))
+        if FIN_KERNEL == "zk_fin_lanes" and T == 32:
+            k["zk_fin_lanes"]((tiles, count), (32 * FIN_LANES_WARPS,), args + (np.int32(0), np.int32(D)),
+                              shared_mem=FIN_LANES_SHARED)
+        else:                                  # zk_fin_lanes needs TILE 32: zk_fin_flat at other sizes
+            fin = "zk_fin_flat" if FIN_KERNEL == "zk_fin_lanes" else FIN_KERNEL
+            k[fin]((tiles, count), (32 * FIN_WARPS,), args + (np.int32(0), np.int32(D)))
 
 
 

@@ -447,6 +447,349 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 }
 
 // ------------------------------------------------------------------------------------------------------
+// zk_fin_lanes: zk_fin_flat's work on a tile (ZK_TILE = 32 only), with the lanes of a warp over the cells of a
+// cell diagonal (lane r: cell (i0 + r, j0 + r + dl)) instead of over one cell's candidates, and what a cell
+// diagonal reads in shared memory:
+//   * the auxiliaries VAU, V1N, VI of every cell an interior loop of the tile reads (rows i0+1 .. i0+61,
+//     columns j0-31 .. j0+30: ZF_A x ZF_A words a kind), loaded at the start and written as the tile's own
+//     cells are finished;
+//   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (loaded; for
+//     D = 0 the tile itself), WM and WM1 of the tile as its cells are finished, and column j0 - 1 of WM and
+//     WM1 (tile (I, J-1); loaded).
+// Per cell diagonal, phase A: ZF_UNITS work units taken in turn by the warps, each over every cell of the
+// diagonal: ZF_CHUNKS fixed chunks of the interior loops (zk_loop_entry's list, (n1, n2) known at compile time:
+// one shared load at a constant offset plus its size term each; each kind's minimum into sCm by a shared
+// atomicMin), ZF_SPLITS units of the near split points (32 / ZF_SPLITS of each segment), two units of the rest
+// of V (the hairpin, VM and 6 of the 11 loops of zk_interior; the other 5). Phase B (warp 0, a lane a cell): V,
+// WM1, WM and X from the partial minima, stored as zk_store stores them and into the shared copies. Every stored
+// value is the minimum over the same candidates as zk_fin_flat's, so the matrices are the same.
+// ------------------------------------------------------------------------------------------------------
+#define ZF_A (32 + ZK_MAXLOOP)          // rows and columns of the auxiliaries' window (62)
+#define ZF_PA ZF_A                      // its row pitch: even, so the lanes of a cell diagonal (stride ZF_PA + 1)
+                                        // read 32 different banks
+#define ZF_PLANE (ZF_A * ZF_PA)
+#define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
+#ifndef ZF_CHUNKS
+#define ZF_CHUNKS 8
+#endif
+#ifndef ZF_SPLITS
+#define ZF_SPLITS 4
+#endif
+#ifndef ZF_WARPS
+#define ZF_WARPS 8
+#endif
+#define ZF_UNITS (ZF_CHUNKS + ZF_SPLITS + 2)
+static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
+
+// zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
+#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 2 * 32 + 31 * 32 + 8 * 32)
+
+// Loops E .. E1-1 of zk_loop_entry's list for the lane's cell: win = its window base (row r, column r + dl + 30),
+// sz = the size terms SZ[n1][n2] (31 x 32), maxu its longest loop; m0, m1, m2: the minima of the three kinds.
+#ifdef ZK_HC
+#define ZF_HC_BOUNDS , int a5, int a3           // at most a5 unpaired after i, a3 before j (zk_v_flat's ZK_HC_LOOP)
+#define ZF_HC_BOUNDS_ARG , a5, a3
+#else
+#define ZF_HC_BOUNDS
+#define ZF_HC_BOUNDS_ARG
+#endif
+template <int E, int E0, int E1>
+__device__ __forceinline__ void zf_loops(const int* win, const int* sz, int maxu, int& m0, int& m1, int& m2
+                                         ZF_HC_BOUNDS) {
+    if constexpr (E < E1) {
+        constexpr int s = zk_loop_entry(E, true), n1 = zk_loop_entry(E, false), n2 = s - n1;
+        constexpr int small = n1 < n2 ? n1 : n2;
+        constexpr int kind = small < 2 ? small : 2;
+        if constexpr (E == E0 || zk_loop_entry(E - 1, true) != s) {
+            if (s > maxu) return;                        // the list is sorted by s
+        }
+        const int x = win[kind * ZF_PLANE + n1 * ZF_PA - n2] + sz[n1 * 32 + n2];
+#ifdef ZK_HC
+        if (n1 <= a5 && n2 <= a3)
+#endif
+        {
+            if constexpr (kind == 0) m0 = min(m0, x);
+            else if constexpr (kind == 1) m1 = min(m1, x);
+            else m2 = min(m2, x);
+        }
+        zf_loops<E + 1, E0, E1>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
+    }
+}
+
+template <int C>
+__device__ __forceinline__ void zf_chunk(const int* win, const int* sz, int maxu, int& m0, int& m1, int& m2
+                                         ZF_HC_BOUNDS) {
+    constexpr int E0 = C * ZK_NLOOPS / ZF_CHUNKS, E1 = (C + 1) * ZK_NLOOPS / ZF_CHUNKS;
+    zf_loops<E0, E0, E1>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
+}
+
+__device__ __forceinline__ void zf_chunk_at(int c, const int* win, const int* sz, int maxu, int& m0, int& m1, int& m2
+                                            ZF_HC_BOUNDS) {
+    switch (c) {
+        case 0: zf_chunk<0>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#if ZF_CHUNKS > 1
+        case 1: zf_chunk<1 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_CHUNKS > 2
+        case 2: zf_chunk<2 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_CHUNKS > 3
+        case 3: zf_chunk<3 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_CHUNKS > 4
+        case 4: zf_chunk<4 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_CHUNKS > 5
+        case 5: zf_chunk<5 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_CHUNKS > 6
+        case 6: zf_chunk<6 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_CHUNKS > 7
+        case 7: zf_chunk<7 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
+#endif
+        default: break;
+    }
+}
+static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 8, "ZF_CHUNKS: 1 to 8");
+
+// One of the 11 loops of zk_interior (C: its index in ZK_SPECIAL_N1/N2) for cell (i, j) of pair type t whose
+// loops reach maxu, as zk_v_flat evaluates it (row-major V); sstack: the stack's SHAPE term.
+template <int C>
+__device__ __forceinline__ int zf_special(const int* P, const ZkSeq& q, int i, int j, int t, int maxu, int sstack) {
+    constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
+    if (n1 + n2 > maxu ZK_OR_NOT_HC_LOOP(q, i, j, n1, n2)) return ZK_INF;
+    const int p = i + 1 + n1, qq = j - 1 - n2;
+    const int t2 = zk_pair(P, q.S, p, qq ZK_HC_ARG(q.HC));
+    if (!t2 || (C != 0 && !zk_closes(P, t2))) return ZK_INF;
+    return zk_interior(P, n1, n2, t, zk_rtype(t2), q.S[i + 1], q.S[j - 1], q.S[p - 1], q.S[qq + 1]) +
+           q.V[p * q.N + qq] + (C == 0 ? sstack : 0);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS)
+zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
+    constexpr int T = 32;
+    static_assert(ZK_TILE == 32, "zk_fin_lanes: a warp's lanes are a tile's 32 rows");
+    extern __shared__ int zf_smem[];
+    int* sAux = zf_smem;                               // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
+    int* sWMc = sAux + 3 * ZF_PLANE;                   // WM of the tile [r][c]
+    int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile [r][c]
+    int* sWMd = sW1c + 32 * ZF_TP;                     // WM of tile (I, I) [r][c]
+    int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
+    int* sWMcol = sW1d + 32 * ZF_TP;                   // WM[i0 + r][j0 - 1]
+    int* sW1col = sWMcol + 32;                         // WM1[i0 + r][j0 - 1]
+    int* sSZ = sW1col + 32;                            // SZ[n1][n2], 31 x 32
+    int* sCm = sSZ + 31 * 32;                          // per cell: the chunks' minima of the three kinds
+    int* sRv = sCm + 3 * 32;                           // the rest of V
+    int* sWb = sRv + 32;                               // WM's near split points
+    int* sXb = sWb + 32;                               // X's
+    int* sPw = sXb + 32;                               // the middle's WM slot
+    int* sPx = sPw + 32;                               // the middle's X slot
+    ZK_BATCH;
+    const int s = s0 + blockIdx.y;
+    const int n = b.lens[s];
+    const int ntiles = (n + T - 1) / T;
+    const int I = blockIdx.x, J = I + D;
+    if (J >= ntiles) return;
+    ZkSeq q = zk_seq(b, s);
+    const long long N = q.N;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int i0 = 1 + I * T, j0 = 1 + J * T;
+    const int ml = zk_sc(b.P, ZK_ML_BASE);
+    // the window: cell (p, qq) at row p - i0 - 1, column qq - j0 + 31 (INF outside 1 .. n)
+    for (int x = tid; x < ZF_A * ZF_A; x += blockDim.x) {
+        const int a = x / ZF_A, c = x % ZF_A;
+        const int p = i0 + 1 + a, qq = j0 - 31 + c;
+        const bool in = p <= n && qq >= 1 && qq <= n;
+        const long long o = (long long)p * N + qq;
+        sAux[a * ZF_PA + c] = in ? q.VAU[o] : ZK_INF;
+        sAux[ZF_PLANE + a * ZF_PA + c] = in ? q.V1N[o] : ZK_INF;
+        sAux[2 * ZF_PLANE + a * ZF_PA + c] = in ? q.VI[o] : ZK_INF;
+    }
+    for (int x = tid; x < 32 * 32; x += blockDim.x) {
+        const int r = x >> 5, c = x & 31;
+        sWMc[r * ZF_TP + c] = ZK_INF;
+        sW1c[r * ZF_TP + c] = ZK_INF;
+        if (D > 0) {
+            const int a = i0 + r, bb = i0 + c, k = j0 + r, l = j0 + c;
+            sWMd[r * ZF_TP + c] = a <= n && bb <= n ? q.WM[(long long)a * N + bb] : ZK_INF;
+            sW1d[r * ZF_TP + c] = k <= n && l <= n ? q.WM1T[(long long)l * N + k] : ZK_INF;
+        }
+    }
+    const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
+    for (int x = tid; x < 31 * 32; x += blockDim.x) sSZ[x] = ZK_LDG(SZg + x);
+    if (tid < 32) {
+        const int a = i0 + tid;
+        sWMcol[tid] = D > 0 && a <= n ? q.WM[(long long)a * N + j0 - 1] : ZK_INF;
+        sW1col[tid] = D > 0 && a <= n ? q.WM1T[(long long)(j0 - 1) * N + a] : ZK_INF;
+        sCm[tid] = sCm[32 + tid] = sCm[64 + tid] = ZK_BIG;
+        sRv[tid] = sWb[tid] = sXb[tid] = ZK_INF;
+    }
+    const int* sWl = D == 0 ? sWMc : sWMd;             // WM of the split points after i: tile (I, I)
+    const int* sW1h = D == 0 ? sW1c : sW1d;            // WM1 of those before j: tile (J, J)
+    __syncthreads();
+#if defined(ZK_RULES) || defined(ZK_HC)
+    const int dlend = min(T, ZK_REACH(b.P, q) - D * T);
+#else
+    constexpr int dlend = T;
+#endif
+    for (int dl = max(1 - T, ZK_TURN + 1 - D * T); dl < dlend; ++dl) {
+        const int lb = dl < 0 ? -dl : 0, le = dl < 0 ? T : T - dl;
+        const int r = lane, c = r + dl;
+        const int i = i0 + r, j = j0 + c;
+        const bool cell = r >= lb && r < le && j <= n;
+        // phase A
+        for (int u = warp; u < ZF_UNITS; u += ZF_WARPS) {
+            if (!__any_sync(0xffffffffu, cell)) break;
+            if (u < ZF_CHUNKS) {
+                int t = cell ? zk_pair(b.P, q.S, i, j ZK_HC_ARG(q.HC)) : 0;
+                int maxu = j - i - ZK_TURN - 3;
+                if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+                if (t == 0 || !zk_closes(b.P, t)) maxu = -1;
+                if (__any_sync(0xffffffffu, maxu >= 3)) {
+                    int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
+#ifdef ZK_HC
+                    const int a5 = maxu >= 0 ? q.HC[i + 1].up : 0, a3 = maxu >= 0 ? q.HC[j - 1].dn : 0;
+#endif
+                    zf_chunk_at(u, sAux + r * (ZF_PA + 1) + dl + 30, sSZ, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
+                    if (maxu >= 3) {
+                        atomicMin(&sCm[r], m0);
+                        atomicMin(&sCm[32 + r], m1);
+                        atomicMin(&sCm[64 + r], m2);
+                    }
+                }
+            } else if (u < ZF_CHUNKS + ZF_SPLITS) {
+                // near split points k (zk_wm_near): after i, k = i0 + kk for kk in (r, 31] (with D = 0 up to
+                // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]
+                const int part = u - ZF_CHUNKS;
+                constexpr int KS = 32 / ZF_SPLITS;
+                int best = ZK_INF, vmin = ZK_INF;
+                if (cell) {
+#ifdef ZK_HC
+                    const int ufree = q.HC[i].up;
+#endif
+                    const int hi1 = D == 0 ? c - 4 : min(31, j - 4 - i0);
+#pragma unroll
+                    for (int h = 0; h < KS; ++h) {
+                        const int kk = part * KS + h;
+                        if (kk > r && kk <= hi1) {
+                            const int wm = sWl[r * ZF_TP + kk - 1], w = sW1c[kk * ZF_TP + c];
+#ifdef ZK_HC
+                            const int uu = kk - r <= ufree ? zk_min((kk - r) * ml, wm) : wm;
+#else
+                            const int uu = zk_min((kk - r) * ml, wm);
+#endif
+                            best = zk_min(best, uu + w);
+                            if (kk >= r + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
+                        }
+                    }
+                    if (D > 0) {
+#pragma unroll
+                        for (int h = 0; h < KS; ++h) {
+                            const int kk = part * KS + h;
+                            if (kk <= c - 4) {
+                                const int k = j0 + kk;
+                                const int wm = kk == 0 ? sWMcol[r] : sWMc[r * ZF_TP + kk - 1];
+                                const int w = sW1h[kk * ZF_TP + c];
+#ifdef ZK_HC
+                                const int uu = k - i <= ufree ? zk_min(zk_min((k - i) * ml, ZK_INF), wm) : wm;
+#else
+                                const int uu = zk_min(zk_min((k - i) * ml, ZK_INF), wm);
+#endif
+                                best = zk_min(best, uu + w);
+                                if (k >= i + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
+                            }
+                        }
+                    }
+                    atomicMin(&sWb[r], best);
+                    atomicMin(&sXb[r], vmin);
+                }
+            } else {
+                // the rest of V: the hairpin, VM and the 11 loops of zk_interior (zk_v_flat's lane-0 and special
+                // terms); the middle's slots read ahead for phase B
+                const int t = cell ? zk_pair(b.P, q.S, i, j ZK_HC_ARG(q.HC)) : 0;
+                int v = ZK_INF;
+                if (t) {
+                    const bool closes = zk_closes(b.P, t);
+                    int maxu = j - i - ZK_TURN - 3;
+                    if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+                    if (!closes && maxu > 0) maxu = 0;
+                    if (u == ZF_UNITS - 2) {
+                        if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(b.P, q.S, i, j);
+                        if (closes) {
+                            const int m = q.VMX[i * N + j];
+                            if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(b.P, q.S, i, j));
+                        }
+                        v = zk_min(v, zf_special<0>(b.P, q, i, j, t, maxu, ZK_SSTACK(q.SS, i, j)));
+                        v = zk_min(v, zf_special<1>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<2>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<3>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<4>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<5>(b.P, q, i, j, t, maxu, 0));
+                    } else {
+                        v = zf_special<6>(b.P, q, i, j, t, maxu, 0);
+                        v = zk_min(v, zf_special<7>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<8>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<9>(b.P, q, i, j, t, maxu, 0));
+                        v = zk_min(v, zf_special<10>(b.P, q, i, j, t, maxu, 0));
+                    }
+                    atomicMin(&sRv[r], v);
+                }
+                if (u == ZF_UNITS - 1 && cell && D >= 2) {
+                    sPw[r] = q.WM[i * N + j];
+                    sPx[r] = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
+                }
+            }
+        }
+        __syncthreads();
+        // phase B
+        if (warp == 0 && cell) {
+            const int t = zk_pair(b.P, q.S, i, j ZK_HC_ARG(q.HC));
+            int v = ZK_INF;
+            if (t) {
+                v = sRv[r];
+                if (zk_closes(b.P, t)) {
+                    const int si1 = q.S[i + 1], sj1 = q.S[j - 1];
+                    v = zk_min(v, sCm[r] + zk_au(b.P, t));
+                    v = zk_min(v, sCm[32 + r] + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
+                    v = zk_min(v, sCm[64 + r] + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                }
+            }
+#ifdef ZK_RULES
+            v = zk_lonely(b.P, q, i, j, v, true);
+#endif
+            // WM1 (zk_wm1): WM1[i][j-1] from the tile, or column j0 - 1
+#ifdef ZK_HC
+            int w1 = q.HC[j].up > 0 ? (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml : ZK_INF;
+#else
+            int w1 = (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml;
+#endif
+            if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(b.P, q.S, i, j));
+            w1 = zk_min(w1, ZK_INF);
+            int wm = zk_min(w1, sWb[r]), vm = sXb[r];
+            if (D >= 2) {
+                wm = zk_min(wm, sPw[r]);
+                if (i > 1 && j < n) vm = zk_min(vm, sPx[r]);
+            }
+            zk_store(b.P, q, i, j, v, w1, wm, vm);
+            sWMc[r * ZF_TP + c] = zk_min(wm, ZK_INF);
+            sW1c[r * ZF_TP + c] = w1;
+            if (r > 0 && c < 31 && v < ZK_HALF_INF && zk_closes(b.P, ZK_TYPE(q.S, i, j))) {
+                const int tt = ZK_TYPE(q.S, i, j), rt = zk_rtype(tt);
+                const int aa = q.S[j + 1], bb = q.S[i - 1];
+                int* w = sAux + (r - 1) * ZF_PA + c + 31;
+                w[0] = v + zk_au(b.P, tt);
+                w[ZF_PLANE] = v + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
+                w[2 * ZF_PLANE] = v + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
+            }
+            sCm[r] = sCm[32 + r] = sCm[64 + r] = ZK_BIG;
+            sRv[r] = sWb[r] = sXb[r] = ZK_INF;
+        }
+        __syncthreads();
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------
 // W (eq. 1) in chunks of ZK_WCHUNK positions j, for long sequences: zk_ext_cross takes, for every j of the
 // chunk [c0, c0 + C), the terms of the i whose W[i-1] is already known (i <= c0: W[0 .. c0-1] final), one
 // warp per row block, lanes over j, into Wpart[j] by atomicMin; zk_ext_seq (one warp per sequence) then walks

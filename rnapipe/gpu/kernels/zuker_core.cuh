@@ -339,6 +339,32 @@ ZK_HD int zk_multi_closing(const int* P, const signed char* S, int i, int j) {
 
 ZK_HD int zk_min(int a, int b) { return a < b ? a : b; }
 
+// The interior loops read from the auxiliaries (every (n1, n2) with n1 + n2 <= 30 but the 11 of zk_interior), listed
+// by size s = n1 + n2, then n1: ZK_NLOOPS of them. zk_loop_entry(e, true) is loop e's s, (e, false) its n1; -1 past
+// the end. The kernels whose lanes go over cells unroll this list (zuker_short.cu's chunks, zuker.cu's zk_fin_lanes).
+#ifdef __CUDACC__
+#define ZK_CHD __host__ __device__ constexpr
+#else
+#define ZK_CHD constexpr
+#endif
+#define ZK_NLOOPS 485
+ZK_CHD bool zk_loop_special(int n1, int n2) {
+    return (n1 == 0 && n2 <= 2) || (n2 == 0 && n1 <= 2) || (n1 == 1 && n2 <= 2) || (n1 == 2 && n2 <= 3) ||
+           (n1 == 3 && n2 == 2);
+}
+
+ZK_CHD int zk_loop_entry(int e, bool want_s) {
+    int k = 0;
+    for (int s = 0; s <= ZK_MAXLOOP; ++s)
+        for (int n1 = 0; n1 <= s; ++n1) {
+            if (zk_loop_special(n1, s - n1)) continue;
+            if (k == e) return want_s ? s : n1;
+            ++k;
+        }
+    return -1;
+}
+static_assert(zk_loop_entry(ZK_NLOOPS - 1, true) == ZK_MAXLOOP && zk_loop_entry(ZK_NLOOPS, true) == -1, "loop count");
+
 // One sequence's matrices. Every cell value stays within [-1e6, INF], so sums of three fit int32.
 // VI, V1N, VAU (rnapipe.cpu.zuker's auxiliaries, full matrices here): V plus the inner pair's part of a
 // generic interior loop (its mismatch), of a 1xn loop (its 1xn mismatch), of a bulge >= 3 (terminal AU/GU),

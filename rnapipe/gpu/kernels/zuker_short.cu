@@ -295,26 +295,8 @@ __device__ __forceinline__ int z2_load_min(int m) {
     return m;
 #endif
 }
-#define Z2_NLOOPS 485            // (n1, n2) with n1 + n2 <= 30, less the 11 of zk_interior
+#define Z2_NLOOPS ZK_NLOOPS       // (n1, n2) with n1 + n2 <= 30, less the 11 of zk_interior (zk_loop_entry's list)
 static_assert(Z2_CHUNKS >= 3 && Z2_CHUNKS <= 8, "Z2_CHUNKS: 3 to 8");
-
-__host__ __device__ constexpr bool z2_special(int n1, int n2) {
-    return (n1 == 0 && n2 <= 2) || (n2 == 0 && n1 <= 2) || (n1 == 1 && n2 <= 2) || (n1 == 2 && n2 <= 3) ||
-           (n1 == 3 && n2 == 2);
-}
-
-// Loop e of the list (by size s = n1 + n2, then n1): its s (want_s) or its n1; -1 past the end.
-__host__ __device__ constexpr int z2_entry(int e, bool want_s) {
-    int k = 0;
-    for (int s = 0; s <= ZK_MAXLOOP; ++s)
-        for (int n1 = 0; n1 <= s; ++n1) {
-            if (z2_special(n1, s - n1)) continue;
-            if (k == e) return want_s ? s : n1;
-            ++k;
-        }
-    return -1;
-}
-static_assert(z2_entry(Z2_NLOOPS - 1, true) == ZK_MAXLOOP && z2_entry(Z2_NLOOPS, true) == -1, "loop count");
 
 // Loops E .. E1-1 (E0: the chunk's first) for one cell: win = ring base + i + 1, ring rows of N words,
 // planes of `plane` words; dm2 = d - 2; loops with s > maxu are not reached (the list is sorted by s). With hard
@@ -354,10 +336,10 @@ template <int E, int E0, int E1 Z2_HC_TPARAM>
 __device__ __forceinline__ void z2_loops(const z2_ring_t* win, const int* sz, int N, int plane, int dm2, int maxu,
                                          const z2_ring_t* rp, int& m0, int& m1, int& m2 Z2_HC_BOUNDS) {
     if constexpr (E < E1) {
-        constexpr int s = z2_entry(E, true), n1 = z2_entry(E, false), n2 = s - n1;
+        constexpr int s = zk_loop_entry(E, true), n1 = zk_loop_entry(E, false), n2 = s - n1;
         constexpr int small = n1 < n2 ? n1 : n2;
         constexpr int kind = small < 2 ? small : 2;
-        if constexpr (E == E0 || z2_entry(E - 1, true) != s) {
+        if constexpr (E == E0 || zk_loop_entry(E - 1, true) != s) {
             if (s > maxu) return;
             rp = win + ((dm2 - s) & (Z2_RING - 1)) * N;
         }
