@@ -102,8 +102,9 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
-# each kind, four 32 x 33 multiloop tiles, two columns, the size terms (31 x 32) and eight per-cell rows
-FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 2 * 32 + 31 * 32 + 8 * 32)
+# each kind, four 32 x 33 multiloop tiles, V's 35 x 36 window, two columns, the size terms (31 x 32), fifteen
+# per-cell rows, then bytes: pair types (36 x 36) and two rows of 40 codes
+FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 35 * 36 + 2 * 32 + 31 * 32 + 15 * 32) + 36 * 36 + 80
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK

@@ -478,11 +478,12 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #ifndef ZF_WARPS
 #define ZF_WARPS 8
 #endif
-#define ZF_UNITS (ZF_CHUNKS + ZF_SPLITS + 2)
+#define ZF_UNITS (3 + ZF_SPLITS + ZF_CHUNKS)    // the cell's table terms, two of the rest of V, split points, chunks
+#define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 2 * 32 + 31 * 32 + 8 * 32)
+#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * 32 + 15 * 32 + (36 * ZF_PW + 80) / 4)
 
 // Loops E .. E1-1 of zk_loop_entry's list for the lane's cell: win = its window base (row r, column r + dl + 30),
 // sz = the size terms SZ[n1][n2] (31 x 32), maxu its longest loop; m0, m1, m2: the minima of the three kinds.
@@ -553,17 +554,23 @@ __device__ __forceinline__ void zf_chunk_at(int c, const int* win, const int* sz
 }
 static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 8, "ZF_CHUNKS: 1 to 8");
 
-// One of the 11 loops of zk_interior (C: its index in ZK_SPECIAL_N1/N2) for cell (i, j) of pair type t whose
-// loops reach maxu, as zk_v_flat evaluates it (row-major V); sstack: the stack's SHAPE term.
+// One of the 11 loops of zk_interior (C: its index in ZK_SPECIAL_N1/N2) for the lane's cell (row r, column c of
+// the tile) of pair type t whose loops reach maxu, as zk_v_flat evaluates it, from the tile's windows: pair types
+// sPT (rows i0 .., columns j0 - 4 ..; ZF_PW a row), V (sV: rows i0 + 1 .., columns j0 - 4 ..; ZF_PW a row) and codes
+// (sSr: positions i0 - 1 .., sSc: j0 - 5 ..); sstack: the stack's SHAPE term.
 template <int C>
-__device__ __forceinline__ int zf_special(const int* P, const ZkSeq& q, int i, int j, int t, int maxu, int sstack) {
+__device__ __forceinline__ int zf_special(const int* P, const signed char* sPT, const int* sV, const signed char* sSr,
+                                          const signed char* sSc, int r, int c, int t, int maxu, int sstack
+                                          ZF_HC_BOUNDS) {
     constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
-    if (n1 + n2 > maxu ZK_OR_NOT_HC_LOOP(q, i, j, n1, n2)) return ZK_INF;
-    const int p = i + 1 + n1, qq = j - 1 - n2;
-    const int t2 = zk_pair(P, q.S, p, qq ZK_HC_ARG(q.HC));
+    if (n1 + n2 > maxu) return ZK_INF;
+#ifdef ZK_HC
+    if (n1 > a5 || n2 > a3) return ZK_INF;
+#endif
+    const int t2 = sPT[(r + 1 + n1) * ZF_PW + c + 3 - n2];
     if (!t2 || (C != 0 && !zk_closes(P, t2))) return ZK_INF;
-    return zk_interior(P, n1, n2, t, zk_rtype(t2), q.S[i + 1], q.S[j - 1], q.S[p - 1], q.S[qq + 1]) +
-           q.V[p * q.N + qq] + (C == 0 ? sstack : 0);
+    return zk_interior(P, n1, n2, t, zk_rtype(t2), sSr[r + 2], sSc[c + 4], sSr[r + 1 + n1], sSc[c + 5 - n2]) +
+           sV[(r + n1) * ZF_PW + c + 3 - n2] + (C == 0 ? sstack : 0);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS)
@@ -576,15 +583,22 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile [r][c]
     int* sWMd = sW1c + 32 * ZF_TP;                     // WM of tile (I, I) [r][c]
     int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
-    int* sWMcol = sW1d + 32 * ZF_TP;                   // WM[i0 + r][j0 - 1]
+    int* sV = sW1d + 32 * ZF_TP;                       // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
+    int* sWMcol = sV + 35 * ZF_PW;                     // WM[i0 + r][j0 - 1]
     int* sW1col = sWMcol + 32;                         // WM1[i0 + r][j0 - 1]
     int* sSZ = sW1col + 32;                            // SZ[n1][n2], 31 x 32
-    int* sCm = sSZ + 31 * 32;                          // per cell: the chunks' minima of the three kinds
+    int* sCm = sSZ + 31 * 32;                          // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
     int* sWb = sRv + 32;                               // WM's near split points
     int* sXb = sWb + 32;                               // X's
     int* sPw = sXb + 32;                               // the middle's WM slot
     int* sPx = sPw + 32;                               // the middle's X slot
+    int* sO = sPx + 32;                                // the closing pair's parts of the three kinds of loop
+    int* sMs = sO + 3 * 32;                            // zk_multi_stem_at of the cell
+    int* sAd = sMs + 32;                               // the cell's parts as an inner pair (INF: it is none)
+    signed char* sPT = (signed char*)(sAd + 3 * 32);   // pair types, rows i0 .. i0 + 35, columns j0 - 4 .. j0 + 31
+    signed char* sSr = sPT + 36 * ZF_PW;               // codes of positions i0 - 1 .. i0 + 36
+    signed char* sSc = sSr + 40;                       // codes of positions j0 - 5 .. j0 + 32
     ZK_BATCH;
     const int s = s0 + blockIdx.y;
     const int n = b.lens[s];
@@ -596,7 +610,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int i0 = 1 + I * T, j0 = 1 + J * T;
     const int ml = zk_sc(b.P, ZK_ML_BASE);
-    // the window: cell (p, qq) at row p - i0 - 1, column qq - j0 + 31 (INF outside 1 .. n)
+    // the auxiliaries' window: cell (p, qq) at row p - i0 - 1, column qq - j0 + 31 (INF outside 1 .. n)
+#pragma unroll 4
     for (int x = tid; x < ZF_A * ZF_A; x += blockDim.x) {
         const int a = x / ZF_A, c = x % ZF_A;
         const int p = i0 + 1 + a, qq = j0 - 31 + c;
@@ -606,6 +621,21 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         sAux[ZF_PLANE + a * ZF_PA + c] = in ? q.V1N[o] : ZK_INF;
         sAux[2 * ZF_PLANE + a * ZF_PA + c] = in ? q.VI[o] : ZK_INF;
     }
+    // pair types and V of the specials' window: cell (p, qq) at row p - i0 (sPT) or p - i0 - 1 (sV), column
+    // qq - j0 + 4
+    for (int x = tid; x < 36 * 36; x += blockDim.x) {
+        const int a = x / 36, c = x % 36;
+        const int p = i0 + a, qq = j0 - 4 + c;
+        const bool in = p <= n && qq <= n && qq - p > ZK_TURN;
+        sPT[a * ZF_PW + c] = in ? (signed char)zk_pair(b.P, q.S, p, qq ZK_HC_ARG(q.HC)) : 0;
+        if (a > 0) sV[(a - 1) * ZF_PW + c] = in ? q.V[(long long)p * N + qq] : ZK_INF;
+    }
+    if (tid < 38) {
+        sSr[tid] = i0 - 1 + tid <= n + 1 ? q.S[i0 - 1 + tid] : 0;
+        const int x = j0 - 5 + tid;
+        sSc[tid] = x >= 0 && x <= n + 1 ? q.S[x] : 0;
+    }
+#pragma unroll 4
     for (int x = tid; x < 32 * 32; x += blockDim.x) {
         const int r = x >> 5, c = x & 31;
         sWMc[r * ZF_TP + c] = ZK_INF;
@@ -638,30 +668,31 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         const int r = lane, c = r + dl;
         const int i = i0 + r, j = j0 + c;
         const bool cell = r >= lb && r < le && j <= n;
-        // phase A
+        const int t = cell ? sPT[r * ZF_PW + c + 4] : 0;
+        int maxu = j - i - ZK_TURN - 3;                // zk_v_flat's
+        if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
+        if (t && !zk_closes(b.P, t) && maxu > 0) maxu = 0;
+        // phase A: units 0 (the cell's table terms), 1 and 2 (the rest of V), then the split points and the chunks
         for (int u = warp; u < ZF_UNITS; u += ZF_WARPS) {
-            if (!__any_sync(0xffffffffu, cell)) break;
-            if (u < ZF_CHUNKS) {
-                int t = cell ? zk_pair(b.P, q.S, i, j ZK_HC_ARG(q.HC)) : 0;
-                int maxu = j - i - ZK_TURN - 3;
-                if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
-                if (t == 0 || !zk_closes(b.P, t)) maxu = -1;
-                if (__any_sync(0xffffffffu, maxu >= 3)) {
+            if (u >= 3 + ZF_SPLITS) {
+                const int ch = u - 3 - ZF_SPLITS;
+                const int mu = t ? maxu : -1;
+                if (__any_sync(0xffffffffu, mu >= 3)) {
                     int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
 #ifdef ZK_HC
-                    const int a5 = maxu >= 0 ? q.HC[i + 1].up : 0, a3 = maxu >= 0 ? q.HC[j - 1].dn : 0;
+                    const int a5 = mu >= 0 ? q.HC[i + 1].up : 0, a3 = mu >= 0 ? q.HC[j - 1].dn : 0;
 #endif
-                    zf_chunk_at(u, sAux + r * (ZF_PA + 1) + dl + 30, sSZ, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
-                    if (maxu >= 3) {
+                    zf_chunk_at(ch, sAux + r * (ZF_PA + 1) + dl + 30, sSZ, mu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
+                    if (mu >= 3) {
                         atomicMin(&sCm[r], m0);
                         atomicMin(&sCm[32 + r], m1);
                         atomicMin(&sCm[64 + r], m2);
                     }
                 }
-            } else if (u < ZF_CHUNKS + ZF_SPLITS) {
+            } else if (u >= 3) {
                 // near split points k (zk_wm_near): after i, k = i0 + kk for kk in (r, 31] (with D = 0 up to
                 // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]
-                const int part = u - ZF_CHUNKS;
+                const int part = u - 3;
                 constexpr int KS = 32 / ZF_SPLITS;
                 int best = ZK_INF, vmin = ZK_INF;
                 if (cell) {
@@ -704,55 +735,66 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                     atomicMin(&sWb[r], best);
                     atomicMin(&sXb[r], vmin);
                 }
-            } else {
-                // the rest of V: the hairpin, VM and the 11 loops of zk_interior (zk_v_flat's lane-0 and special
-                // terms); the middle's slots read ahead for phase B
-                const int t = cell ? zk_pair(b.P, q.S, i, j ZK_HC_ARG(q.HC)) : 0;
-                int v = ZK_INF;
-                if (t) {
-                    const bool closes = zk_closes(b.P, t);
-                    int maxu = j - i - ZK_TURN - 3;
-                    if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
-                    if (!closes && maxu > 0) maxu = 0;
-                    if (u == ZF_UNITS - 2) {
-                        if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(b.P, q.S, i, j);
-                        if (closes) {
-                            const int m = q.VMX[i * N + j];
-                            if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(b.P, q.S, i, j));
-                        }
-                        v = zk_min(v, zf_special<0>(b.P, q, i, j, t, maxu, ZK_SSTACK(q.SS, i, j)));
-                        v = zk_min(v, zf_special<1>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<2>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<3>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<4>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<5>(b.P, q, i, j, t, maxu, 0));
-                    } else {
-                        v = zf_special<6>(b.P, q, i, j, t, maxu, 0);
-                        v = zk_min(v, zf_special<7>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<8>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<9>(b.P, q, i, j, t, maxu, 0));
-                        v = zk_min(v, zf_special<10>(b.P, q, i, j, t, maxu, 0));
+            } else if (u == 0) {
+                // the cell's table terms for phase B, and the middle's slots
+                if (cell) {
+                    const int si1 = sSr[r + 2], sj1 = sSc[c + 4];
+                    sO[r] = zk_au(b.P, t);
+                    sO[32 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1);
+                    sO[64 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1);
+                    sMs[r] = zk_multi_stem_at(b.P, q.S, i, j);
+                    const int tt = ZK_TYPE(q.S, i, j), rt = zk_rtype(tt);
+                    const int aa = sSc[c + 6], bb = sSr[r];
+                    const bool inner = zk_closes(b.P, tt);
+                    sAd[r] = inner ? zk_au(b.P, tt) : ZK_INF;
+                    sAd[32 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
+                    sAd[64 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
+                    if (D >= 2) {
+                        sPw[r] = q.WM[i * N + j];
+                        sPx[r] = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
                     }
-                    atomicMin(&sRv[r], v);
                 }
-                if (u == ZF_UNITS - 1 && cell && D >= 2) {
-                    sPw[r] = q.WM[i * N + j];
-                    sPx[r] = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
+            } else if (t) {
+                // the rest of V: the hairpin, VM and the 11 loops of zk_interior (zk_v_flat's lane-0 and special
+                // terms)
+                const bool closes = zk_closes(b.P, t);
+#ifdef ZK_HC
+                const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;
+#endif
+                int v = ZK_INF;
+                if (u == 1) {
+                    if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(b.P, q.S, i, j);
+                    if (closes) {
+                        const int m = q.VMX[i * N + j];
+                        if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(b.P, q.S, i, j));
+                    }
+                    v = zk_min(v, zf_special<0>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, ZK_SSTACK(q.SS, i, j)
+                                                ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<1>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<2>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                } else {
+                    v = zf_special<3>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
+                    v = zk_min(v, zf_special<4>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<5>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<6>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<7>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<8>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<9>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                    v = zk_min(v, zf_special<10>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
                 }
+                atomicMin(&sRv[r], v);
             }
         }
         __syncthreads();
-        // phase B
+        // phase B: the cell's values from the partial minima, stored (zk_store) and into the shared copies
         if (warp == 0 && cell) {
-            const int t = zk_pair(b.P, q.S, i, j ZK_HC_ARG(q.HC));
             int v = ZK_INF;
             if (t) {
                 v = sRv[r];
                 if (zk_closes(b.P, t)) {
-                    const int si1 = q.S[i + 1], sj1 = q.S[j - 1];
-                    v = zk_min(v, sCm[r] + zk_au(b.P, t));
-                    v = zk_min(v, sCm[32 + r] + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1));
-                    v = zk_min(v, sCm[64 + r] + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1));
+                    v = zk_min(v, sCm[r] + sO[r]);
+                    v = zk_min(v, sCm[32 + r] + sO[32 + r]);
+                    v = zk_min(v, sCm[64 + r] + sO[64 + r]);
                 }
             }
 #ifdef ZK_RULES
@@ -764,24 +806,35 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 #else
             int w1 = (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml;
 #endif
-            if (v < ZK_HALF_INF) w1 = zk_min(w1, v + zk_multi_stem_at(b.P, q.S, i, j));
+            if (v < ZK_HALF_INF) w1 = zk_min(w1, v + sMs[r]);
             w1 = zk_min(w1, ZK_INF);
             int wm = zk_min(w1, sWb[r]), vm = sXb[r];
             if (D >= 2) {
                 wm = zk_min(wm, sPw[r]);
                 if (i > 1 && j < n) vm = zk_min(vm, sPx[r]);
             }
-            zk_store(b.P, q, i, j, v, w1, wm, vm);
-            sWMc[r * ZF_TP + c] = zk_min(wm, ZK_INF);
-            sW1c[r * ZF_TP + c] = w1;
-            if (r > 0 && c < 31 && v < ZK_HALF_INF && zk_closes(b.P, ZK_TYPE(q.S, i, j))) {
-                const int tt = ZK_TYPE(q.S, i, j), rt = zk_rtype(tt);
-                const int aa = q.S[j + 1], bb = q.S[i - 1];
-                int* w = sAux + (r - 1) * ZF_PA + c + 31;
-                w[0] = v + zk_au(b.P, tt);
-                w[ZF_PLANE] = v + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
-                w[2 * ZF_PLANE] = v + zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
+            wm = zk_min(wm, ZK_INF);
+            // zk_store's writes
+            q.V[i * N + j] = v;
+            if (i > 1 && j < n) q.VMX[(i - 1) * N + j + 1] = vm;
+            q.WM1T[(long long)j * N + i] = w1;
+            q.WM[i * N + j] = wm;
+            const bool inner = v < ZK_HALF_INF && sAd[r] < ZK_INF;
+            if (inner) {
+                const int x0 = v + sAd[r], x1 = v + sAd[32 + r], x2 = v + sAd[64 + r];
+                q.VAU[i * N + j] = x0;
+                q.V1N[i * N + j] = x1;
+                q.VI[i * N + j] = x2;
+                if (r > 0 && c < 31) {
+                    int* w = sAux + (r - 1) * ZF_PA + c + 31;
+                    w[0] = x0;
+                    w[ZF_PLANE] = x1;
+                    w[2 * ZF_PLANE] = x2;
+                }
             }
+            sWMc[r * ZF_TP + c] = wm;
+            sW1c[r * ZF_TP + c] = w1;
+            if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
             sCm[r] = sCm[32 + r] = sCm[64 + r] = ZK_BIG;
             sRv[r] = sWb[r] = sXb[r] = ZK_INF;
         }
