@@ -49,9 +49,13 @@ print(time.perf_counter() - start)
 
 
 def run_in(tree: Path, args: list[str], **kw) -> subprocess.CompletedProcess:
+    """``python ARGS`` importing rnapipe from ``tree``: PYTHONPATH starts with it, and the process runs in the tree
+    itself, because ``python -m`` and ``-c`` put the working directory before PYTHONPATH (run from a checkout, every
+    side would import that checkout); paths in ARGS must be absolute."""
     rest = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=str(tree.resolve()) + (os.pathsep + rest if rest else ""))
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, check=True, **kw)
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, check=True,
+                          cwd=tree.resolve(), **kw)
 
 
 def random_fasta(path: Path, length: int, count: int) -> None:
@@ -81,7 +85,7 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=None)
     args = ap.parse_args()
     trees = {"old": args.old, "new": args.new}
-    work = args.work or Path(tempfile.mkdtemp(prefix="rnapipe-compare-"))
+    work = (args.work or Path(tempfile.mkdtemp(prefix="rnapipe-compare-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     rows = []
 
@@ -109,7 +113,7 @@ def main() -> None:
             if not path.exists():
                 random_fasta(path, int(length), int(count))
         else:
-            path = Path(source)
+            path = Path(source).resolve()
         records = sum(1 for line in open(path) if line.startswith(">"))
         for side in trees:                              # untimed: caches loaded, kernels compiled
             run_in(trees[side], ["-m", "rnapipe", "fold", str(path), "-o", str(work / f"{name}.{side}.db"), "-q",

@@ -18,10 +18,10 @@ def greedy(order, lens, budget, fill_override, max_batch):
         n = lens[idx]
         if fill_override:
             k = fill_override
-        elif n <= zuker_short.MAX_N:
+        elif n <= gpu.short_max_n():
             k = "short"
         else:
-            k = "block" if n <= gpu.BLOCK_MAX_N else gpu.LONG_FILL
+            k = gpu.LONG_FILL
         need = zuker_short.bytes_needed(n) if k == "short" else gpu.bytes_needed(n)
         if cur and (k != kind or used + need > budget or len(cur) >= max_batch):
             groups.append((kind, cur))

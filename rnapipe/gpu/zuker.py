@@ -8,7 +8,7 @@ tables of their own one add-min against a size table. VM(i, j) (eq. 4) is summed
 while it sweeps the same two rows for its own WM (eq. 5), so each row is read once per cell (VMX).
 The cell code is in ``kernels/zuker_core.cuh``; ``kernels/zuker.cu`` holds three fills:
 
-* ``zk_fill_block`` (sequences up to ``BLOCK_MAX_N``): one block per sequence, the cells of each
+* ``zk_fill_block`` (where forced: ``gpu_fill="block"``): one block per sequence, the cells of each
   anti-diagonal across its warps, a whole batch of sequences in one launch (Lei et al. §3.2's sequence-
   and cell-level parallelism);
 * ``zk_mid`` + ``zk_fin`` (longer, ``LONG_FILL = "tiled"``, the default): the cells in TILE x TILE tiles,
@@ -83,13 +83,14 @@ VARIANTS = ("default",)
 
 KERNELS = "zuker.cu"
 TURN = 3
-BLOCK_MAX_N = 600             # zk_fill_block up to here, zk_fill_diag beyond
+SHORT_MAX_N = None            # the short kernels up to here at most (None: as far as zs_fold_smem goes), the tiled
+                              # fill (LONG_FILL) beyond; zk_fill_block and zs_fold only where forced (gpu_fill)
 FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
 DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
 HOST_TRACEBACK_N = 8000       # thread traceback only up to here: one GPU thread walks every scan alone
 MAX_BATCH = 65_535            # gridDim.y of zk_fill_diag, zk_mid, zk_fin
 # Long sequences: the tiled fill (zk_mid + zk_fin, ZK_TILE x ZK_TILE tiles) and the block traceback.
-# LONG_FILL is the fill used beyond BLOCK_MAX_N ("tiled" or the per-diagonal "diag"); BLOCK_TRACEBACK picks the
+# LONG_FILL is the fill used beyond short_max_n() ("tiled" or the per-diagonal "diag"); BLOCK_TRACEBACK picks the
 # one-block-per-sequence traceback for the fills of that path (else one thread per sequence up to
 # HOST_TRACEBACK_N, the CPU engine's traceback on copied matrices beyond).
 LONG_FILL = "tiled"
@@ -106,6 +107,8 @@ FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes
 # per-cell rows, then bytes: pair types (36 x 36) and two rows of 40 codes
 FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 35 * 36 + 2 * 32 + 31 * 32 + 15 * 32) + 36 * 36 + 80
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
+MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
+                              # 2 needs TILE 32 (static shared memory)
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
 
@@ -140,7 +143,8 @@ def max_length(budget_bytes: int) -> int:
 def _kernels(model: Model, shape=None, constraints=None):
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq")
-    opts = (f"-DZK_TILE={TILE}",) + rules_option(model) + shape_option(shape) + hc_option(constraints)
+    opts = ((f"-DZK_TILE={TILE}", f"-DZK_MID_STAGES={MID_STAGES if TILE == 32 else 1}") + rules_option(model)
+            + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={FIN_LANES_WARPS}",),
@@ -333,6 +337,14 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape=None, constra
     return results
 
 
+def short_max_n() -> int:
+    """The longest sequence fold_batch gives the short kernels (without a forced fill): zs_fold_smem's limit on
+    this GPU, or SHORT_MAX_N where that is lower. Beyond it the tiled fill, which is faster than zs_fold at
+    every length zs_fold takes (benchmarks/RESULTS.md)."""
+    top = zuker_short.smem_max_n()
+    return top if SHORT_MAX_N is None else min(top, SHORT_MAX_N)
+
+
 def _plan(order, lens, budget: int, fill_override: str | None):
     """Consecutive groups of the longest-first order: same fill kind, within budget and grid limits, each
     group as many as fit (at least one), as (fill kind, array of indices). Vectorised: a batch of a
@@ -341,7 +353,8 @@ def _plan(order, lens, budget: int, fill_override: str | None):
     if order.size == 0:
         return []
     longest = int(lens[order[0]])
-    if (fill_override in (None, "short") and longest <= zuker_short.MAX_N and order.size <= MAX_BATCH
+    top = zuker_short.MAX_N if fill_override == "short" else short_max_n()
+    if (fill_override in (None, "short") and longest <= top and order.size <= MAX_BATCH
             and order.size * zuker_short.bytes_needed(longest) <= budget):
         return [("short", order)]                 # one group of short sequences: no step per length
     n = np.asarray(lens, dtype=np.int64)[order]
@@ -352,7 +365,7 @@ def _plan(order, lens, budget: int, fill_override: str | None):
         names = (fill_override,)
         need_of = zuker_short.bytes_needed(every) if fill_override == "short" else bytes_needed(every)
     else:
-        kind_of = np.where(every <= zuker_short.MAX_N, 0, np.where(every <= BLOCK_MAX_N, 1, 2))
+        kind_of = np.where(every <= top, 0, 2)
         need_of = np.where(kind_of == 0, zuker_short.bytes_needed(every), bytes_needed(every))
     kinds = kind_of[n]
     need = np.asarray(need_of, dtype=np.int64)[n]

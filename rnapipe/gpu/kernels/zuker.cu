@@ -196,15 +196,43 @@ __device__ __forceinline__ int zk_addmin(int a, int b, int c) {
 }
 
 // Middle products of tile diagonal D >= 2; grid (tiles * splits, sequences). Block: (T/4)^2 threads, each
-// a 4 x 4 block of outputs.
+// a 4 x 4 block of outputs. Each K tile's operands come from global memory once (no other block of the launch
+// reads them: the product is bound by memory), so with ZK_MID_STAGES 2 the next K tile's are copied
+// asynchronously (cp.async, sm_80 on) while the current one is multiplied.
+#ifndef ZK_MID_STAGES
+#define ZK_MID_STAGES (ZK_TILE <= 32 ? 2 : 1)   // 2 x 2 x 32 x 36 words fit the static shared memory; 64 x 68 do not
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && ZK_MID_STAGES == 2
+#define ZK_MID_ASYNC 1
+#endif
+// *dst = *src, 4 bytes, asynchronously (cp.async; completed by zk_cp_wait) where ZK_MID_ASYNC, else at once.
+__device__ __forceinline__ void zk_cp4(int* dst, const int* src) {
+#ifdef ZK_MID_ASYNC
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src));
+#else
+    *dst = *src;
+#endif
+}
+__device__ __forceinline__ void zk_cp_commit() {
+#ifdef ZK_MID_ASYNC
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Every copy but those of the last `pending` commits done (this thread's).
+template <int pending>
+__device__ __forceinline__ void zk_cp_wait() {
+#ifdef ZK_MID_ASYNC
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+#endif
+}
 extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4))
 zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     constexpr int T = ZK_TILE;
     constexpr int TS = T + 4;            // padded shared row (16-byte aligned rows for the vector reads)
     constexpr int TX = T / 4;
     constexpr int NT = TX * TX;
-    __shared__ __align__(16) int As[T * TS];   // As[kk][a] = WM[i0 + a][k0 + kk - 1]
-    __shared__ __align__(16) int Bs[T * TS];   // Bs[kk][b] = WM1[k0 + kk][j0 + b] (masked: b - k >= 4)
+    __shared__ __align__(16) int Asb[ZK_MID_STAGES][T * TS];   // As[kk][a] = WM[i0 + a][k0 + kk - 1]
+    __shared__ __align__(16) int Bsb[ZK_MID_STAGES][T * TS];   // Bs[kk][b] = WM1[k0 + kk][j0 + b] (masked: b - k >= 4)
     __shared__ int pcs[T];
 #ifdef ZK_HC
     __shared__ int tcs[T];                   // per K tile: min over its k of k*ml + WM1[k][j0 + col]
@@ -248,14 +276,37 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
         for (int c = 0; c < 4; ++c) ucc[r][c] = ZK_BIG;
     }
 #endif
-    for (int K = Kb; K <= Ke; ++K) {
+    // K tile K's operands into stage st (masked ones written at once, the rest copied)
+    auto load = [&](int K, int st) {
         const int k0 = 1 + K * T;
+        int* As = Asb[st];
+        int* Bs = Bsb[st];
         for (int v = tid; v < T * T; v += NT) {
             const int kk = v % T, r = v / T;
             const int a = i0 + r, bb = j0 + r, k = k0 + kk;
-            As[kk * TS + r] = a <= n ? q.WM[a * N + k - 1] : ZK_BIG;
-            Bs[kk * TS + r] = (bb <= n && bb - k >= ZK_TURN + 1) ? q.WM1T[bb * N + k] : ZK_BIG;
+            if (a <= n) zk_cp4(&As[kk * TS + r], &q.WM[a * N + k - 1]);
+            else As[kk * TS + r] = ZK_BIG;
+            if (bb <= n && bb - k >= ZK_TURN + 1) zk_cp4(&Bs[kk * TS + r], &q.WM1T[bb * N + k]);
+            else Bs[kk * TS + r] = ZK_BIG;
         }
+        zk_cp_commit();
+    };
+    if (ZK_MID_STAGES == 2) load(Kb, 0);
+    for (int K = Kb; K <= Ke; ++K) {
+        const int k0 = 1 + K * T;
+        const int st = ZK_MID_STAGES == 2 ? (K - Kb) & 1 : 0;
+        if (ZK_MID_STAGES == 2) {
+            if (K < Ke) {
+                load(K + 1, st ^ 1);       // stage st ^ 1 was last read in the iteration before (its final barrier)
+                zk_cp_wait<1>();
+            } else {
+                zk_cp_wait<0>();
+            }
+        } else {
+            load(K, 0);
+        }
+        const int* As = Asb[st];
+        const int* Bs = Bsb[st];
 #ifdef ZK_HC
         if (tid < T) tcs[tid] = ZK_BIG;
 #endif
@@ -464,6 +515,7 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // WM1, WM and X from the partial minima, stored as zk_store stores them and into the shared copies. Every stored
 // value is the minimum over the same candidates as zk_fin_flat's, so the matrices are the same.
 // ------------------------------------------------------------------------------------------------------
+#if ZK_TILE == 32                      // zk_fin_lanes: a warp's lanes are a tile's 32 rows
 #define ZF_A (32 + ZK_MAXLOOP)          // rows and columns of the auxiliaries' window (62)
 #define ZF_PA ZF_A                      // its row pitch: even, so the lanes of a cell diagonal (stride ZF_PA + 1)
                                         // read 32 different banks
@@ -576,7 +628,6 @@ __device__ __forceinline__ int zf_special(const int* P, const signed char* sPT, 
 extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS)
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     constexpr int T = 32;
-    static_assert(ZK_TILE == 32, "zk_fin_lanes: a warp's lanes are a tile's 32 rows");
     extern __shared__ int zf_smem[];
     int* sAux = zf_smem;                               // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
     int* sWMc = sAux + 3 * ZF_PLANE;                   // WM of the tile [r][c]
@@ -841,6 +892,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         __syncthreads();
     }
 }
+
+#endif  // ZK_TILE == 32
 
 // ------------------------------------------------------------------------------------------------------
 // W (eq. 1) in chunks of ZK_WCHUNK positions j, for long sequences: zk_ext_cross takes, for every j of the
