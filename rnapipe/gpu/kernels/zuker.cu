@@ -500,20 +500,21 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // ------------------------------------------------------------------------------------------------------
 // zk_fin_lanes: zk_fin_flat's work on a tile (ZK_TILE = 32 only), with the lanes of a warp over the cells of a
 // cell diagonal (lane r: cell (i0 + r, j0 + r + dl)) instead of over one cell's candidates, and what a cell
-// diagonal reads in shared memory:
+// diagonal reads in shared memory, loaded at the start and written as the tile's own cells are finished:
 //   * the auxiliaries VAU, V1N, VI of every cell an interior loop of the tile reads (rows i0+1 .. i0+61,
-//     columns j0-31 .. j0+30: ZF_A x ZF_A words a kind), loaded at the start and written as the tile's own
-//     cells are finished;
-//   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (loaded; for
-//     D = 0 the tile itself), WM and WM1 of the tile as its cells are finished, and column j0 - 1 of WM and
-//     WM1 (tile (I, J-1); loaded).
+//     columns j0-31 .. j0+30: ZF_A x ZF_A words a kind);
+//   * for the 11 loops of zk_interior: pair types and V of the cells within 4 of the tile, and the codes;
+//   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (for D = 0 the
+//     tile itself), WM and WM1 of the tile, and column j0 - 1 of WM and WM1 (tile (I, J-1)).
 // Per cell diagonal, phase A: ZF_UNITS work units taken in turn by the warps, each over every cell of the
-// diagonal: ZF_CHUNKS fixed chunks of the interior loops (zk_loop_entry's list, (n1, n2) known at compile time:
-// one shared load at a constant offset plus its size term each; each kind's minimum into sCm by a shared
-// atomicMin), ZF_SPLITS units of the near split points (32 / ZF_SPLITS of each segment), two units of the rest
-// of V (the hairpin, VM and 6 of the 11 loops of zk_interior; the other 5). Phase B (warp 0, a lane a cell): V,
-// WM1, WM and X from the partial minima, stored as zk_store stores them and into the shared copies. Every stored
-// value is the minimum over the same candidates as zk_fin_flat's, so the matrices are the same.
+// diagonal: the cell's table terms for phase B (and the middle's slots); three units of the rest of V (the
+// hairpin and VM, and the 11 loops of zk_interior); ZF_SPLITS units of the near split points (32 / ZF_SPLITS of
+// each segment); ZF_CHUNKS fixed chunks of the interior loops (zk_loop_entry's list, (n1, n2) known at compile
+// time: one shared load at a constant offset plus its size term each; each kind's minimum into sCm by a shared
+// atomicMin). Phase B (warp 0, a lane a cell): V, WM1, WM and X from the partial minima, stored as zk_store
+// stores them and into the shared copies. Each is the minimum over zk_fin_flat's candidates: the same value
+// wherever it is finite (below ZK_HALF_INF; a value above it, which every reader takes as INF, may differ:
+// zk_fin_flat also adds up the loops that cannot form, which this kernel leaves out).
 // ------------------------------------------------------------------------------------------------------
 #if ZK_TILE == 32                      // zk_fin_lanes: a warp's lanes are a tile's 32 rows
 #define ZF_A (32 + ZK_MAXLOOP)          // rows and columns of the auxiliaries' window (62)
@@ -530,7 +531,8 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #ifndef ZF_WARPS
 #define ZF_WARPS 8
 #endif
-#define ZF_UNITS (3 + ZF_SPLITS + ZF_CHUNKS)    // the cell's table terms, two of the rest of V, split points, chunks
+#define ZF_REST 4                       // units before the split points: the cell's table terms, three of the rest of V
+#define ZF_UNITS (ZF_REST + ZF_SPLITS + ZF_CHUNKS)
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
@@ -615,14 +617,16 @@ __device__ __forceinline__ int zf_special(const int* P, const signed char* sPT, 
                                           const signed char* sSc, int r, int c, int t, int maxu, int sstack
                                           ZF_HC_BOUNDS) {
     constexpr int n1 = (ZK_SPECIAL_N1 >> (2 * C)) & 3, n2 = (ZK_SPECIAL_N2 >> (2 * C)) & 3;
-    if (n1 + n2 > maxu) return ZK_INF;
-#ifdef ZK_HC
-    if (n1 > a5 || n2 > a3) return ZK_INF;
-#endif
+    // evaluated whether the loop may form or not (every table index stays in its table: t, t2 <= 7, codes <= 4),
+    // so that the table reads of a unit's loops go out together, and taken only where it may
     const int t2 = sPT[(r + 1 + n1) * ZF_PW + c + 3 - n2];
-    if (!t2 || (C != 0 && !zk_closes(P, t2))) return ZK_INF;
-    return zk_interior(P, n1, n2, t, zk_rtype(t2), sSr[r + 2], sSc[c + 4], sSr[r + 1 + n1], sSc[c + 5 - n2]) +
-           sV[(r + n1) * ZF_PW + c + 3 - n2] + (C == 0 ? sstack : 0);
+    bool ok = n1 + n2 <= maxu && t2 != 0 && (C == 0 || zk_closes(P, t2));
+#ifdef ZK_HC
+    ok = ok && n1 <= a5 && n2 <= a3;
+#endif
+    const int e = zk_interior(P, n1, n2, t, zk_rtype(t2), sSr[r + 2], sSc[c + 4], sSr[r + 1 + n1], sSc[c + 5 - n2]) +
+                  sV[(r + n1) * ZF_PW + c + 3 - n2] + (C == 0 ? sstack : 0);
+    return ok ? e : ZK_INF;
 }
 
 extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS)
@@ -725,8 +729,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         if (t && !zk_closes(b.P, t) && maxu > 0) maxu = 0;
         // phase A: units 0 (the cell's table terms), 1 and 2 (the rest of V), then the split points and the chunks
         for (int u = warp; u < ZF_UNITS; u += ZF_WARPS) {
-            if (u >= 3 + ZF_SPLITS) {
-                const int ch = u - 3 - ZF_SPLITS;
+            if (u >= ZF_REST + ZF_SPLITS) {
+                const int ch = u - ZF_REST - ZF_SPLITS;
                 const int mu = t ? maxu : -1;
                 if (__any_sync(0xffffffffu, mu >= 3)) {
                     int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
@@ -740,10 +744,10 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                         atomicMin(&sCm[64 + r], m2);
                     }
                 }
-            } else if (u >= 3) {
+            } else if (u >= ZF_REST) {
                 // near split points k (zk_wm_near): after i, k = i0 + kk for kk in (r, 31] (with D = 0 up to
                 // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]
-                const int part = u - 3;
+                const int part = u - ZF_REST;
                 constexpr int KS = 32 / ZF_SPLITS;
                 int best = ZK_INF, vmin = ZK_INF;
                 if (cell) {
@@ -823,12 +827,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                                                 ZF_HC_BOUNDS_ARG));
                     v = zk_min(v, zf_special<1>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
                     v = zk_min(v, zf_special<2>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                } else {
+                } else if (u == 2) {
                     v = zf_special<3>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
                     v = zk_min(v, zf_special<4>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
                     v = zk_min(v, zf_special<5>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
                     v = zk_min(v, zf_special<6>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<7>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                } else {
+                    v = zf_special<7>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
                     v = zk_min(v, zf_special<8>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
                     v = zk_min(v, zf_special<9>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
                     v = zk_min(v, zf_special<10>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
