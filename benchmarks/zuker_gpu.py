@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--plan", choices=("default", "transcripts"), default="default",
                     help="the lengths: the default plan, or issue #22's transcript lengths (PLAN_TRANSCRIPTS)")
     ap.add_argument("--tree", type=Path, help="import rnapipe from this checkout (old and new code in one call)")
+    ap.add_argument("--no-cpu", action="store_true", help="the GPU alone: no CPU engine, no RNAfold (an old tree's run)")
     args = ap.parse_args()
     if args.tree:
         sys.path.insert(0, str(args.tree.resolve()))
@@ -163,7 +164,7 @@ def main() -> None:
                    phases=" / ".join(f"{phases.get(k, 0):.3f}" for k in ("fill", "exterior", "traceback"))
                    if phases else "")
         row["fraction"] = row["gpu"] / floor_rate
-        if ccount:
+        if ccount and not args.no_cpu:
             sub = seqs[:ccount]
             t0 = time.perf_counter()
             ref = cpu.fold_batch(sub, "default", cores, {})

@@ -4,8 +4,9 @@ itself tested against ViennaRNA under the same rules in tests/test_zuker_options
 together, at -d2, -d0 and other temperatures, on every fill and every traceback:
 
 * the short kernels (rnapipe.gpu.zuker_short: zs_fold_smem up to SMEM_MAX_N nt, two sequences a block up to
-  120 nt; zs_fold up to MAX_N), which fold_batch takes for every sequence up to MAX_N;
-* zk_fill_block, zk_fill_diag and the tiled fill (zk_mid + zk_fin: fold_batch's fill beyond MAX_N), forced with
+  120 nt, which fold_batch takes for every sequence up to rnapipe.gpu.zuker.short_max_n(); zs_fold up to MAX_N,
+  forced with ``gpu_fill``);
+* zk_fill_block, zk_fill_diag and the tiled fill (zk_mid + zk_fin_lanes: fold_batch's fill beyond short_max_n()), forced with
   ``gpu_fill`` on short and long sequences, with the block and the thread GPU tracebacks (``gpu_traceback``) and
   the CPU engine's traceback on copied matrices (``host_traceback``);
 * spans shorter and longer than the sequences, at the tiled fill's tile edges too (the fill then leaves the cells
@@ -59,7 +60,7 @@ def _assert_same(seqs, options):
 
 def _every_path(seed: int) -> list[str]:
     """Lengths of each of fold_batch's paths: zs_fold_smem two a block (<= 120), one a block (<= 232, and 233-500
-    among the next), zs_fold (501-600), the tiled fill (> 600); GU-rich ones among them."""
+    among the next), the tiled fill (> 500); GU-rich ones among them."""
     return (random_seqs(40, 1, 120, seed=seed) + gu_rich(10, 20, 120, seed=seed + 1)
             + random_seqs(16, 121, 232, seed=seed + 2) + gu_rich(4, 121, 232, seed=seed + 3)
             + random_seqs(8, 233, 600, seed=seed + 4) + gu_rich(2, 233, 600, seed=seed + 5)
@@ -90,10 +91,10 @@ FILLS = [("short", None, False), ("block", "block", False), ("block", "thread", 
 @pytest.mark.parametrize("rules", [RULES["noLP"], RULES["noGU"], RULES["noClosingGU"], RULES["span40"],
                                    RULES["all"]], ids=["noLP", "noGU", "noClosingGU", "span40", "all"])
 def test_every_fill_and_traceback(rules, fill, traceback, host):
-    """Each fill forced on sequences of 1-400 nt (and the longer fills on 600-1,100 too), with each traceback."""
+    """Each fill forced on sequences of 1-400 nt (the short kernels on 501-600 too: zs_fold; the longer fills on
+    600-1,100), with each traceback."""
     seqs = random_seqs(30, 1, 400, seed=21) + gu_rich(8, 20, 400, seed=22) + ["GGGGAAAACCCC" * 20]
-    if fill != "short":
-        seqs += random_seqs(2, 600, 1100, seed=23)
+    seqs += random_seqs(2, 600, 1100, seed=23) if fill != "short" else random_seqs(3, 501, 600, seed=24)
     options = {**rules, "gpu_fill": fill, "host_traceback": host}
     if traceback:
         options["gpu_traceback"] = traceback

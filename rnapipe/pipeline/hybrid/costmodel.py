@@ -35,10 +35,10 @@ import numpy as np
 from ..._version import __version__
 from ...io.writers import atomic_output
 
-# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 500 nt (zs_fold_smem to
-# zs_fold) and after 600 (to the tiled fill), both sides of each are timed (tests/test_hybrid.py checks these
-# against the engine's own limits); its time per sequence is about 7 x higher at 501 nt than at 500 and lower
-# again at 601 than at 600 (benchmarks/RESULTS.md)
+# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 500 nt (zs_fold_smem to the
+# tiled fill; zs_fold, up to 600, only where forced), both sides are timed (tests/test_hybrid.py checks these
+# against the engine's own limits); its time per sequence is some 15 % higher at 501 nt than at 500
+# (benchmarks/RESULTS.md)
 LENGTHS = (30, 68, 120, 200, 232, 300, 400, 500, 501, 600, 601, 800, 1200, 1600)
 # lengths the CPU is timed at where the profile's lengths are the default ones: its cost is a smooth fit of three
 # terms, which a few lengths from short to long determine; 500 and 600, where the GPU is weakest against the CPU,
@@ -46,6 +46,8 @@ LENGTHS = (30, 68, 120, 200, 232, 300, 400, 500, 501, 600, 601, 800, 1200, 1600)
 CPU_LENGTHS = (30, 68, 200, 500, 600, 1200)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
 COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
+GPU_FILLS = 2                  # in each profile's key: the GPU engine's fills, counted up when one changes speed, so
+                               # that a profile timed with the old ones is remade
 TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather per batch)
 
 
@@ -210,8 +212,8 @@ def call_seconds(folder, repeat: int = 7) -> float:
 def host_key(algorithm: str, variant: str, options: dict, gpu_name: str | None, cpu_threads: int) -> dict:
     """A profile's key (lengths: the default LENGTHS, which follow the GPU engine's fills, so that a profile timed
     before the fills changed is remade rather than read)."""
-    return {"rnapipe": __version__, "cost": COST_MODEL, "machine": platform.machine(), "cpu_threads": cpu_threads,
-            "gpu": gpu_name, "algorithm": algorithm, "variant": variant,
+    return {"rnapipe": __version__, "cost": COST_MODEL, "gpu_fills": GPU_FILLS, "machine": platform.machine(),
+            "cpu_threads": cpu_threads, "gpu": gpu_name, "algorithm": algorithm, "variant": variant,
             "options": {k: v for k, v in sorted(options.items()) if v is not None}, "lengths": list(LENGTHS)}
 
 
