@@ -102,6 +102,8 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 # loops): the same results
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes
+FIN_LANES_CHUNKS = 8          # ZF_CHUNKS: its units of interior loops per cell diagonal
+FIN_LANES_SPLITS = 4          # ZF_SPLITS: its units of near split points per cell diagonal (divides 32)
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
 # each kind, four 32 x 33 multiloop tiles, V's 35 x 36 window, two columns, the size terms (31 x 32), fifteen
 # per-cell rows, then bytes: pair types (36 x 36) and two rows of 40 codes
@@ -147,8 +149,8 @@ def _kernels(model: Model, shape=None, constraints=None):
             + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
-        out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={FIN_LANES_WARPS}",),
-                                              dynamic_shared=FIN_LANES_SHARED)
+        lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_CHUNKS={FIN_LANES_CHUNKS}", f"-DZF_SPLITS={FIN_LANES_SPLITS}")
+        out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=FIN_LANES_SHARED)
     return out
 
 
