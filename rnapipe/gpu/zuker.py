@@ -341,9 +341,9 @@ def _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape=None, constra
 
 def short_max_n() -> int:
     """The longest sequence fold_batch gives the short kernels (without a forced fill): zs_fold_smem's limit on
-    this GPU, or SHORT_MAX_N where that is lower. Beyond it the tiled fill, which is faster than zs_fold at
-    every length zs_fold takes (benchmarks/RESULTS.md)."""
-    top = zuker_short.smem_max_n()
+    this GPU, or SHORT_MAX_N or zuker_short.MAX_N where lower (MAX_N 0: the short path is off). Beyond it the tiled
+    fill, which is faster than zs_fold at every length zs_fold takes (benchmarks/RESULTS.md)."""
+    top = min(zuker_short.smem_max_n(), zuker_short.MAX_N)
     return top if SHORT_MAX_N is None else min(top, SHORT_MAX_N)
 
 
