@@ -5,8 +5,9 @@
     python benchmarks/zuker_gpu_short.py --variants          # also kernel time per block size / nvcc options
 
 Per length L (random uniform ACGU, seed 2026): sequences/s end to end through rnapipe.gpu.zuker.fold_batch
-(Python strings in, (MFE, dot-bracket) tuples out) with the short path off (before: zk_fill_block, W and
-traceback launches) and on (after: zs_fold_smem up to 232 nt, zs_fold beyond, in chunks on two streams), best of --repeat; the kernel's own time
+(Python strings in, (MFE, dot-bracket) tuples out) with the block fill forced (before: zk_fill_block, W and
+traceback launches) and the short path forced (after: zs_fold_smem up to its limit, zs_fold beyond up to 600 nt,
+in chunks on two streams; fold_batch itself takes the tiled fill past zs_fold_smem's limit), best of --repeat; the kernel's own time
 (CUDA events around the launch); whether the two agree on every sequence (the block fill is the path
 verified against the CPU engine); and the floor: inner-loop add-min evaluations per sequence
 (benchmarks/zuker_gpu.py's inner_evaluations) over --rate, with the fraction of it reached end to end
@@ -74,17 +75,17 @@ def main() -> None:
     dev = device_name()
     on = max(short.MAX_N, 600)
     warm = [random_rna(n, rng) for n in (600, 300, 130, 68, 20)]
-    short.MAX_N, saved = 0, short.MAX_N
-    gpu.fold_batch(warm, "default", 1, {})
+    saved = short.MAX_N
+    gpu.fold_batch(warm, "default", 1, {"gpu_fill": "block"})
     short.MAX_N = on
-    gpu.fold_batch(warm, "default", 1, {})
+    gpu.fold_batch(warm, "default", 1, {"gpu_fill": "short"})
 
-    def timed(seqs):
+    def timed(seqs, options=None):
         best, out = float("inf"), None
         for _ in range(args.repeat):
             cupy.cuda.Device().synchronize()
             t0 = time.perf_counter()
-            out = gpu.fold_batch(seqs, "default", 1, {})
+            out = gpu.fold_batch(seqs, "default", 1, options or {})
             best = min(best, time.perf_counter() - t0)
         return best, out
 
@@ -94,13 +95,11 @@ def main() -> None:
         evals = fm.inner_evaluations(L, fm.pair_fraction(seqs))
         floor = args.rate / evals
         row = dict(L=L, count=count, evals=evals, floor=floor)
-        if not args.no_before:
-            short.MAX_N = 0
-            row["before_s"], before = timed(seqs)
-        short.MAX_N = on
-        row["after_s"], after = timed(seqs)
+        if not args.no_before:                       # the block fill, forced
+            row["before_s"], before = timed(seqs, {"gpu_fill": "block"})
+        row["after_s"], after = timed(seqs, {"gpu_fill": "short"})     # the short path forced (zs_fold past 500)
         short.TUNING["events"] = []
-        gpu.fold_batch(seqs, "default", 1, {})
+        gpu.fold_batch(seqs, "default", 1, {"gpu_fill": "short"})
         row["kernel_ms"] = sum(short.TUNING.pop("events"))
         ordered = sorted(seqs, key=len, reverse=True)
         t0 = time.perf_counter()
