@@ -93,3 +93,24 @@ def test_shape_layout_puts_each_sequence_at_its_text_offset_plus_its_index():
     assert shape_layout(shape).tolist() == want.tolist()
     out = np.full(want.size, 99, dtype=np.int32)
     assert shape_layout(shape, out=out) is out and out.tolist() == want.tolist()
+
+
+def test_the_handover_follows_the_short_kernels_limits(monkeypatch):
+    """Without a forced fill the short kernels take what zs_fold_smem takes (500 nt where no GPU says less), the
+    tiled fill the rest; SHORT_MAX_N lowers that, and zuker_short.MAX_N = 0 turns the short path off."""
+    lens = [zuker_short.SMEM_MAX_N + 1, zuker_short.SMEM_MAX_N, 300, 20]
+    order = list(range(len(lens)))
+
+    def kinds():
+        return [(kind, idxs.tolist()) for kind, idxs in gpu._plan(order, lens, 10**12, None)]
+
+    monkeypatch.setattr(zuker_short, "smem_max_n", lambda: zuker_short.SMEM_MAX_N)
+    assert kinds() == [(gpu.LONG_FILL, [0]), ("short", [1, 2, 3])]
+    monkeypatch.setattr(gpu, "SHORT_MAX_N", 300)
+    assert kinds() == [(gpu.LONG_FILL, [0, 1]), ("short", [2, 3])]
+    monkeypatch.setattr(gpu, "SHORT_MAX_N", None)
+    monkeypatch.setattr(zuker_short, "MAX_N", 0)
+    assert kinds() == [(gpu.LONG_FILL, [0, 1, 2, 3])]
+    # a forced short fill still takes zs_fold's lengths (up to MAX_N)
+    monkeypatch.setattr(zuker_short, "MAX_N", 600)
+    assert [k for k, _ in gpu._plan(order, lens, 10**12, "short")] == ["short"]
