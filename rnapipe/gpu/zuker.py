@@ -149,7 +149,8 @@ def _kernels(model: Model, shape=None, constraints=None):
             + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
-        lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_CHUNKS={FIN_LANES_CHUNKS}", f"-DZF_SPLITS={FIN_LANES_SPLITS}")
+        lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_CHUNKS={FIN_LANES_CHUNKS}", f"-DZF_SPLITS={FIN_LANES_SPLITS}",
+                 f"-DZF_SHARED_BYTES={FIN_LANES_SHARED}")     # checked against the kernel's layout when it compiles
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=FIN_LANES_SHARED)
     return out
 

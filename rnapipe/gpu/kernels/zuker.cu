@@ -538,6 +538,9 @@ static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
 #define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * 32 + 15 * 32 + (36 * ZF_PW + 80) / 4)
+#ifdef ZF_SHARED_BYTES                 // the dynamic shared memory the host launches with (zuker.py, FIN_LANES_SHARED)
+static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
+#endif
 
 // Loops E .. E1-1 of zk_loop_entry's list for the lane's cell: win = its window base (row r, column r + dl + 30),
 // sz = the size terms SZ[n1][n2] (31 x 32), maxu its longest loop; m0, m1, m2: the minima of the three kinds.
