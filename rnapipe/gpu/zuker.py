@@ -102,12 +102,13 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 # loops): the same results
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes
-FIN_LANES_CHUNKS = 8          # ZF_CHUNKS: its units of interior loops per cell diagonal
+FIN_LANES_CHUNKS = 4          # ZF_CHUNKS: its units of interior loops per cell diagonal
 FIN_LANES_SPLITS = 4          # ZF_SPLITS: its units of near split points per cell diagonal (divides 32)
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
-# each kind, four 32 x 33 multiloop tiles, V's 35 x 36 window, two columns, the size terms (31 x 32), fifteen
-# per-cell rows, then bytes: pair types (36 x 36) and two rows of 40 codes
-FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 35 * 36 + 2 * 32 + 31 * 32 + 15 * 32) + 36 * 36 + 80
+# each kind, four 32 x 33 multiloop tiles, V's 35 x 36 window, two columns, the size terms (31 rows of 33), fifteen
+# per-cell rows, the list of cells with interior loops and its length, then bytes: pair types (36 x 36) and two rows
+# of 40 codes (75,840 bytes: three blocks an SM)
+FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 35 * 36 + 2 * 32 + 31 * 33 + 15 * 32 + 33) + 36 * 36 + 80
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)

@@ -534,16 +534,111 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #define ZF_REST 4                       // units before the split points: the cell's table terms, three of the rest of V
 #define ZF_UNITS (ZF_REST + ZF_SPLITS + ZF_CHUNKS)
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
+#define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * 32 + 15 * 32 + (36 * ZF_PW + 80) / 4)
+#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * ZF_SZP + 15 * 32 + 33 + \
+                         (36 * ZF_PW + 80) / 4)
 #ifdef ZF_SHARED_BYTES                 // the dynamic shared memory the host launches with (zuker.py, FIN_LANES_SHARED)
 static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
 #endif
 
-// Loops E .. E1-1 of zk_loop_entry's list for the lane's cell: win = its window base (row r, column r + dl + 30),
-// sz = the size terms SZ[n1][n2] (31 x 32), maxu its longest loop; m0, m1, m2: the minima of the three kinds.
+// The interior loops four lanes a cell. zk_loop_entry's list is covered by ZF_NBASE base loops, each taken by the
+// cell's four lanes with its n1 (along a window column) or its n2 (along a row) grown by the lane's d = 0 .. 3, in the
+// same kind (min(n1, n2): 0, 1 or >= 2):
+//   * n1 >= 2 and n2 >= 2: from n1 = 2, 6, 10, .., along n1;
+//   * n1 <= 1 and n2 >= 3: from n2 = 3, 7, 11, .., along n2;
+//   * n2 <= 1 and n1 >= 3: from n1 = 3, 7, 11, .., along n1.
+// Every loop of the list is one base loop grown by one d. A lane may also land on three of the 11 special loops,
+// (2, 2), (2, 3) and (3, 2): their size terms are INF, so they never win. Loops past s = maxu are cut by the size
+// test (s + d <= maxu); a lane's window and size-term reads stay inside their arrays for every loop it takes.
+ZK_CHD int zf_base(int n1, int n2) {              // -1: not a base loop; 0: grown along n1; 1: along n2
+    if (n1 >= 2 && n2 >= 2) return (n1 - 2) % 4 == 0 ? 0 : -1;
+    if (n1 <= 1 && n2 >= 3) return (n2 - 3) % 4 == 0 ? 1 : -1;
+    if (n2 <= 1 && n1 >= 3) return (n1 - 3) % 4 == 0 ? 0 : -1;
+    return -1;
+}
+ZK_CHD int zf_entry(int e, int what) {            // base loop e by s, then n1: what 0 its s, 1 its n1, 2 its direction
+    int k = 0;
+    for (int s = 0; s <= ZK_MAXLOOP; ++s)
+        for (int n1 = 0; n1 <= s; ++n1) {
+            const int d = zf_base(n1, s - n1);
+            if (d < 0) continue;
+            if (k == e) return what == 0 ? s : what == 1 ? n1 : d;
+            ++k;
+        }
+    return -1;
+}
+#define ZF_NBASE 133
+static_assert(zf_entry(ZF_NBASE - 1, 0) == ZK_MAXLOOP && zf_entry(ZF_NBASE, 0) == -1, "base loop count");
+
+// Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szr /
+// szc the size terms' base likewise, mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c:
+// the most unpaired nucleotides after i and before j, less d on the side the loop grows. m0, m1, m2: the minima of
+// the three kinds.
+template <bool B, int E, int E0, int E1>
+__device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int* szr, const int* szc, int mu,
+                                         int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
+    if constexpr (E < E1) {
+        constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
+        constexpr int small = n1 < n2 ? n1 : n2;
+        constexpr int kind = small < 2 ? small : 2;
+        if constexpr (E == E0 || zf_entry(E - 1, 0) != s) {
+            if (s > mu) return;                          // the list is sorted by s
+        }
+        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + (dir ? szc : szr)[n1 * ZF_SZP + n2];
+        bool ok = true;
+        if constexpr (B) ok = dir ? n1 <= a5c && n2 <= a3c : n1 <= a5r && n2 <= a3r;
+        if (ok) {
+            if constexpr (kind == 0) m0 = min(m0, x);
+            else if constexpr (kind == 1) m1 = min(m1, x);
+            else m2 = min(m2, x);
+        }
+        zf_loops<B, E + 1, E0, E1>(wr, wc, szr, szc, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+    }
+}
+
+template <bool B, int C>
+__device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int* szr, const int* szc, int mu,
+                                         int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
+    constexpr int E0 = C * ZF_NBASE / ZF_CHUNKS, E1 = (C + 1) * ZF_NBASE / ZF_CHUNKS;
+    zf_loops<B, E0, E0, E1>(wr, wc, szr, szc, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+}
+
+#define ZF_CASE(C) case C: zf_chunk<B, C % ZF_CHUNKS>(wr, wc, szr, szc, mu, m0, m1, m2, a5r, a3r, a5c, a3c); break;
+template <bool B>
+__device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc, const int* szr, const int* szc,
+                                            int mu, int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
+    switch (c) {
+        ZF_CASE(0)
+#if ZF_CHUNKS > 1
+        ZF_CASE(1)
+#endif
+#if ZF_CHUNKS > 2
+        ZF_CASE(2)
+#endif
+#if ZF_CHUNKS > 3
+        ZF_CASE(3)
+#endif
+#if ZF_CHUNKS > 4
+        ZF_CASE(4)
+#endif
+#if ZF_CHUNKS > 5
+        ZF_CASE(5)
+#endif
+#if ZF_CHUNKS > 6
+        ZF_CASE(6)
+#endif
+#if ZF_CHUNKS > 7
+        ZF_CASE(7)
+#endif
+        default: break;
+    }
+}
+#undef ZF_CASE
+static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 8, "ZF_CHUNKS: 1 to 8");
+
 #ifdef ZK_HC
 #define ZF_HC_BOUNDS , int a5, int a3           // at most a5 unpaired after i, a3 before j (zk_v_flat's ZK_HC_LOOP)
 #define ZF_HC_BOUNDS_ARG , a5, a3
@@ -551,66 +646,6 @@ static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_S
 #define ZF_HC_BOUNDS
 #define ZF_HC_BOUNDS_ARG
 #endif
-template <int E, int E0, int E1>
-__device__ __forceinline__ void zf_loops(const int* win, const int* sz, int maxu, int& m0, int& m1, int& m2
-                                         ZF_HC_BOUNDS) {
-    if constexpr (E < E1) {
-        constexpr int s = zk_loop_entry(E, true), n1 = zk_loop_entry(E, false), n2 = s - n1;
-        constexpr int small = n1 < n2 ? n1 : n2;
-        constexpr int kind = small < 2 ? small : 2;
-        if constexpr (E == E0 || zk_loop_entry(E - 1, true) != s) {
-            if (s > maxu) return;                        // the list is sorted by s
-        }
-        const int x = win[kind * ZF_PLANE + n1 * ZF_PA - n2] + sz[n1 * 32 + n2];
-#ifdef ZK_HC
-        if (n1 <= a5 && n2 <= a3)
-#endif
-        {
-            if constexpr (kind == 0) m0 = min(m0, x);
-            else if constexpr (kind == 1) m1 = min(m1, x);
-            else m2 = min(m2, x);
-        }
-        zf_loops<E + 1, E0, E1>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
-    }
-}
-
-template <int C>
-__device__ __forceinline__ void zf_chunk(const int* win, const int* sz, int maxu, int& m0, int& m1, int& m2
-                                         ZF_HC_BOUNDS) {
-    constexpr int E0 = C * ZK_NLOOPS / ZF_CHUNKS, E1 = (C + 1) * ZK_NLOOPS / ZF_CHUNKS;
-    zf_loops<E0, E0, E1>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
-}
-
-__device__ __forceinline__ void zf_chunk_at(int c, const int* win, const int* sz, int maxu, int& m0, int& m1, int& m2
-                                            ZF_HC_BOUNDS) {
-    switch (c) {
-        case 0: zf_chunk<0>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#if ZF_CHUNKS > 1
-        case 1: zf_chunk<1 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_CHUNKS > 2
-        case 2: zf_chunk<2 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_CHUNKS > 3
-        case 3: zf_chunk<3 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_CHUNKS > 4
-        case 4: zf_chunk<4 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_CHUNKS > 5
-        case 5: zf_chunk<5 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_CHUNKS > 6
-        case 6: zf_chunk<6 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_CHUNKS > 7
-        case 7: zf_chunk<7 % ZF_CHUNKS>(win, sz, maxu, m0, m1, m2 ZF_HC_BOUNDS_ARG); break;
-#endif
-        default: break;
-    }
-}
-static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 8, "ZF_CHUNKS: 1 to 8");
-
 // One of the 11 loops of zk_interior (C: its index in ZK_SPECIAL_N1/N2) for the lane's cell (row r, column c of
 // the tile) of pair type t whose loops reach maxu, as zk_v_flat evaluates it, from the tile's windows: pair types
 // sPT (rows i0 .., columns j0 - 4 ..; ZF_PW a row), V (sV: rows i0 + 1 .., columns j0 - 4 ..; ZF_PW a row) and codes
@@ -644,8 +679,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     int* sV = sW1d + 32 * ZF_TP;                       // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
     int* sWMcol = sV + 35 * ZF_PW;                     // WM[i0 + r][j0 - 1]
     int* sW1col = sWMcol + 32;                         // WM1[i0 + r][j0 - 1]
-    int* sSZ = sW1col + 32;                            // SZ[n1][n2], 31 x 32
-    int* sCm = sSZ + 31 * 32;                          // per cell of the diagonal: the chunks' minima of three kinds
+    int* sSZ = sW1col + 32;                            // SZ[n1][n2], 31 rows of ZF_SZP
+    int* sCm = sSZ + 31 * ZF_SZP;                      // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
     int* sWb = sRv + 32;                               // WM's near split points
     int* sXb = sWb + 32;                               // X's
@@ -654,7 +689,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     int* sO = sPx + 32;                                // the closing pair's parts of the three kinds of loop
     int* sMs = sO + 3 * 32;                            // zk_multi_stem_at of the cell
     int* sAd = sMs + 32;                               // the cell's parts as an inner pair (INF: it is none)
-    signed char* sPT = (signed char*)(sAd + 3 * 32);   // pair types, rows i0 .. i0 + 35, columns j0 - 4 .. j0 + 31
+    int* sList = sAd + 3 * 32;                         // the diagonal's cells with interior loops: r | maxu << 8
+    int* sNlist = sList + 32;                          // how many
+    signed char* sPT = (signed char*)(sNlist + 1);   // pair types, rows i0 .. i0 + 35, columns j0 - 4 .. j0 + 31
     signed char* sSr = sPT + 36 * ZF_PW;               // codes of positions i0 - 1 .. i0 + 36
     signed char* sSc = sSr + 40;                       // codes of positions j0 - 5 .. j0 + 32
     ZK_BATCH;
@@ -705,7 +742,10 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         }
     }
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
-    for (int x = tid; x < 31 * 32; x += blockDim.x) sSZ[x] = ZK_LDG(SZg + x);
+    for (int x = tid; x < 31 * ZF_SZP; x += blockDim.x) {
+        const int a = x / ZF_SZP, c = x % ZF_SZP;
+        sSZ[x] = c < 32 ? ZK_LDG(SZg + a * 32 + c) : ZK_INF;
+    }
     if (tid < 32) {
         const int a = i0 + tid;
         sWMcol[tid] = D > 0 && a <= n ? q.WM[(long long)a * N + j0 - 1] : ZK_INF;
@@ -715,36 +755,73 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     }
     const int* sWl = D == 0 ? sWMc : sWMd;             // WM of the split points after i: tile (I, I)
     const int* sW1h = D == 0 ? sW1c : sW1d;            // WM1 of those before j: tile (J, J)
+    // the lane's cell on cell diagonal dl (row lane, column lane + dl): whether it is one, its pair type t and the
+    // longest interior loop it closes, maxu (zk_v_flat's)
+    auto diag_cell = [&](int dl, int& t, int& maxu) -> bool {
+        const int lb = dl < 0 ? -dl : 0, le = dl < 0 ? T : T - dl;
+        const int c = lane + dl;
+        const bool cell = lane >= lb && lane < le && j0 + c <= n;
+        t = cell ? sPT[lane * ZF_PW + c + 4] : 0;
+        maxu = min(j0 + c - i0 - lane - ZK_TURN - 3, ZK_MAXLOOP);
+        if (t && !zk_closes(b.P, t) && maxu > 0) maxu = 0;
+        return cell;
+    };
+    // (warp 0) the list of diagonal dl's cells with interior loops (a pair type, maxu >= 3) for the chunk units
+    auto list_cells = [&](int dl) {
+        int t, maxu;
+        diag_cell(dl, t, maxu);
+        const bool has = t != 0 && maxu >= 3;
+        const unsigned act = __ballot_sync(0xffffffffu, has);
+        if (has) sList[__popc(act & ((1u << lane) - 1))] = lane | maxu << 8;
+        if (lane == 0) *sNlist = __popc(act);
+    };
+    const int dl0 = max(1 - T, ZK_TURN + 1 - D * T);
+    __syncthreads();
+    if (warp == 0) list_cells(dl0);
     __syncthreads();
 #if defined(ZK_RULES) || defined(ZK_HC)
     const int dlend = min(T, ZK_REACH(b.P, q) - D * T);
 #else
     constexpr int dlend = T;
 #endif
-    for (int dl = max(1 - T, ZK_TURN + 1 - D * T); dl < dlend; ++dl) {
-        const int lb = dl < 0 ? -dl : 0, le = dl < 0 ? T : T - dl;
+    for (int dl = dl0; dl < dlend; ++dl) {
         const int r = lane, c = r + dl;
         const int i = i0 + r, j = j0 + c;
-        const bool cell = r >= lb && r < le && j <= n;
-        const int t = cell ? sPT[r * ZF_PW + c + 4] : 0;
-        int maxu = j - i - ZK_TURN - 3;                // zk_v_flat's
-        if (maxu > ZK_MAXLOOP) maxu = ZK_MAXLOOP;
-        if (t && !zk_closes(b.P, t) && maxu > 0) maxu = 0;
+        int t, maxu;
+        const bool cell = diag_cell(dl, t, maxu);
         // phase A: units 0 (the cell's table terms), 1 and 2 (the rest of V), then the split points and the chunks
         for (int u = warp; u < ZF_UNITS; u += ZF_WARPS) {
             if (u >= ZF_REST + ZF_SPLITS) {
+                // the chunk's base loops for the listed cells, eight a pass, four lanes a cell (lane d = lane & 3
+                // grows each base loop by d); the four lanes' minima to sCm
                 const int ch = u - ZF_REST - ZF_SPLITS;
-                const int mu = t ? maxu : -1;
-                if (__any_sync(0xffffffffu, mu >= 3)) {
+                const int nl = *sNlist, d = lane & 3;
+                for (int k0 = 0; k0 < nl; k0 += 8) {
+                    const int k = k0 + (lane >> 2);
+                    const int e = k < nl ? sList[k] : 0;
+                    const int rr = e & 31, mx = e >> 8, mu = k < nl ? mx - d : -1;
+                    const int* win = sAux + rr * (ZF_PA + 1) + dl + 30;
                     int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
 #ifdef ZK_HC
-                    const int a5 = mu >= 0 ? q.HC[i + 1].up : 0, a3 = mu >= 0 ? q.HC[j - 1].dn : 0;
+                    const int a5 = k < nl ? q.HC[i0 + rr + 1].up : ZK_MAXLOOP;
+                    const int a3 = k < nl ? q.HC[j0 + rr + dl - 1].dn : ZK_MAXLOOP;
+                    if (__any_sync(0xffffffffu, a5 < mx || a3 < mx))
+                        zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
+                                          a5 - d, a3, a5, a3 - d);
+                    else
 #endif
-                    zf_chunk_at(ch, sAux + r * (ZF_PA + 1) + dl + 30, sSZ, mu, m0, m1, m2 ZF_HC_BOUNDS_ARG);
-                    if (mu >= 3) {
-                        atomicMin(&sCm[r], m0);
-                        atomicMin(&sCm[32 + r], m1);
-                        atomicMin(&sCm[64 + r], m2);
+                        zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
+                                           0, 0, 0, 0);
+                    m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
+                    m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
+                    m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 1));
+                    m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
+                    m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
+                    m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 2));
+                    if (d == 0 && k < nl) {
+                        atomicMin(&sCm[rr], m0);
+                        atomicMin(&sCm[32 + rr], m1);
+                        atomicMin(&sCm[64 + rr], m2);
                     }
                 }
             } else if (u >= ZF_REST) {
@@ -897,6 +974,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             sCm[r] = sCm[32 + r] = sCm[64 + r] = ZK_BIG;
             sRv[r] = sWb[r] = sXb[r] = ZK_INF;
         }
+        if (warp == 0) list_cells(dl + 1);             // sList was last read in phase A
         __syncthreads();
     }
 }
