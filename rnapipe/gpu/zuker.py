@@ -101,14 +101,12 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 # zk_fin_flat (a warp per cell, its interior loops spread evenly over the lanes) or zk_fin (zk_v_partial's
 # loops): the same results
 FIN_KERNEL = "zk_fin_lanes"
-FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes
-FIN_LANES_CHUNKS = 4          # ZF_CHUNKS: its units of interior loops per cell diagonal
-FIN_LANES_SPLITS = 4          # ZF_SPLITS: its units of near split points per cell diagonal (divides 32)
+FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 13; those past 5 take the interior loops)
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
 # each kind, four 32 x 33 multiloop tiles, V's 35 x 36 window, two columns, the size terms (31 rows of 33), fifteen
-# per-cell rows, the list of cells with interior loops and its length, then bytes: pair types (36 x 36) and two rows
-# of 40 codes (75,840 bytes: three blocks an SM)
-FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 35 * 36 + 2 * 32 + 31 * 33 + 15 * 32 + 33) + 36 * 36 + 80
+# per-cell rows, two diagonals' lists of cells with interior loops and their lengths, then bytes: pair types
+# (36 x 36) and two rows of 40 codes (75,972 bytes: three blocks an SM)
+FIN_LANES_SHARED = 4 * (3 * 62 * 62 + 4 * 32 * 33 + 35 * 36 + 2 * 32 + 31 * 33 + 15 * 32 + 66) + 36 * 36 + 80
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)
@@ -150,7 +148,7 @@ def _kernels(model: Model, shape=None, constraints=None):
             + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
-        lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_CHUNKS={FIN_LANES_CHUNKS}", f"-DZF_SPLITS={FIN_LANES_SPLITS}",
+        lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}",
                  f"-DZF_SHARED_BYTES={FIN_LANES_SHARED}")     # checked against the kernel's layout when it compiles
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=FIN_LANES_SHARED)
     return out

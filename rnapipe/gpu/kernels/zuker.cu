@@ -506,39 +506,49 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 //   * for the 11 loops of zk_interior: pair types and V of the cells within 4 of the tile, and the codes;
 //   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (for D = 0 the
 //     tile itself), WM and WM1 of the tile, and column j0 - 1 of WM and WM1 (tile (I, J-1)).
-// Per cell diagonal, phase A: ZF_UNITS work units taken in turn by the warps, each over every cell of the
-// diagonal: the cell's table terms for phase B (and the middle's slots); three units of the rest of V (the
-// hairpin and VM, and the 11 loops of zk_interior); ZF_SPLITS units of the near split points (32 / ZF_SPLITS of
-// each segment); ZF_CHUNKS fixed chunks of the interior loops (zk_loop_entry's list, (n1, n2) known at compile
-// time: one shared load at a constant offset plus its size term each; each kind's minimum into sCm by a shared
-// atomicMin). Phase B (warp 0, a lane a cell): V, WM1, WM and X from the partial minima, stored as zk_store
-// stores them and into the shared copies. Each is the minimum over zk_fin_flat's candidates: the same value
-// wherever it is finite (below ZK_HALF_INF; a value above it, which every reader takes as INF, may differ:
+// A cell's loops read the cells two diagonals back and more, but its WM and WM1 read the diagonal just before. So
+// per cell diagonal dl, two steps between block barriers:
+//   * phase A (the first ZF_SPLITS warps): the near split points of dl's cells (32 / ZF_SPLITS of each segment);
+//   * phase B's interval: warp 0 finishes dl's cells (V, WM1, WM and X from the partial results, stored as zk_store
+//     stores them and into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1 its
+//     cells' table terms for phase B and the middle's slots, warps 2-4 the rest of V (the hairpin and VM, the 11
+//     loops of zk_interior), warps 5 .. the interior loops in ZF_CHUNKS chunks (zf_base's list, (n1, n2) known at
+//     compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the
+//     cells listed as having loops; each kind's minimum into sCm by a shared atomicMin. Their writes wait on a
+//     named barrier until warp 0 has read and reset the partial results of dl.
+// Each value is the minimum over zk_fin_flat's candidates: the same value wherever it is finite (below
+// ZK_HALF_INF; a value above it, which every reader takes as INF, may differ:
 // zk_fin_flat also adds up the loops that cannot form, which this kernel leaves out).
 // ------------------------------------------------------------------------------------------------------
-#if ZK_TILE == 32                      // zk_fin_lanes: a warp's lanes are a tile's 32 rows
+#if ZK_TILE == 32                      // zk_fin_lanes: a warp's lanes are a tile's 32 rows (or a diagonal's listed cells)
 #define ZF_A (32 + ZK_MAXLOOP)          // rows and columns of the auxiliaries' window (62)
 #define ZF_PA ZF_A                      // its row pitch: even, so the lanes of a cell diagonal (stride ZF_PA + 1)
                                         // read 32 different banks
 #define ZF_PLANE (ZF_A * ZF_PA)
 #define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
-#ifndef ZF_CHUNKS
-#define ZF_CHUNKS 8
-#endif
-#ifndef ZF_SPLITS
-#define ZF_SPLITS 4
-#endif
 #ifndef ZF_WARPS
 #define ZF_WARPS 8
 #endif
-#define ZF_REST 4                       // units before the split points: the cell's table terms, three of the rest of V
-#define ZF_UNITS (ZF_REST + ZF_SPLITS + ZF_CHUNKS)
+#define ZF_CHUNKS (ZF_WARPS - 5)        // warps 5 .. take the interior loops, a chunk each
+#define ZF_SPLITS (ZF_WARPS >= 8 ? 8 : 4)  // units of the near split points (the first ZF_SPLITS warps)
+static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 13, "zk_fin_lanes: 6 to 13 warps");
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
 #define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
+// Named barrier 1 between warp 0 and the others within phase B's interval: warp 0 has read and reset the partial
+// results of the diagonal it finishes (zf_consumed, no wait); the others may then write those of the next one
+// (zf_wait_consumed).
+__device__ __forceinline__ void zf_consumed() {
+    __threadfence_block();
+    asm volatile("bar.arrive 1, %0;" :: "n"(32 * ZF_WARPS) : "memory");
+}
+__device__ __forceinline__ void zf_wait_consumed() {
+    asm volatile("bar.sync 1, %0;" :: "n"(32 * ZF_WARPS) : "memory");
+}
+
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * ZF_SZP + 15 * 32 + 33 + \
+#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * ZF_SZP + 15 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
 #ifdef ZF_SHARED_BYTES                 // the dynamic shared memory the host launches with (zuker.py, FIN_LANES_SHARED)
 static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
@@ -667,7 +677,7 @@ __device__ __forceinline__ int zf_special(const int* P, const signed char* sPT, 
     return ok ? e : ZK_INF;
 }
 
-extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS)
+extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, 3)   // three blocks an SM (shared memory allows three)
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
@@ -689,9 +699,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     int* sO = sPx + 32;                                // the closing pair's parts of the three kinds of loop
     int* sMs = sO + 3 * 32;                            // zk_multi_stem_at of the cell
     int* sAd = sMs + 32;                               // the cell's parts as an inner pair (INF: it is none)
-    int* sList = sAd + 3 * 32;                         // the diagonal's cells with interior loops: r | maxu << 8
-    int* sNlist = sList + 32;                          // how many
-    signed char* sPT = (signed char*)(sNlist + 1);   // pair types, rows i0 .. i0 + 35, columns j0 - 4 .. j0 + 31
+    int* sList = sAd + 3 * 32;                         // two diagonals' cells with interior loops: r | maxu << 8
+    int* sNlist = sList + 64;                          // how many (diagonal dl in buffer dl & 1)
+    signed char* sPT = (signed char*)(sNlist + 2);   // pair types, rows i0 .. i0 + 35, columns j0 - 4 .. j0 + 31
     signed char* sSr = sPT + 36 * ZF_PW;               // codes of positions i0 - 1 .. i0 + 36
     signed char* sSc = sSr + 40;                       // codes of positions j0 - 5 .. j0 + 32
     ZK_BATCH;
@@ -766,215 +776,268 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         if (t && !zk_closes(b.P, t) && maxu > 0) maxu = 0;
         return cell;
     };
-    // (warp 0) the list of diagonal dl's cells with interior loops (a pair type, maxu >= 3) for the chunk units
+    // (warp ZF_WARPS - 1) the list of diagonal dl's cells with interior loops (a pair type, maxu >= 3) for the chunk
+    // units, in buffer dl & 1
     auto list_cells = [&](int dl) {
         int t, maxu;
         diag_cell(dl, t, maxu);
         const bool has = t != 0 && maxu >= 3;
         const unsigned act = __ballot_sync(0xffffffffu, has);
-        if (has) sList[__popc(act & ((1u << lane) - 1))] = lane | maxu << 8;
-        if (lane == 0) *sNlist = __popc(act);
+        if (has) sList[(dl & 1) * 32 + __popc(act & ((1u << lane) - 1))] = lane | maxu << 8;
+        if (lane == 0) sNlist[dl & 1] = __popc(act);
     };
     const int dl0 = max(1 - T, ZK_TURN + 1 - D * T);
-    __syncthreads();
-    if (warp == 0) list_cells(dl0);
-    __syncthreads();
 #if defined(ZK_RULES) || defined(ZK_HC)
     const int dlend = min(T, ZK_REACH(b.P, q) - D * T);
 #else
     constexpr int dlend = T;
 #endif
-    for (int dl = dl0; dl < dlend; ++dl) {
-        const int r = lane, c = r + dl;
-        const int i = i0 + r, j = j0 + c;
+
+    // ---- phase A of diagonal dl: the near split points (zk_wm_near), unit part = warp of ZF_SPLITS. After i,
+    // k = i0 + kk for kk in (r, 31] (with D = 0 up to c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4].
+    auto splits = [&](int dl, int part) {
         int t, maxu;
         const bool cell = diag_cell(dl, t, maxu);
-        // phase A: units 0 (the cell's table terms), 1 and 2 (the rest of V), then the split points and the chunks
-        for (int u = warp; u < ZF_UNITS; u += ZF_WARPS) {
-            if (u >= ZF_REST + ZF_SPLITS) {
-                // the chunk's base loops for the listed cells, eight a pass, four lanes a cell (lane d = lane & 3
-                // grows each base loop by d); the four lanes' minima to sCm
-                const int ch = u - ZF_REST - ZF_SPLITS;
-                const int nl = *sNlist, d = lane & 3;
-                for (int k0 = 0; k0 < nl; k0 += 8) {
-                    const int k = k0 + (lane >> 2);
-                    const int e = k < nl ? sList[k] : 0;
-                    const int rr = e & 31, mx = e >> 8, mu = k < nl ? mx - d : -1;
-                    const int* win = sAux + rr * (ZF_PA + 1) + dl + 30;
-                    int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
+        const int r = lane, c = r + dl, i = i0 + r, j = j0 + c;
+        constexpr int KS = 32 / ZF_SPLITS;
+        int best = ZK_INF, vmin = ZK_INF;
+        if (!cell) return;
 #ifdef ZK_HC
-                    const int a5 = k < nl ? q.HC[i0 + rr + 1].up : ZK_MAXLOOP;
-                    const int a3 = k < nl ? q.HC[j0 + rr + dl - 1].dn : ZK_MAXLOOP;
-                    if (__any_sync(0xffffffffu, a5 < mx || a3 < mx))
-                        zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
-                                          a5 - d, a3, a5, a3 - d);
-                    else
+        const int ufree = q.HC[i].up;
 #endif
-                        zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
-                                           0, 0, 0, 0);
-                    m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
-                    m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
-                    m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 1));
-                    m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
-                    m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
-                    m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 2));
-                    if (d == 0 && k < nl) {
-                        atomicMin(&sCm[rr], m0);
-                        atomicMin(&sCm[32 + rr], m1);
-                        atomicMin(&sCm[64 + rr], m2);
-                    }
-                }
-            } else if (u >= ZF_REST) {
-                // near split points k (zk_wm_near): after i, k = i0 + kk for kk in (r, 31] (with D = 0 up to
-                // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]
-                const int part = u - ZF_REST;
-                constexpr int KS = 32 / ZF_SPLITS;
-                int best = ZK_INF, vmin = ZK_INF;
-                if (cell) {
-#ifdef ZK_HC
-                    const int ufree = q.HC[i].up;
-#endif
-                    const int hi1 = D == 0 ? c - 4 : min(31, j - 4 - i0);
+        const int hi1 = D == 0 ? c - 4 : min(31, j - 4 - i0);
 #pragma unroll
-                    for (int h = 0; h < KS; ++h) {
-                        const int kk = part * KS + h;
-                        if (kk > r && kk <= hi1) {
-                            const int wm = sWl[r * ZF_TP + kk - 1], w = sW1c[kk * ZF_TP + c];
+        for (int h = 0; h < KS; ++h) {
+            const int kk = part * KS + h;
+            if (kk > r && kk <= hi1) {
+                const int wm = sWl[r * ZF_TP + kk - 1], w = sW1c[kk * ZF_TP + c];
 #ifdef ZK_HC
-                            const int uu = kk - r <= ufree ? zk_min((kk - r) * ml, wm) : wm;
+                const int uu = kk - r <= ufree ? zk_min((kk - r) * ml, wm) : wm;
 #else
-                            const int uu = zk_min((kk - r) * ml, wm);
+                const int uu = zk_min((kk - r) * ml, wm);
 #endif
-                            best = zk_min(best, uu + w);
-                            if (kk >= r + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
-                        }
-                    }
-                    if (D > 0) {
-#pragma unroll
-                        for (int h = 0; h < KS; ++h) {
-                            const int kk = part * KS + h;
-                            if (kk <= c - 4) {
-                                const int k = j0 + kk;
-                                const int wm = kk == 0 ? sWMcol[r] : sWMc[r * ZF_TP + kk - 1];
-                                const int w = sW1h[kk * ZF_TP + c];
-#ifdef ZK_HC
-                                const int uu = k - i <= ufree ? zk_min(zk_min((k - i) * ml, ZK_INF), wm) : wm;
-#else
-                                const int uu = zk_min(zk_min((k - i) * ml, ZK_INF), wm);
-#endif
-                                best = zk_min(best, uu + w);
-                                if (k >= i + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
-                            }
-                        }
-                    }
-                    atomicMin(&sWb[r], best);
-                    atomicMin(&sXb[r], vmin);
-                }
-            } else if (u == 0) {
-                // the cell's table terms for phase B, and the middle's slots
-                if (cell) {
-                    const int si1 = sSr[r + 2], sj1 = sSc[c + 4];
-                    sO[r] = zk_au(b.P, t);
-                    sO[32 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1);
-                    sO[64 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1);
-                    sMs[r] = zk_multi_stem_at(b.P, q.S, i, j);
-                    const int tt = ZK_TYPE(q.S, i, j), rt = zk_rtype(tt);
-                    const int aa = sSc[c + 6], bb = sSr[r];
-                    const bool inner = zk_closes(b.P, tt);
-                    sAd[r] = inner ? zk_au(b.P, tt) : ZK_INF;
-                    sAd[32 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
-                    sAd[64 + r] = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
-                    if (D >= 2) {
-                        sPw[r] = q.WM[i * N + j];
-                        sPx[r] = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
-                    }
-                }
-            } else if (t) {
-                // the rest of V: the hairpin, VM and the 11 loops of zk_interior (zk_v_flat's lane-0 and special
-                // terms)
-                const bool closes = zk_closes(b.P, t);
-#ifdef ZK_HC
-                const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;
-#endif
-                int v = ZK_INF;
-                if (u == 1) {
-                    if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(b.P, q.S, i, j);
-                    if (closes) {
-                        const int m = q.VMX[i * N + j];
-                        if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(b.P, q.S, i, j));
-                    }
-                    v = zk_min(v, zf_special<0>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, ZK_SSTACK(q.SS, i, j)
-                                                ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<1>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<2>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                } else if (u == 2) {
-                    v = zf_special<3>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
-                    v = zk_min(v, zf_special<4>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<5>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<6>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                } else {
-                    v = zf_special<7>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
-                    v = zk_min(v, zf_special<8>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<9>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                    v = zk_min(v, zf_special<10>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                }
-                atomicMin(&sRv[r], v);
+                best = zk_min(best, uu + w);
+                if (kk >= r + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
             }
         }
-        __syncthreads();
-        // phase B: the cell's values from the partial minima, stored (zk_store) and into the shared copies
-        if (warp == 0 && cell) {
-            int v = ZK_INF;
-            if (t) {
-                v = sRv[r];
-                if (zk_closes(b.P, t)) {
-                    v = zk_min(v, sCm[r] + sO[r]);
-                    v = zk_min(v, sCm[32 + r] + sO[32 + r]);
-                    v = zk_min(v, sCm[64 + r] + sO[64 + r]);
-                }
-            }
-#ifdef ZK_RULES
-            v = zk_lonely(b.P, q, i, j, v, true);
-#endif
-            // WM1 (zk_wm1): WM1[i][j-1] from the tile, or column j0 - 1
+        if (D > 0) {
+#pragma unroll
+            for (int h = 0; h < KS; ++h) {
+                const int kk = part * KS + h;
+                if (kk <= c - 4) {
+                    const int k = j0 + kk;
+                    const int wm = kk == 0 ? sWMcol[r] : sWMc[r * ZF_TP + kk - 1];
+                    const int w = sW1h[kk * ZF_TP + c];
 #ifdef ZK_HC
-            int w1 = q.HC[j].up > 0 ? (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml : ZK_INF;
+                    const int uu = k - i <= ufree ? zk_min(zk_min((k - i) * ml, ZK_INF), wm) : wm;
 #else
-            int w1 = (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml;
+                    const int uu = zk_min(zk_min((k - i) * ml, ZK_INF), wm);
 #endif
-            if (v < ZK_HALF_INF) w1 = zk_min(w1, v + sMs[r]);
-            w1 = zk_min(w1, ZK_INF);
-            int wm = zk_min(w1, sWb[r]), vm = sXb[r];
-            if (D >= 2) {
-                wm = zk_min(wm, sPw[r]);
-                if (i > 1 && j < n) vm = zk_min(vm, sPx[r]);
-            }
-            wm = zk_min(wm, ZK_INF);
-            // zk_store's writes
-            q.V[i * N + j] = v;
-            if (i > 1 && j < n) q.VMX[(i - 1) * N + j + 1] = vm;
-            q.WM1T[(long long)j * N + i] = w1;
-            q.WM[i * N + j] = wm;
-            const bool inner = v < ZK_HALF_INF && sAd[r] < ZK_INF;
-            if (inner) {
-                const int x0 = v + sAd[r], x1 = v + sAd[32 + r], x2 = v + sAd[64 + r];
-                q.VAU[i * N + j] = x0;
-                q.V1N[i * N + j] = x1;
-                q.VI[i * N + j] = x2;
-                if (r > 0 && c < 31) {
-                    int* w = sAux + (r - 1) * ZF_PA + c + 31;
-                    w[0] = x0;
-                    w[ZF_PLANE] = x1;
-                    w[2 * ZF_PLANE] = x2;
+                    best = zk_min(best, uu + w);
+                    if (k >= i + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
                 }
             }
-            sWMc[r * ZF_TP + c] = wm;
-            sW1c[r * ZF_TP + c] = w1;
-            if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
+        }
+        atomicMin(&sWb[r], best);
+        atomicMin(&sXb[r], vmin);
+    };
+
+    // ---- the interval of phase B of diagonal db. Warp 0 finishes db's cells from the partial results, having
+    // first read and reset them (then zf_consumed); meanwhile the other warps compute what diagonal dn = db + 1
+    // needs from the diagonals up to db - 1 (a cell's loops read cells two diagonals back and more): warp 1 its
+    // table terms for phase B, warps 2-4 the rest of V (the hairpin, VM and the 11 loops of zk_interior), warps
+    // 5 .. the interior loops (ZF_CHUNKS units). Each writes its results after zf_wait_consumed.
+    auto phase_b = [&](int db) {
+        int t = 0, maxu;
+        const bool cell = db >= dl0 && diag_cell(db, t, maxu);
+        const int r = lane, c = r + db, i = i0 + r, j = j0 + c;
+        int rv = ZK_INF, cm0 = ZK_BIG, cm1 = ZK_BIG, cm2 = ZK_BIG, o0 = 0, o1 = 0, o2 = 0, ms = 0;
+        int ad0 = ZK_INF, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF, wb = ZK_INF, xb = ZK_INF;
+        if (cell) {
+            rv = sRv[r]; cm0 = sCm[r]; cm1 = sCm[32 + r]; cm2 = sCm[64 + r];
+            o0 = sO[r]; o1 = sO[32 + r]; o2 = sO[64 + r]; ms = sMs[r];
+            ad0 = sAd[r]; ad1 = sAd[32 + r]; ad2 = sAd[64 + r];
+            if (D >= 2) { pw = sPw[r]; px = sPx[r]; }
+            wb = sWb[r]; xb = sXb[r];
             sCm[r] = sCm[32 + r] = sCm[64 + r] = ZK_BIG;
             sRv[r] = sWb[r] = sXb[r] = ZK_INF;
         }
-        if (warp == 0) list_cells(dl + 1);             // sList was last read in phase A
+        zf_consumed();
+        if (!cell) return;
+        int v = ZK_INF;
+        if (t) {
+            v = rv;
+            if (zk_closes(b.P, t)) {
+                v = zk_min(v, cm0 + o0);
+                v = zk_min(v, cm1 + o1);
+                v = zk_min(v, cm2 + o2);
+            }
+        }
+#ifdef ZK_RULES
+        v = zk_lonely(b.P, q, i, j, v, true);
+#endif
+        // WM1 (zk_wm1): WM1[i][j-1] from the tile, or column j0 - 1
+#ifdef ZK_HC
+        int w1 = q.HC[j].up > 0 ? (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml : ZK_INF;
+#else
+        int w1 = (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml;
+#endif
+        if (v < ZK_HALF_INF) w1 = zk_min(w1, v + ms);
+        w1 = zk_min(w1, ZK_INF);
+        int wm = zk_min(w1, wb), vm = xb;
+        if (D >= 2) {
+            wm = zk_min(wm, pw);
+            if (i > 1 && j < n) vm = zk_min(vm, px);
+        }
+        wm = zk_min(wm, ZK_INF);
+        // zk_store's writes
+        q.V[i * N + j] = v;
+        if (i > 1 && j < n) q.VMX[(i - 1) * N + j + 1] = vm;
+        q.WM1T[(long long)j * N + i] = w1;
+        q.WM[i * N + j] = wm;
+        const bool inner = v < ZK_HALF_INF && ad0 < ZK_INF;
+        if (inner) {
+            const int x0 = v + ad0, x1 = v + ad1, x2 = v + ad2;
+            q.VAU[i * N + j] = x0;
+            q.V1N[i * N + j] = x1;
+            q.VI[i * N + j] = x2;
+            if (r > 0 && c < 31) {
+                int* w = sAux + (r - 1) * ZF_PA + c + 31;
+                w[0] = x0;
+                w[ZF_PLANE] = x1;
+                w[2 * ZF_PLANE] = x2;
+            }
+        }
+        sWMc[r * ZF_TP + c] = wm;
+        sW1c[r * ZF_TP + c] = w1;
+        if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
+    };
+
+    // warp 1: the table terms of diagonal dn's cells for phase B, and the middle's slots
+    auto terms = [&](int dn) {
+        int t, maxu;
+        const bool cell = diag_cell(dn, t, maxu);
+        const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
+        int o0 = 0, o1 = 0, o2 = 0, ms = 0, ad0 = 0, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF;
+        if (cell) {
+            const int si1 = sSr[r + 2], sj1 = sSc[c + 4];
+            o0 = zk_au(b.P, t);
+            o1 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1);
+            o2 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1);
+            ms = zk_multi_stem_at(b.P, q.S, i, j);
+            const int tt = ZK_TYPE(q.S, i, j), rt = zk_rtype(tt);
+            const int aa = sSc[c + 6], bb = sSr[r];
+            ad0 = zk_closes(b.P, tt) ? zk_au(b.P, tt) : ZK_INF;
+            ad1 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
+            ad2 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
+            if (D >= 2) {
+                pw = q.WM[i * N + j];
+                px = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
+            }
+        }
+        zf_wait_consumed();
+        if (cell) {
+            sO[r] = o0; sO[32 + r] = o1; sO[64 + r] = o2; sMs[r] = ms;
+            sAd[r] = ad0; sAd[32 + r] = ad1; sAd[64 + r] = ad2;
+            if (D >= 2) { sPw[r] = pw; sPx[r] = px; }
+        }
+    };
+
+    // warps 2-4: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit u = 1 .. 3
+    auto rest = [&](int dn, int u) {
+        int t, maxu;
+        diag_cell(dn, t, maxu);
+        const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
+        int v = ZK_INF;
+        if (t) {
+            const bool closes = zk_closes(b.P, t);
+#ifdef ZK_HC
+            const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;
+#endif
+            if (u == 1) {
+                if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(b.P, q.S, i, j);
+                if (closes) {
+                    const int m = q.VMX[i * N + j];        // made by cell (i + 1, j - 1), two diagonals back
+                    if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(b.P, q.S, i, j));
+                }
+                v = zk_min(v, zf_special<0>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, ZK_SSTACK(q.SS, i, j)
+                                            ZF_HC_BOUNDS_ARG));
+                v = zk_min(v, zf_special<1>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                v = zk_min(v, zf_special<2>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+            } else if (u == 2) {
+                v = zf_special<3>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
+                v = zk_min(v, zf_special<4>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                v = zk_min(v, zf_special<5>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                v = zk_min(v, zf_special<6>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+            } else {
+                v = zf_special<7>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
+                v = zk_min(v, zf_special<8>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                v = zk_min(v, zf_special<9>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+                v = zk_min(v, zf_special<10>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+            }
+        }
+        zf_wait_consumed();
+        if (t) atomicMin(&sRv[r], v);
+    };
+
+    // warps 5 ..: chunk ch of the base loops for diagonal dn's listed cells, eight a pass, four lanes a cell (lane
+    // d = lane & 3 grows each base loop by d); the four lanes' minima to sCm
+    auto chunks = [&](int dn, int ch) {
+        const int nl = sNlist[dn & 1], d = lane & 3;
+        const int* list = sList + (dn & 1) * 32;
+        bool waited = false;
+        for (int k0 = 0; k0 < nl; k0 += 8) {
+            const int k = k0 + (lane >> 2);
+            const int e = k < nl ? list[k] : 0;
+            const int rr = e & 31, mx = e >> 8, mu = k < nl ? mx - d : -1;
+            const int* win = sAux + rr * (ZF_PA + 1) + dn + 30;
+            int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
+#ifdef ZK_HC
+            const int a5 = k < nl ? q.HC[i0 + rr + 1].up : ZK_MAXLOOP;
+            const int a3 = k < nl ? q.HC[j0 + rr + dn - 1].dn : ZK_MAXLOOP;
+            if (__any_sync(0xffffffffu, a5 < mx || a3 < mx))
+                zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
+                                  a5 - d, a3, a5, a3 - d);
+            else
+#endif
+                zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
+                                   0, 0, 0, 0);
+            m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
+            m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
+            m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 1));
+            m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 2));
+            m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
+            m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 2));
+            if (!waited) {
+                zf_wait_consumed();
+                waited = true;
+            }
+            if (d == 0 && k < nl) {
+                atomicMin(&sCm[rr], m0);
+                atomicMin(&sCm[32 + rr], m1);
+                atomicMin(&sCm[64 + rr], m2);
+            }
+        }
+        if (!waited) zf_wait_consumed();
+    };
+
+    auto interval = [&](int db) {
+        if (warp == 0) phase_b(db);
+        else if (warp == 1) terms(db + 1);
+        else if (warp <= 4) rest(db + 1, warp - 1);
+        else chunks(db + 1, warp - 5);
+    };
+
+    __syncthreads();
+    if (warp == ZF_WARPS - 1) list_cells(dl0);
+    __syncthreads();
+    interval(dl0 - 1);                                 // warp 0 has no diagonal to finish yet
+    __syncthreads();
+    for (int dl = dl0; dl < dlend; ++dl) {
+        if (warp < ZF_SPLITS) splits(dl, warp);
+        if (warp == ZF_WARPS - 1) list_cells(dl + 1);  // the other buffer (the chunks of dl have read theirs)
+        __syncthreads();
+        interval(dl);
         __syncthreads();
     }
 }
