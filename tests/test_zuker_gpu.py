@@ -81,6 +81,21 @@ def test_tiled_fill_other_tiles_and_cell_kernels(monkeypatch, tile, fin, warps):
                  {"gpu_fill": "tiled", "gpu_traceback": "block"})
 
 
+def test_kept_matrices():
+    """The tiled fill's matrices are kept from one call to the next (grown when a group needs more, reused, INF
+    again where a smaller group follows a larger one) and given back before a group of the short kernels: every
+    result identical to the CPU engine."""
+    gpu = _gpu()
+    gpu.release()
+    assert gpu.cached_bytes() == 0
+    for seed, count, lo, hi in ((71, 3, 700, 900), (72, 6, 1_000, 1_400), (73, 4, 520, 700), (74, 1, 1_500, 1_500)):
+        seqs = _random_seqs(count, lo, hi, seed=seed)
+        _assert_same(seqs)
+        assert gpu.cached_bytes() >= 7 * 4 * max(len(x) + 2 for x in seqs) ** 2
+    _assert_same(_random_seqs(50, 20, 200, seed=75))           # one group of the short kernels
+    assert gpu.cached_bytes() == 0
+
+
 @pytest.mark.parametrize("temperature,dangles", [(37.0, 0), (20.0, 2), (60.0, 0)])
 def test_temperatures_and_dangles(temperature, dangles):
     _assert_same(_random_seqs(400, 1, 300, seed=int(temperature) + dangles),

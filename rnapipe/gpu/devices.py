@@ -100,10 +100,12 @@ def gpu_count() -> int:
 
 def memory_budget() -> int:
     """Bytes one sequence (or batch) may take on the current GPU: a fraction of its free memory now,
-    counting what CuPy's pool holds but does not use and the short-sequence pools kept for reuse."""
+    counting what CuPy's pool holds but does not use, the short-sequence pools and the tiled fill's matrices kept
+    for reuse."""
     import cupy
 
-    from .zuker_short import cached_bytes
+    from . import zuker, zuker_short
 
     free, _total = cupy.cuda.runtime.memGetInfo()
-    return int((free + cupy.get_default_memory_pool().free_bytes() + cached_bytes()) * config.MEMORY_FRACTION)
+    kept = zuker_short.cached_bytes() + zuker.cached_bytes()
+    return int((free + cupy.get_default_memory_pool().free_bytes() + kept) * config.MEMORY_FRACTION)

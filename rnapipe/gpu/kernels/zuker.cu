@@ -1044,6 +1044,16 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 
 #endif  // ZK_TILE == 32
 
+// INF into the n int32 words from p (16-byte aligned: the start of a CuPy allocation), four words a thread a step.
+extern "C" __global__ void zk_fill_inf(int* p, long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int4 v = make_int4(ZK_INF, ZK_INF, ZK_INF, ZK_INF);
+    const long long n4 = n / 4;
+    for (long long k = first; k < n4; k += stride) reinterpret_cast<int4*>(p)[k] = v;
+    for (long long k = 4 * n4 + first; k < n; k += stride) p[k] = ZK_INF;
+}
+
 // ------------------------------------------------------------------------------------------------------
 // W (eq. 1) in chunks of ZK_WCHUNK positions j, for long sequences: zk_ext_cross takes, for every j of the
 // chunk [c0, c0 + C), the terms of the i whose W[i-1] is already known (i <= c0: W[0 .. c0-1] final), one
