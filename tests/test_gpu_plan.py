@@ -96,8 +96,9 @@ def test_shape_layout_puts_each_sequence_at_its_text_offset_plus_its_index():
 
 
 def test_the_handover_follows_the_short_kernels_limits(monkeypatch):
-    """Without a forced fill the short kernels take what zs_fold_smem takes (500 nt where no GPU says less), the
-    tiled fill the rest; SHORT_MAX_N lowers that, and zuker_short.MAX_N = 0 turns the short path off."""
+    """Without a forced fill the short kernels take up to SHORT_MAX_N (where they and the tiled fill cross) or
+    what zs_fold_smem takes (500 nt where no GPU says less) if lower, the tiled fill the rest; zuker_short.MAX_N = 0
+    turns the short path off."""
     lens = [zuker_short.SMEM_MAX_N + 1, zuker_short.SMEM_MAX_N, 300, 20]
     order = list(range(len(lens)))
 
@@ -105,6 +106,9 @@ def test_the_handover_follows_the_short_kernels_limits(monkeypatch):
         return [(kind, idxs.tolist()) for kind, idxs in gpu._plan(order, lens, 10**12, None)]
 
     monkeypatch.setattr(zuker_short, "smem_max_n", lambda: zuker_short.SMEM_MAX_N)
+    assert gpu.SHORT_MAX_N < zuker_short.SMEM_MAX_N
+    assert kinds() == [(gpu.LONG_FILL, [0, 1]), ("short", [2, 3])]
+    monkeypatch.setattr(gpu, "SHORT_MAX_N", None)
     assert kinds() == [(gpu.LONG_FILL, [0]), ("short", [1, 2, 3])]
     monkeypatch.setattr(gpu, "SHORT_MAX_N", 300)
     assert kinds() == [(gpu.LONG_FILL, [0, 1]), ("short", [2, 3])]

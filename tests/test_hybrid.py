@@ -114,9 +114,9 @@ def test_a_cost_without_timed_lengths_is_its_fit():
 
 
 def test_the_profile_times_both_sides_of_each_gpu_fill_change():
-    from rnapipe.gpu import zuker_short
+    from rnapipe.gpu import zuker, zuker_short
 
-    for last in (zuker_short.SMEM_MAX_N, zuker_short.MAX_N):       # the last length of one fill
+    for last in (min(zuker_short.SMEM_MAX_N, zuker.SHORT_MAX_N), zuker_short.MAX_N):   # the last length of one fill
         assert last in costmodel.LENGTHS and last + 1 in costmodel.LENGTHS
 
 

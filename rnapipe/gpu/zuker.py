@@ -84,8 +84,10 @@ VARIANTS = ("default",)
 
 KERNELS = "zuker.cu"
 TURN = 3
-SHORT_MAX_N = None            # the short kernels up to here at most (None: as far as zs_fold_smem goes), the tiled
-                              # fill (LONG_FILL) beyond; zk_fill_block and zs_fold only where forced (gpu_fill)
+SHORT_MAX_N = 460             # the short kernels up to here at most (None: as far as zs_fold_smem goes), the tiled
+                              # fill (LONG_FILL) beyond; zk_fill_block and zs_fold only where forced (gpu_fill).
+                              # Where the two cross on an H100 (4,096 random sequences a length: zs_fold_smem 2 %
+                              # ahead at 450 nt, the tiled fill 14 % ahead at 480; benchmarks/RESULTS.md)
 FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
 DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
 HOST_TRACEBACK_N = 8000       # thread traceback only up to here: one GPU thread walks every scan alone
@@ -195,8 +197,9 @@ def _matrices(words: int):
     dev = loader._device_id()
     buf = held.get(dev)
     if buf is None or buf.size < words:
-        held.pop(dev, None)
-        buf = None                                         # the old one back to the pool before the new one
+        buf = None
+        held.pop(dev, None)                                # the old one and the pool's free blocks back to the
+        cupy.get_default_memory_pool().free_all_blocks()   # driver: the new block wants tens of GB in one piece
         buf = cupy.empty(words, dtype=cupy.int32)
         held[dev] = buf
     return buf
@@ -209,9 +212,13 @@ def cached_bytes() -> int:
 
 
 def release() -> None:
-    """Give this thread's kept matrices on the current GPU back to CuPy's pool (fold_batch does this before the
-    short kernels' groups and when a group runs out of memory)."""
-    _kept.__dict__.get("matrices", {}).pop(loader._device_id(), None)
+    """Give this thread's kept matrices on the current GPU back to the driver (fold_batch does this before the
+    short kernels' groups and when a group runs out of memory): left in CuPy's pool, the short kernels' smaller
+    allocations would be cut from its block, and the next group's one block of tens of GB would not fit."""
+    import cupy
+
+    if _kept.__dict__.get("matrices", {}).pop(loader._device_id(), None) is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
 
 
 def _codes(seqs: list[str]) -> np.ndarray:
