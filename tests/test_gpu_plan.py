@@ -1,6 +1,7 @@
 """The GPU Zuker engine's batch plan (pure host code, no GPU needed) against a plain greedy loop: consecutive
 groups of the longest-first order, one fill kind each, each as many sequences as fit the memory budget (at
-least one) and no more than the grid allows."""
+least one) and no more than the grid allows; then each run of one kind cut again into as many groups of about
+equal bytes, where they fit."""
 
 from __future__ import annotations
 
@@ -34,6 +35,38 @@ def greedy(order, lens, budget, fill_override, max_batch):
     return groups
 
 
+def balanced(groups, lens, budget, fill_override, max_batch):
+    """The greedy loop's groups, each run of one kind re-cut into as many groups, the cuts after the first
+    sequence whose running bytes reach m/k of the run's, where every group keeps at least one sequence, fits the
+    budget and the grid (else the run stays as it is)."""
+    def need(idx, kind):
+        return zuker_short.bytes_needed(lens[idx]) if kind == "short" else gpu.bytes_needed(lens[idx])
+
+    out, k0 = [], 0
+    while k0 < len(groups):
+        k1 = k0
+        while k1 < len(groups) and groups[k1][0] == groups[k0][0]:
+            k1 += 1
+        kind, run = groups[k0][0], groups[k0:k1]
+        seqs = [i for _, g in run for i in g]
+        k = len(run)
+        if k > 1:
+            sizes = [need(i, kind) for i in seqs]
+            total, acc, m, cuts = sum(sizes), 0, 1, []
+            for pos, x in enumerate(sizes):
+                acc += x
+                while m < k and acc >= total * m / k:
+                    cuts.append(pos + 1)
+                    m += 1
+            bounds = list(zip([0] + cuts, cuts + [len(seqs)]))
+            recut = [(kind, seqs[x:y]) for x, y in bounds]
+            if all(0 < y - x <= max_batch and sum(sizes[x:y]) <= budget for x, y in bounds):
+                run = recut
+        out += run
+        k0 = k1
+    return out
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_plan_equals_the_greedy_loop(monkeypatch, seed):
     rng = random.Random(seed)
@@ -44,7 +77,18 @@ def test_plan_equals_the_greedy_loop(monkeypatch, seed):
     monkeypatch.setattr(gpu, "MAX_BATCH", max_batch)
     for fill in (None, "short", "block", "tiled", "diag"):
         plan = [(kind, idxs.tolist()) for kind, idxs in gpu._plan(order, lens, budget, fill)]
-        assert plan == greedy(order, lens, budget, fill, max_batch)
+        loop = greedy(order, lens, budget, fill, max_batch)
+        assert plan == balanced(loop, lens, budget, fill, max_batch)
+        assert len(plan) == len(loop) and [i for _, g in plan for i in g] == order
+
+
+def test_plan_balances_the_groups_of_a_run():
+    """512 records of 2,500 nt where 382 fit: two groups of 256, not 382 and 130."""
+    lens = [2_500] * 512
+    budget = 382 * gpu.bytes_needed(2_500) + 1
+    plan = gpu._plan(list(range(512)), lens, budget, None)
+    assert [len(idxs) for _, idxs in plan] == [256, 256]
+    assert [len(g) for _, g in greedy(list(range(512)), lens, budget, None, gpu.MAX_BATCH)] == [382, 130]
 
 
 def test_plan_keeps_every_sequence_once_in_order():

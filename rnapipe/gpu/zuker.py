@@ -391,8 +391,9 @@ def short_max_n() -> int:
 
 
 def _plan(order, lens, budget: int, fill_override: str | None):
-    """Consecutive groups of the longest-first order: same fill kind, within budget and grid limits, each
-    group as many as fit (at least one), as (fill kind, array of indices). Vectorised: a batch of a
+    """Consecutive groups of the longest-first order: same fill kind, within budget and grid limits, as many
+    groups as fitting each as many as fit (at least one) needs, cut to about equal bytes (_balanced), as (fill
+    kind, array of indices). Vectorised: a batch of a
     million short sequences plans in milliseconds, not a Python step per sequence."""
     order = np.asarray(order, dtype=np.int64)
     if order.size == 0:
@@ -418,14 +419,35 @@ def _plan(order, lens, budget: int, fill_override: str | None):
     groups = []
     for a, b in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [n.size]]).tolist()):
         total = np.cumsum(need[a:b])             # bytes of the run's first k + 1 sequences
-        pos, used = a, 0
+        pos, used, run = a, 0, []
         while pos < b:
             fit = int(np.searchsorted(total, used + budget, side="right")) - (pos - a)
             m = max(1, min(fit, MAX_BATCH, b - pos))
-            groups.append((names[int(kinds[pos])], order[pos:pos + m]))
+            run.append((pos, m))
             used = int(total[pos - a + m - 1])
             pos += m
+        groups += [(names[int(kinds[p])], order[p:p + m]) for p, m in _balanced(run, total, budget, a, b)]
     return groups
+
+
+def _balanced(run: list, total: np.ndarray, budget: int, a: int, b: int) -> list:
+    """The greedy groups (start, count) of one run [a, b) of sequences, re-cut into as many groups of about
+    equal bytes (total: the run's cumulative bytes) where each still fits the budget and the grid: greedy leaves
+    a small last group, whose launches fill a fraction of the GPU at every tile diagonal (2,500 nt: 14 % of the
+    floor for 512 records in groups of 382 and 130, 17 % for one group of 256)."""
+    k = len(run)
+    if k < 2:
+        return run
+    ends = np.searchsorted(total, total[-1] * np.arange(1, k + 1) / k, side="left") + 1   # counts from a
+    ends[-1] = b - a
+    starts = np.concatenate([[0], ends[:-1]])
+    sizes = ends - starts
+    if (sizes < 1).any() or (sizes > MAX_BATCH).any():
+        return run
+    sums = total[ends - 1] - np.where(starts > 0, total[np.maximum(starts - 1, 0)], 0)
+    if (sums > budget).any():
+        return run
+    return [(a + int(p), int(m)) for p, m in zip(starts, sizes)]
 
 
 def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
