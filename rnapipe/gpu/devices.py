@@ -98,14 +98,14 @@ def gpu_count() -> int:
     return int(cupy.cuda.runtime.getDeviceCount())
 
 
-def memory_budget() -> int:
+def memory_budget(kept: int = 0) -> int:
     """Bytes one sequence (or batch) may take on the current GPU: a fraction of its free memory now,
-    counting what CuPy's pool holds but does not use, the short-sequence pools and the tiled fill's matrices kept
-    for reuse."""
+    counting what CuPy's pool holds but does not use, the short-sequence pools kept for reuse and ``kept`` more
+    bytes the caller keeps for reuse (rnapipe.gpu.zuker's matrices)."""
     import cupy
 
-    from . import zuker, zuker_short
+    from .zuker_short import cached_bytes
 
     free, _total = cupy.cuda.runtime.memGetInfo()
-    kept = zuker_short.cached_bytes() + zuker.cached_bytes()
+    kept += cached_bytes()
     return int((free + cupy.get_default_memory_pool().free_bytes() + kept) * config.MEMORY_FRACTION)

@@ -75,7 +75,7 @@ from ..io import packed
 from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
-from .devices import memory_budget  # noqa: F401  (memory_budget: engine interface)
+from . import devices
 from .zuker_tables import INF, NO_SPAN, hc_option, hc_words, rules_option, shape_option, span_of, table_for
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ _kept = threading.local()       # this thread's kept matrices of the tiled fill,
 def _matrices(words: int):
     """One int32 device array of at least ``words`` words holding the seven matrices of a group, kept for the next
     group on this thread and GPU: allocating and freeing tens of GB per call cost a sixth of a 2,048-sequence batch
-    at 601 nt. Counted as free by rnapipe.gpu.devices.memory_budget (cached_bytes); release() gives it back."""
+    at 601 nt. Counted as free by memory_budget (cached_bytes); release() gives it back."""
     import cupy
 
     held = _kept.__dict__.setdefault("matrices", {})
@@ -209,6 +209,12 @@ def cached_bytes() -> int:
     """Bytes of the tiled fill's kept matrices on the current GPU (this thread)."""
     buf = _kept.__dict__.get("matrices", {}).get(loader._device_id())
     return 0 if buf is None else int(buf.nbytes)
+
+
+def memory_budget() -> int:
+    """Bytes a batch may take on the current GPU (engine interface): rnapipe.gpu.devices.memory_budget, the kept
+    matrices counted as free."""
+    return devices.memory_budget(cached_bytes())
 
 
 def release() -> None:
