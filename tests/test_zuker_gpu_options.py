@@ -59,8 +59,8 @@ def _assert_same(seqs, options):
 
 
 def _every_path(seed: int) -> list[str]:
-    """Lengths of each of fold_batch's paths: zs_fold_smem two a block (<= 120), one a block (<= 232, and 233-500
-    among the next), the tiled fill (> 500); GU-rich ones among them."""
+    """Lengths of each of fold_batch's paths: zs_fold_smem two a block (<= 120), one a block (<= 232, and up to
+    short_max_n() among the next), the tiled fill beyond; GU-rich ones among them."""
     return (random_seqs(40, 1, 120, seed=seed) + gu_rich(10, 20, 120, seed=seed + 1)
             + random_seqs(16, 121, 232, seed=seed + 2) + gu_rich(4, 121, 232, seed=seed + 3)
             + random_seqs(8, 233, 600, seed=seed + 4) + gu_rich(2, 233, 600, seed=seed + 5)

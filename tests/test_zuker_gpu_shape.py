@@ -4,8 +4,8 @@ with the default slope and intercept and another pair, with and without the pair
 fill and every traceback:
 
 * the short kernels (zs_fold_smem two sequences a block up to 120 nt, one a block up to 500 nt; zs_fold up to 600),
-  which fold_batch takes for every sequence up to 600 nt;
-* zk_fill_block, zk_fill_diag and the tiled fill (fold_batch's fill beyond 600 nt), forced with ``gpu_fill``, with
+  which fold_batch takes for every sequence up to short_max_n() (zs_fold only where forced);
+* zk_fill_block, zk_fill_diag and the tiled fill (fold_batch's fill beyond short_max_n()), forced with ``gpu_fill``, with
   the block and the thread GPU tracebacks (``gpu_traceback``) and the CPU engine's traceback on copied matrices
   (``host_traceback``); sequences up to 2,000 nt on the tiled fill;
 * the hybrid folder (a batch with SHAPE data goes to its GPU) and ``rnapipe fold --device gpu --shape``, byte for
@@ -71,8 +71,8 @@ def _assert_same(seqs, options, shape):
 
 
 def _every_path(seed: int) -> list[str]:
-    """Lengths of each of fold_batch's paths (some with N): <= 120, <= 232 and <= 600 (zs_fold_smem up to 500 nt,
-    zs_fold beyond), and the tiled fill's."""
+    """Lengths of each of fold_batch's paths (some with N): <= 120, <= 232 and 233-600 (zs_fold_smem up to
+    short_max_n(), the tiled fill beyond), and longer ones."""
     return (random_seqs(40, 1, 120, seed=seed, n_rate=0.02) + random_seqs(12, 121, 232, seed=seed + 1, n_rate=0.02)
             + random_seqs(6, 233, 600, seed=seed + 2, n_rate=0.02) + random_seqs(1, 700, 1200, seed=seed + 3)
             + ["GGGGAAAACCCC", "GGGGAAAACCCC" * 12, "N" * 50, "A"])

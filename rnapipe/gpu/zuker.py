@@ -285,7 +285,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     d_moff = cupy.asarray(moff)
     mats = _matrices(7 * total)
     k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))    # 3x cupy's fill on tens of GB
-    V, WM, WM1T, VI, V1N, VAU, VMX = (mats[k * total:(k + 1) * total] for k in range(7))
+    V, WM, WM1T, VI, V1N, VAU, VMX = (mats[m * total:(m + 1) * total] for m in range(7))
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
     if shape is not None:                                  # ZK_SHAPE: the terms, laid out as the codes
         ss = np.zeros(int(N.sum()), dtype=np.int32)
@@ -397,10 +397,10 @@ def short_max_n() -> int:
 
 
 def _plan(order, lens, budget: int, fill_override: str | None):
-    """Consecutive groups of the longest-first order: same fill kind, within budget and grid limits, as many
-    groups as fitting each as many as fit (at least one) needs, cut to about equal bytes (_balanced), as (fill
-    kind, array of indices). Vectorised: a batch of a
-    million short sequences plans in milliseconds, not a Python step per sequence."""
+    """Consecutive groups of the longest-first order, as (fill kind, array of indices): one fill kind each, within
+    budget and grid limits; a run of one kind in as many groups as filling each in turn needs, cut to about equal
+    bytes (_balanced). Vectorised: a batch of a million short sequences plans in milliseconds, not a Python step
+    per sequence."""
     order = np.asarray(order, dtype=np.int64)
     if order.size == 0:
         return []

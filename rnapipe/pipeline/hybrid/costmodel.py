@@ -40,8 +40,8 @@ from ...io.writers import atomic_output
 # sides are timed (tests/test_hybrid.py checks these against the engine's own limits)
 LENGTHS = (30, 68, 120, 200, 232, 300, 400, 460, 461, 600, 601, 800, 1200, 1600)
 # lengths the CPU is timed at where the profile's lengths are the default ones: its cost is a smooth fit of three
-# terms, which a few lengths from short to long determine; 500 and 600, where the GPU is weakest against the CPU,
-# keep a timed K for --device auto (:func:`.auto.best_gain`)
+# terms, which a few lengths from short to long determine; 500 and 600 keep a timed K for --device auto
+# (:func:`.auto.best_gain`) in the range where the GPU's fills meet
 CPU_LENGTHS = (30, 68, 200, 500, 600, 1200)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
 COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
