@@ -515,7 +515,7 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 //     loops of zk_interior), warps 5 .. the interior loops in ZF_CHUNKS chunks (zf_base's list, (n1, n2) known at
 //     compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the
 //     cells listed as having loops; each kind's minimum into sCm by a shared atomicMin. Their writes wait on a
-//     named barrier until warp 0 has read and reset the partial results of dl.
+//     named barrier a warp until warp 0 has read and reset the partial results of dl.
 // Each value is the minimum over zk_fin_flat's candidates: the same value wherever it is finite (below
 // ZK_HALF_INF; a value above it, which every reader takes as INF, may differ:
 // zk_fin_flat also adds up the loops that cannot form, which this kernel leaves out).
@@ -536,16 +536,17 @@ static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 13, "zk_fin_lanes: 6 to 13 warps");
 #define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
-// Named barrier 1 between warp 0 and the others within phase B's interval: warp 0 has read and reset the partial
-// results of the diagonal it finishes (zf_consumed, no wait); the others may then write those of the next one
-// (zf_wait_consumed).
+// Named barriers 1 .. ZF_WARPS - 1 within phase B's interval, barrier w between warp 0 and warp w only: warp 0 has
+// read and reset the partial results of the diagonal it finishes (zf_consumed, no wait: it arrives at each); warp w
+// may then write those of the next one (zf_wait_consumed), without waiting for the other warps.
 __device__ __forceinline__ void zf_consumed() {
-    __threadfence_block();
-    asm volatile("bar.arrive 1, %0;" :: "n"(32 * ZF_WARPS) : "memory");
+#pragma unroll
+    for (int w = 1; w < ZF_WARPS; ++w) asm volatile("bar.arrive %0, 64;" :: "r"(w) : "memory");
 }
-__device__ __forceinline__ void zf_wait_consumed() {
-    asm volatile("bar.sync 1, %0;" :: "n"(32 * ZF_WARPS) : "memory");
+__device__ __forceinline__ void zf_wait_consumed(int warp) {
+    asm volatile("bar.sync %0, 64;" :: "r"(warp) : "memory");
 }
+static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
 #define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * ZF_SZP + 15 * 32 + 66 + \
@@ -846,7 +847,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     // first read and reset them (then zf_consumed); meanwhile the other warps compute what diagonal dn = db + 1
     // needs from the diagonals up to db - 1 (a cell's loops read cells two diagonals back and more): warp 1 its
     // table terms for phase B, warps 2-4 the rest of V (the hairpin, VM and the 11 loops of zk_interior), warps
-    // 5 .. the interior loops (ZF_CHUNKS units). Each writes its results after zf_wait_consumed.
+    // 5 .. the interior loops (ZF_CHUNKS units). Each writes its results after zf_wait_consumed (its own barrier).
     auto phase_b = [&](int db) {
         int t = 0, maxu;
         const bool cell = db >= dl0 && diag_cell(db, t, maxu);
@@ -935,7 +936,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                 px = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
             }
         }
-        zf_wait_consumed();
+        zf_wait_consumed(warp);
         if (cell) {
             sO[r] = o0; sO[32 + r] = o1; sO[64 + r] = o2; sMs[r] = ms;
             sAd[r] = ad0; sAd[32 + r] = ad1; sAd[64 + r] = ad2;
@@ -976,7 +977,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                 v = zk_min(v, zf_special<10>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
             }
         }
-        zf_wait_consumed();
+        zf_wait_consumed(warp);
         if (t) atomicMin(&sRv[r], v);
     };
 
@@ -1009,7 +1010,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 2));
             m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 2));
             if (!waited) {
-                zf_wait_consumed();
+                zf_wait_consumed(warp);
                 waited = true;
             }
             if (d == 0 && k < nl) {
@@ -1018,7 +1019,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                 atomicMin(&sCm[64 + rr], m2);
             }
         }
-        if (!waited) zf_wait_consumed();
+        if (!waited) zf_wait_consumed(warp);
     };
 
     auto interval = [&](int db) {
