@@ -1099,15 +1099,24 @@ def fold_sparse(X, T, S, threshold, gamma):
     """One sequence start to end: the MFE and its structure (MFE engine, for the scale and the MFE frequency),
     the partition function, the sparse pairs and the derived values: RNAfold -p's pseudo-bracket line, the
     centroid and the MEA structure (``gamma``) with their free energies (dcal/mol)."""
-    n = S.shape[0] - 2
     G, Pm, mfe, db = fold_codes(X, T, S)
+    return (G, mfe, db) + derived(T, S, Pm, threshold, gamma)
+
+
+@njit(cache=True, nogil=True)
+def derived(T, S, Pm, threshold, gamma):
+    """What a sequence's probabilities ``Pm`` (P[i, j] at [j, i], :func:`fold_scaled`'s, or the GPU engine's)
+    give: the sparse pairs and unpaired probabilities, the diversity, the centroid and its distance, the MEA
+    structure and its accuracy, RNAfold -p's pseudo-bracket line, the centroid's and the MEA structure's free
+    energies (dcal/mol)."""
+    n = S.shape[0] - 2
     I, J, p, unpaired = _sparse(Pm, n, threshold)
     diversity, centroid, dist = _derived(Pm, n)
     mea_db, mea_value = mea(Pm, n, gamma)
     pseudo = pseudo_bracket(Pm, n)
     centroid_e = _energy_of(T, S, n, centroid)
     mea_e = _energy_of(T, S, n, mea_db)
-    return G, mfe, db, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e, mea_e
+    return I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e, mea_e
 
 
 class PartitionResult(NamedTuple):
@@ -1139,11 +1148,21 @@ class PartitionResult(NamedTuple):
 
 def _result(sequence: str, X, T, threshold: float, gamma: float = 1.0) -> PartitionResult:
     if not sequence:
-        return PartitionResult(0.0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), 0.0,
-                               1.0, 0.0, "", 0.0, "", 0.0)
-    S = E.padded_codes(sequence)
+        return empty_result()
+    return assemble(X, fold_sparse(X, T, E.padded_codes(sequence), threshold, gamma))
+
+
+def empty_result() -> PartitionResult:
+    """The result of an empty sequence."""
+    return PartitionResult(0.0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(0), 0.0,
+                           1.0, 0.0, "", 0.0, "", 0.0)
+
+
+def assemble(X, values) -> PartitionResult:
+    """The result of one sequence from the ensemble free energy G (kcal/mol), the MFE (dcal/mol), its
+    structure and :func:`derived`'s values, in :func:`fold_sparse`'s order."""
     (G, mfe, db, I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e,
-     mea_e) = fold_sparse(X, T, S, threshold, gamma)
+     mea_e) = values
     mfe_kcal = mfe / 100.0
     # RNAfold -p's frequency: its MFE is vrna_mfe's single-precision return value (relatively up to 1e-6 off
     # the exact frequency), so that the printed %g is RNAfold's

@@ -1,0 +1,484 @@
+// McCaskill's partition function and the base-pair probabilities on the GPU: the recursions of
+// rnapipe.cpu.partition (_inside, _outside: its docstring says what every matrix holds), cell by cell, a warp a
+// cell, the cells of one diagonal (span j - i) at a time. Double precision, the same scaled weights as the CPU
+// engine (per-nucleotide log-scales lam: SL, SR and L are its _scales), so the two agree to rounding.
+//
+// Layout, per sequence s of n nt (N = n + 2): its codes S at off1[s] (S[0] and S[n+1] padding), SL and SR at
+// 32 * off1[s] (rows of MAXLOOP + 2), the special-hairpin weights SPEC at 7 * off1[s], L (the prefix sums of lam)
+// and the exterior vectors Q5, Q3 at off1[s]; its matrices at off2[s] (N x N doubles each):
+//   A:  QB[i, j] at [i, j], QBout[i, j] at [j, i]
+//   M, M1, MO:  QM, QM1, QMout at [i, j] and [j, i]
+//   QI: upper: QB times the inner pair's generic interior mismatch (inside), then QBout times the closing pair's
+//       (outside, OI); lower: U(a, b) at [b, a], the ML base weight and scale of the unpaired stretch a .. b-1
+//   XM: inside: U(a, b) at [a, b]; outside: X = QBout · Mc at [i, j] and [j, i] (zeroed between the passes)
+//   O1: QM1out at [i, j], the probability P[i, j] at [j, i]
+// The tables X (doubles) at the offsets PF_* the host passes (-D, rnapipe.gpu.partition.table_layout).
+//
+// Two ways to launch pf_inside and pf_outside: a block a sequence (gridDim.x == 1) walking all its diagonals
+// with __syncthreads between them, or one launch a diagonal (d_first == d_last) with gridDim.x blocks over
+// its cells, for few long sequences.
+
+#define TURN 3
+#define MAXLOOP 30
+#define SLW 32                      // MAXLOOP + 2: the row width of SL and SR
+#define NONE 5                      // the neighbour code of "no neighbour" in EXT and MLS
+#define PF_WARPS 8
+#define FULL 0xffffffffu
+#define BIG 1e280
+
+#define PT(a, b) X[PF_PT + (a) * 5 + (b)]
+#define TAB3(o, t, a, b) X[(o) + ((t) * 5 + (a)) * 5 + (b)]
+
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(FULL, v, o);
+    return v;
+}
+
+struct PfSeq {
+    const signed char* S;
+    const double *SL, *SR;
+    int n;
+    long long N;
+};
+
+__device__ __forceinline__ PfSeq pf_seq(const signed char* Sall, const double* SLall, const double* SRall,
+                                        const long long* off1, const int* lens, int s) {
+    PfSeq q;
+    q.S = Sall + off1[s];
+    q.SL = SLall + SLW * off1[s];
+    q.SR = SRall + SLW * off1[s];
+    q.n = lens[s];
+    q.N = q.n + 2;
+    return q;
+}
+
+// the pair type of i·j, 0 outside 1..n or within TURN of the diagonal (the CPU engine's ptype)
+__device__ __forceinline__ int pf_type(const int* sPT, const signed char* S, int n, int i, int j) {
+    return (i >= 1 && j <= n && j - i > TURN) ? sPT[S[i] * 5 + S[j]] : 0;
+}
+
+// the pair types (sPT[5 a + b]) and, with PF_SHARED_SETUP, the reversed types (sRT) in shared memory
+#define PF_SHARED_PT                                                                          \
+    __shared__ int sPT[25];                                                                   \
+    if (threadIdx.x < 25) sPT[threadIdx.x] = (int)X[PF_PT + threadIdx.x];                    \
+    __syncthreads();
+#define PF_SHARED_SETUP                                                                       \
+    __shared__ int sRT[8];                                                                    \
+    if (threadIdx.x < 8) sRT[threadIdx.x] = (int)X[PF_RT + threadIdx.x];                      \
+    PF_SHARED_PT
+
+// U(a, b) for 1 <= a < b <= n: at QI[b, a] and XM[a, b]. A thread a row a.
+extern "C" __global__ void pf_unpaired(const double* __restrict__ X, const signed char* __restrict__ Sall,
+                                       const double* __restrict__ SLall, const double* __restrict__ SRall,
+                                       const long long* __restrict__ off1, const long long* __restrict__ off2,
+                                       const int* __restrict__ lens, const int* __restrict__ active,
+                                       double* QIall, double* XMall) {
+    const int s = blockIdx.y;
+    if (!active[s]) return;
+    const PfSeq q = pf_seq(Sall, SLall, SRall, off1, lens, s);
+    double* QI = QIall + off2[s];
+    double* XM = XMall + off2[s];
+    const double mlb = X[PF_MLB];
+    for (int a = 1 + blockIdx.x * blockDim.x + threadIdx.x; a <= q.n; a += gridDim.x * blockDim.x) {
+        double p = 1.0;
+        for (int b = a + 1; b <= q.n; ++b) {
+            p *= mlb * q.SL[(b - 1) * SLW];
+            QI[b * q.N + a] = p;
+            XM[a * q.N + b] = p;
+        }
+    }
+}
+
+// The inside pass over diagonals d_first .. d_last (ascending): QB, QI, QM1, QM of every cell; top[s] the
+// largest value (as the bits of a positive double), span[s] the smallest span of a cell above BIG.
+extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
+pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const signed char* __restrict__ Sall,
+          const double* __restrict__ SLall, const double* __restrict__ SRall, const double* __restrict__ SPECall,
+          const double* __restrict__ Lall, const long long* __restrict__ off1, const long long* __restrict__ off2,
+          const int* __restrict__ lens, const int* __restrict__ active, double* Aall, double* Mall, double* M1all,
+          double* QIall, const double* XMall, unsigned long long* top, int* span, int d_first, int d_last) {
+    const int s = blockIdx.y;
+    if (!active[s]) return;
+    PF_SHARED_SETUP
+    const PfSeq q = pf_seq(Sall, SLall, SRall, off1, lens, s);
+    const signed char* S = q.S;
+    const int n = q.n;
+    const long long N = q.N;
+    const double* SPEC = SPECall + 7 * off1[s];
+    const double* L = Lall + off1[s];
+    double* A = Aall + off2[s];
+    double* M = Mall + off2[s];
+    double* M1 = M1all + off2[s];
+    double* QI = QIall + off2[s];
+    const double* U = XMall + off2[s];
+    const int lane = threadIdx.x & 31;
+    const int warp0 = blockIdx.x * PF_WARPS + (threadIdx.x >> 5);
+    const int warps = gridDim.x * PF_WARPS;
+    const double mlb = X[PF_MLB];
+    for (int d = d_first; d <= d_last; ++d) {
+        for (int i = 1 + warp0; i <= n - d; i += warps) {
+            const int j = i + d;
+            const int t = pf_type(sPT, S, n, i, j);
+            const double* SLi = q.SL + i * SLW;
+            const double* SRj = q.SR + j * SLW;
+            double qb = 0.0;
+            if (t) {
+                const int si1 = S[i + 1], sj1 = S[j - 1];
+                const int tr = t;
+                double acc = 0.0;
+                // generic interior loops (u1, u2 >= 2, GS's list in order of u1 + u2): a row of QI each
+                {
+                    const int smax = min(MAXLOOP, d - 6);
+                    const int cnt = smax >= 4 ? (smax - 3) * (smax - 2) / 2 : 0;
+                    double g = 0.0;
+                    for (int k = lane; k < cnt; k += 32) {
+                        const int gl = (int)X[PF_GL + k];
+                        const int u1 = gl >> 5, u2 = gl & 31;
+                        g += QI[(i + 1 + u1) * N + (j - 1 - u2)] * X[PF_GS + u1 * 31 + u2] * SLi[u1] * SRj[u2];
+                    }
+                    acc += g * TAB3(PF_MMI, tr, si1, sj1);
+                }
+                // the other interior loops, one lane each, and the hairpin
+                {
+                    int t2;
+                    switch (lane) {
+                    case 0: {
+                        const int u = d - 1;
+                        double w = u <= 6 ? SPEC[i * 7 + u] : -1.0;
+                        if (w < 0.0) w = u == 3 ? HP[3] * X[PF_AU + t] : HP[u] * TAB3(PF_MMH, t, si1, sj1);
+                        const double x = -(L[j] - L[i - 1]);
+                        acc += w * (x > -700.0 ? exp(x) : 0.0);
+                        break;
+                    }
+                    case 1:
+                        t2 = pf_type(sPT, S, n, i + 1, j - 1);
+                        if (t2) acc += X[PF_STACK + t * 8 + sRT[t2]] * A[(i + 1) * N + j - 1] * SLi[0] * SRj[0];
+                        break;
+                    case 2:
+                        t2 = pf_type(sPT, S, n, i + 2, j - 1);
+                        if (t2) acc += X[PF_BULGE + 1] * X[PF_STACK + t * 8 + sRT[t2]] * A[(i + 2) * N + j - 1] *
+                                       SLi[1] * SRj[0];
+                        break;
+                    case 3:
+                        t2 = pf_type(sPT, S, n, i + 1, j - 2);
+                        if (t2) acc += X[PF_BULGE + 1] * X[PF_STACK + t * 8 + sRT[t2]] * A[(i + 1) * N + j - 2] *
+                                       SLi[0] * SRj[1];
+                        break;
+                    case 4:
+                        t2 = pf_type(sPT, S, n, i + 2, j - 2);
+                        if (t2) acc += X[PF_INT11 + ((t * 8 + sRT[t2]) * 5 + si1) * 5 + sj1] *
+                                       A[(i + 2) * N + j - 2] * SLi[1] * SRj[1];
+                        break;
+                    case 5:
+                        t2 = pf_type(sPT, S, n, i + 2, j - 3);
+                        if (t2) acc += X[PF_INT21 + (((t * 8 + sRT[t2]) * 5 + si1) * 5 + S[j - 2]) * 5 + sj1] *
+                                       A[(i + 2) * N + j - 3] * SLi[1] * SRj[2];
+                        break;
+                    case 6:
+                        t2 = pf_type(sPT, S, n, i + 3, j - 2);
+                        if (t2) acc += X[PF_INT21 + (((sRT[t2] * 8 + t) * 5 + sj1) * 5 + si1) * 5 + S[i + 2]] *
+                                       A[(i + 3) * N + j - 2] * SLi[2] * SRj[1];
+                        break;
+                    case 7:
+                        t2 = pf_type(sPT, S, n, i + 3, j - 3);
+                        if (t2) acc += X[PF_INT22 + ((((t * 8 + sRT[t2]) * 5 + si1) * 5 + S[i + 2]) * 5 + S[j - 2]) *
+                                         5 + sj1] * A[(i + 3) * N + j - 3] * SLi[2] * SRj[2];
+                        break;
+                    case 8:
+                        t2 = pf_type(sPT, S, n, i + 3, j - 4);
+                        if (t2) acc += X[PF_INTERIOR + 5] * X[PF_NINIO + 1] * TAB3(PF_MM23, t, si1, sj1) *
+                                       TAB3(PF_MM23, sRT[t2], S[j - 3], S[i + 2]) * A[(i + 3) * N + j - 4] *
+                                       SLi[2] * SRj[3];
+                        break;
+                    case 9:
+                        t2 = pf_type(sPT, S, n, i + 4, j - 3);
+                        if (t2) acc += X[PF_INTERIOR + 5] * X[PF_NINIO + 1] * TAB3(PF_MM23, t, si1, sj1) *
+                                       TAB3(PF_MM23, sRT[t2], S[j - 2], S[i + 3]) * A[(i + 4) * N + j - 3] *
+                                       SLi[3] * SRj[2];
+                        break;
+                    default:
+                        break;
+                    }
+                    // bulges of 2 or more: lane u - 2
+                    const int u = lane + 2;
+                    if (u <= min(MAXLOOP, d - TURN - 3)) {
+                        const double w = X[PF_BULGE + u] * X[PF_AU + t];
+                        t2 = pf_type(sPT, S, n, i + 1 + u, j - 1);
+                        if (t2) acc += w * X[PF_AU + t2] * A[(i + 1 + u) * N + j - 1] * SLi[u] * SRj[0];
+                        t2 = pf_type(sPT, S, n, i + 1, j - 1 - u);
+                        if (t2) acc += w * X[PF_AU + t2] * A[(i + 1) * N + j - 1 - u] * SLi[0] * SRj[u];
+                    }
+                    // 1xn and nx1 (n >= 3): lane u - 3
+                    const int v = lane + 3;
+                    if (v <= min(MAXLOOP - 1, d - TURN - 4)) {
+                        const double w = X[PF_INTERIOR + v + 1] * X[PF_NINIO + v - 1] * TAB3(PF_MM1N, t, si1, sj1);
+                        const int qq = j - 1 - v;
+                        t2 = pf_type(sPT, S, n, i + 2, qq);
+                        if (t2) acc += w * TAB3(PF_MM1N, sRT[t2], S[qq + 1], si1) * A[(i + 2) * N + qq] * SLi[1] *
+                                       SRj[v];
+                        const int p = i + 1 + v;
+                        t2 = pf_type(sPT, S, n, p, j - 2);
+                        if (t2) acc += w * TAB3(PF_MM1N, sRT[t2], sj1, S[p - 1]) * A[p * N + j - 2] * SLi[v] * SRj[1];
+                    }
+                }
+                // multiloops closed by i·j: QM[i+1, k-1] QM1[k, j-1]
+                {
+                    const int kk = max(i + TURN + 2, j - TURN - 2);
+                    double m = 0.0;
+                    for (int k = i + TURN + 2 + lane; k < kk; k += 32) m += M[(i + 1) * N + k] * M1[(j - 1) * N + k + 1];
+                    acc += m * X[PF_CLO + (t * 5 + sj1) * 5 + si1] * SLi[0] * SRj[0];
+                }
+                qb = warp_sum(acc);
+            }
+            // QM1 and QM
+            double m1 = M1[i * N + j - 1] * mlb * SRj[0];
+            if (t) {
+                const int a = i >= 2 ? S[i - 1] : NONE, b = j < n ? S[j + 1] : NONE;
+                m1 += qb * X[PF_MLS + (t * 6 + a) * 6 + b];
+            }
+            const int kk = max(i, j - TURN - 1);
+            double m = 0.0;
+            for (int k = i + lane; k < kk; k += 32) m += (M[i * N + k] + U[i * N + k + 1]) * M1[j * N + k + 1];
+            m = warp_sum(m) + m1;
+            if (lane == 0) {
+                if (t) {
+                    A[i * N + j] = qb;
+                    QI[i * N + j] = qb * TAB3(PF_MMI, sRT[t], S[j + 1], S[i - 1]);
+                }
+                M1[i * N + j] = m1;
+                M1[j * N + i] = m1;
+                M[i * N + j] = m;
+                M[j * N + i] = m;
+                const double big = fmax(qb, m);
+                if (!(big <= BIG)) {                                    // NaN too
+                    atomicMax(top + s, __double_as_longlong(isnan(big) ? __longlong_as_double(0x7ff0000000000000ll) : big));
+                    atomicMin(span + s, d + 1);
+                }
+            }
+        }
+        if (d < d_last) __syncthreads();
+    }
+}
+
+// The exterior loop: Q5[j] (ViennaRNA's q[1, j]) and Q3[i] (q[i, n]), a block a sequence; Z[2s] = Q5[n],
+// Z[2s+1] = Q3[1].
+extern "C" __global__ void __launch_bounds__(256)
+pf_exterior(const double* __restrict__ X, const signed char* __restrict__ Sall, const double* __restrict__ SLall,
+            const double* __restrict__ SRall, const long long* __restrict__ off1, const long long* __restrict__ off2,
+            const int* __restrict__ lens, const int* __restrict__ active, const double* __restrict__ Aall,
+            double* Q5all, double* Q3all, double* Z) {
+    const int s = blockIdx.x;
+    if (!active[s]) return;
+    PF_SHARED_PT
+    __shared__ double red[2][8];
+    const PfSeq q = pf_seq(Sall, SLall, SRall, off1, lens, s);
+    const signed char* S = q.S;
+    const int n = q.n;
+    const long long N = q.N;
+    const double* A = Aall + off2[s];
+    double* Q5 = Q5all + off1[s];
+    double* Q3 = Q3all + off1[s];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) {
+        Q5[0] = 1.0;
+        Q3[n + 1] = 1.0;
+    }
+    __syncthreads();
+    for (int k = 1; k <= n; ++k) {
+        const int j = k, i0 = n + 1 - k;
+        double a = 0.0, b = 0.0;
+        for (int i = 1 + threadIdx.x; i < j - TURN; i += blockDim.x) {
+            const int t = pf_type(sPT, S, n, i, j);
+            if (t) a += Q5[i - 1] * A[i * N + j] * X[PF_EXT + (t * 6 + (i >= 2 ? S[i - 1] : NONE)) * 6 + (j < n ? S[j + 1] : NONE)];
+        }
+        for (int jj = i0 + TURN + 1 + threadIdx.x; jj <= n; jj += blockDim.x) {
+            const int t = pf_type(sPT, S, n, i0, jj);
+            if (t) b += A[i0 * N + jj] * X[PF_EXT + (t * 6 + (i0 >= 2 ? S[i0 - 1] : NONE)) * 6 + (jj < n ? S[jj + 1] : NONE)] *
+                        Q3[jj + 1];
+        }
+        a = warp_sum(a);
+        b = warp_sum(b);
+        if (lane == 0) {
+            red[0][warp] = a;
+            red[1][warp] = b;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double x = 0.0, y = 0.0;
+            for (int w = 0; w < (int)(blockDim.x >> 5); ++w) {
+                x += red[0][w];
+                y += red[1][w];
+            }
+            Q5[j] = Q5[j - 1] * q.SR[j * SLW] + x;
+            Q3[i0] = Q3[i0 + 1] * q.SL[i0 * SLW] + y;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        Z[2 * s] = Q5[n];
+        Z[2 * s + 1] = Q3[1];
+    }
+}
+
+// The outside pass over diagonals d_first .. d_last (descending): QMout, QM1out, QBout, OI, X and P; bad[s] set
+// where a probability is not a number in [0, 1 + 1e-9].
+extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
+pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, const double* __restrict__ SLall,
+           const double* __restrict__ SRall, const long long* __restrict__ off1, const long long* __restrict__ off2,
+           const int* __restrict__ lens, const int* __restrict__ active, double* Aall, const double* __restrict__ Mall,
+           const double* __restrict__ M1all, double* MOall, double* XMall, double* O1all, double* QIall,
+           const double* __restrict__ Q5all, const double* __restrict__ Q3all, const double* __restrict__ Z,
+           int* bad, int d_first, int d_last) {
+    const int s = blockIdx.y;
+    if (!active[s]) return;
+    PF_SHARED_SETUP
+    const PfSeq q = pf_seq(Sall, SLall, SRall, off1, lens, s);
+    const signed char* S = q.S;
+    const int n = q.n;
+    const long long N = q.N;
+    double* A = Aall + off2[s];
+    const double* M = Mall + off2[s];
+    const double* M1 = M1all + off2[s];
+    double* MO = MOall + off2[s];
+    double* XM = XMall + off2[s];
+    double* O1 = O1all + off2[s];
+    double* OI = QIall + off2[s];
+    const double* Q5 = Q5all + off1[s];
+    const double* Q3 = Q3all + off1[s];
+    const double z = Z[2 * s];
+    const int lane = threadIdx.x & 31;
+    const int warp0 = blockIdx.x * PF_WARPS + (threadIdx.x >> 5);
+    const int warps = gridDim.x * PF_WARPS;
+    const double mlb = X[PF_MLB];
+    for (int d = d_first; d >= d_last; --d) {
+        for (int i = 1 + warp0; i <= n - d; i += warps) {
+            const int j = i + d;
+            // QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l], QB[i-1, l+1] = Mc ... QM[i, j] QM1[j+1, l]
+            double mo = 0.0;
+            for (int l = j + 1 + TURN + lane; l <= n; l += 32)
+                mo += (MO[i * N + l] + XM[(i - 1) * N + l + 1]) * M1[(j + 1) * N + l];
+            mo = warp_sum(mo);
+            // QM1out[i, j]
+            double o1 = 0.0;
+            for (int h = 1 + lane; h < i; h += 32) {
+                const double mh = MO[j * N + h];
+                o1 += M[(i - 1) * N + h] * (mh + XM[(j + 1) * N + h - 1]) + mh * OI[i * N + h];
+            }
+            o1 = warp_sum(o1) + mo + O1[i * N + j + 1] * mlb * q.SR[(j + 1) * SLW];
+            const int t = pf_type(sPT, S, n, i, j);
+            double ob = 0.0;
+            if (t) {
+                const int t2 = sRT[t];
+                const int sp1 = S[i - 1], sq1 = S[j + 1];
+                const double* slj = q.SL + (j + 1) * SLW;
+                double acc = 0.0;
+                // generic loops: the enclosing pair h·l, h = i-1-u1, l = j+1+u2
+                {
+                    double g = 0.0;
+                    const int cnt = (MAXLOOP - 3) * (MAXLOOP - 2) / 2;
+                    for (int k = lane; k < cnt; k += 32) {
+                        const int gl = (int)X[PF_GL + k];
+                        const int u1 = gl >> 5, u2 = gl & 31;
+                        const int h = i - 1 - u1, l = j + 1 + u2;
+                        if (h >= 1 && l <= n) g += OI[h * N + l] * X[PF_GS + u1 * 31 + u2] * q.SL[h * SLW + u1] * slj[u2];
+                    }
+                    acc += g * TAB3(PF_MMI, t2, sq1, sp1);
+                }
+                int th;
+                switch (lane) {
+                case 0: {
+                    const int a = i >= 2 ? sp1 : NONE, b = j < n ? sq1 : NONE;
+                    acc += Q5[i - 1] * X[PF_EXT + (t * 6 + a) * 6 + b] * Q3[j + 1] + o1 * X[PF_MLS + (t * 6 + a) * 6 + b];
+                    break;
+                }
+                case 1:
+                    th = pf_type(sPT, S, n, i - 1, j + 1);
+                    if (th) acc += X[PF_STACK + th * 8 + t2] * A[(j + 1) * N + i - 1] * q.SL[(i - 1) * SLW] * slj[0];
+                    break;
+                case 2:
+                    th = pf_type(sPT, S, n, i - 2, j + 1);
+                    if (th) acc += X[PF_BULGE + 1] * X[PF_STACK + th * 8 + t2] * A[(j + 1) * N + i - 2] *
+                                   q.SL[(i - 2) * SLW + 1] * slj[0];
+                    break;
+                case 3:
+                    th = pf_type(sPT, S, n, i - 1, j + 2);
+                    if (th) acc += X[PF_BULGE + 1] * X[PF_STACK + th * 8 + t2] * A[(j + 2) * N + i - 1] *
+                                   q.SL[(i - 1) * SLW] * slj[1];
+                    break;
+                case 4:
+                    th = pf_type(sPT, S, n, i - 2, j + 2);
+                    if (th) acc += X[PF_INT11 + ((th * 8 + t2) * 5 + sp1) * 5 + sq1] * A[(j + 2) * N + i - 2] *
+                                   q.SL[(i - 2) * SLW + 1] * slj[1];
+                    break;
+                case 5:
+                    th = pf_type(sPT, S, n, i - 2, j + 3);
+                    if (th) acc += X[PF_INT21 + (((th * 8 + t2) * 5 + sp1) * 5 + sq1) * 5 + S[j + 2]] *
+                                   A[(j + 3) * N + i - 2] * q.SL[(i - 2) * SLW + 1] * slj[2];
+                    break;
+                case 6:
+                    th = pf_type(sPT, S, n, i - 3, j + 2);
+                    if (th) acc += X[PF_INT21 + (((t2 * 8 + th) * 5 + sq1) * 5 + S[i - 2]) * 5 + sp1] *
+                                   A[(j + 2) * N + i - 3] * q.SL[(i - 3) * SLW + 2] * slj[1];
+                    break;
+                case 7:
+                    th = pf_type(sPT, S, n, i - 3, j + 3);
+                    if (th) acc += X[PF_INT22 + ((((th * 8 + t2) * 5 + S[i - 2]) * 5 + sp1) * 5 + sq1) * 5 + S[j + 2]] *
+                                   A[(j + 3) * N + i - 3] * q.SL[(i - 3) * SLW + 2] * slj[2];
+                    break;
+                case 8:
+                    th = pf_type(sPT, S, n, i - 3, j + 4);
+                    if (th) acc += X[PF_INTERIOR + 5] * X[PF_NINIO + 1] * TAB3(PF_MM23, t2, sq1, sp1) *
+                                   TAB3(PF_MM23, th, S[i - 2], S[j + 3]) * A[(j + 4) * N + i - 3] *
+                                   q.SL[(i - 3) * SLW + 2] * slj[3];
+                    break;
+                case 9:
+                    th = pf_type(sPT, S, n, i - 4, j + 3);
+                    if (th) acc += X[PF_INTERIOR + 5] * X[PF_NINIO + 1] * TAB3(PF_MM23, t2, sq1, sp1) *
+                                   TAB3(PF_MM23, th, S[i - 3], S[j + 2]) * A[(j + 3) * N + i - 4] *
+                                   q.SL[(i - 4) * SLW + 3] * slj[2];
+                    break;
+                default:
+                    break;
+                }
+                {
+                    const int u = lane + 2;                             // bulges of 2 or more
+                    if (u <= MAXLOOP) {
+                        const double w = X[PF_BULGE + u] * X[PF_AU + t];
+                        th = pf_type(sPT, S, n, i - 1 - u, j + 1);
+                        if (th) acc += w * X[PF_AU + th] * A[(j + 1) * N + i - 1 - u] * q.SL[(i - 1 - u) * SLW + u] * slj[0];
+                        th = pf_type(sPT, S, n, i - 1, j + 1 + u);
+                        if (th) acc += w * X[PF_AU + th] * A[(j + 1 + u) * N + i - 1] * q.SL[(i - 1) * SLW] * slj[u];
+                    }
+                    const int v = lane + 3;                             // 1xn, nx1
+                    if (v < MAXLOOP) {
+                        const double w = X[PF_INTERIOR + v + 1] * X[PF_NINIO + v - 1] * TAB3(PF_MM1N, t2, sq1, sp1);
+                        const int l = j + 1 + v;
+                        th = pf_type(sPT, S, n, i - 2, l);
+                        if (th) acc += w * TAB3(PF_MM1N, th, sp1, S[l - 1]) * A[l * N + i - 2] * q.SL[(i - 2) * SLW + 1] * slj[v];
+                        const int h = i - 1 - v;
+                        th = pf_type(sPT, S, n, h, j + 2);
+                        if (th) acc += w * TAB3(PF_MM1N, th, S[h + 1], sq1) * A[(j + 2) * N + h] * q.SL[h * SLW + v] * slj[1];
+                    }
+                }
+                ob = warp_sum(acc);
+            }
+            if (lane == 0) {
+                MO[i * N + j] = mo;
+                MO[j * N + i] = mo;
+                O1[i * N + j] = o1;
+                if (t) {
+                    A[j * N + i] = ob;
+                    OI[i * N + j] = ob * TAB3(PF_MMI, t, S[i + 1], S[j - 1]);
+                    const double x = ob * X[PF_CLO + (t * 5 + S[j - 1]) * 5 + S[i + 1]] * q.SL[i * SLW] * q.SR[j * SLW];
+                    XM[i * N + j] = x;
+                    XM[j * N + i] = x;
+                    const double p = A[i * N + j] * ob / z;
+                    O1[j * N + i] = p;
+                    if (!(p <= 1.0 + 1e-9)) bad[s] = 1;
+                }
+            }
+        }
+        if (d > d_last) __syncthreads();
+    }
+}

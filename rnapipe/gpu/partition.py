@@ -1,0 +1,327 @@
+"""McCaskill's partition function and the base-pair probabilities on the GPU, as rnapipe.cpu.partition computes
+them (its docstring: the recursions, the matrices, the scaling and its restarts), to rounding: the same
+Boltzmann weights (``exp_tables``), the same per-nucleotide scales, sums in another order.
+
+Per group of sequences of like length (as many as the GPU's memory takes, seven (n+2)² float64 matrices each):
+
+1. the MFE and its structure from the GPU MFE engine (rnapipe.gpu.zuker): the scales' first choice and the
+   result's MFE;
+2. ``pf_unpaired`` (the multiloop's unpaired stretches), ``pf_inside`` (QB, QM, QM1 and QI, a warp a cell, the
+   cells of one diagonal at a time) and ``pf_exterior`` (Q5, Q3, a block a sequence); a sequence whose cells
+   pass 1e280, whose Z falls below 1e-280 or whose two exterior sums disagree starts again with the CPU
+   engine's second scales (the MFE structure's) and corrections, as ``fold_scaled`` does;
+3. ``pf_outside``: QMout, QM1out, QBout and the probabilities, diagonal by diagonal from the longest;
+4. the probabilities copied back and the derived values (pairs above the threshold, unpaired probabilities,
+   diversity, centroid, MEA, RNAfold -p's line) computed by the CPU engine's own functions, over ``threads``.
+
+Many sequences: a block a sequence walks all its diagonals in one launch. Few (fewer than two a multiprocessor):
+one launch a diagonal, its cells over as many blocks as they fill.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from .. import energy as E
+from ..cpu import partition as cpu
+from ..model import Model
+from . import loader
+
+SOURCE = "partition.cu"
+WARPS = 8                            # PF_WARPS
+SLW = cpu.MAXLOOP + 2                # SL and SR's row width
+MATRICES = 7                         # A, M, M1, QI, MO, XM, O1
+
+
+def generic_list() -> np.ndarray:
+    """The generic interior loops' (u1, u2) as u1·32 + u2, u1, u2 >= 2, u1 + u2 <= MAXLOOP, in order of u1 + u2
+    (then u1): the first (s-3)(s-2)/2 are those of u1 + u2 <= s."""
+    return np.array([u1 * 32 + (s - u1) for s in range(4, cpu.MAXLOOP + 1) for u1 in range(2, s - 1)],
+                    dtype=np.float64)
+
+
+def table_layout(X) -> tuple[np.ndarray, dict[str, int]]:
+    """The kernels' tables of the Boltzmann weights ``X`` as one float64 array, and each table's offset in it
+    (the kernels' PF_* names)."""
+    EXT, MLS, CLO = cpu._stem_tables(X)
+    parts = {
+        "STACK": X.stack, "BULGE": X.bulge, "INTERIOR": X.interior, "NINIO": X.ninio,
+        "MMH": X.mismatch_hairpin, "MMI": X.mismatch_interior, "MM1N": X.mismatch_interior_1n,
+        "MM23": X.mismatch_interior_23, "INT11": X.int11, "INT21": X.int21, "INT22": X.int22,
+        "GS": cpu._generic_weights(X), "EXT": EXT, "MLS": MLS, "CLO": CLO, "AU": cpu._terminal_au(X),
+        "MLB": np.array([X.scalars[cpu.ML_BASE]]), "PT": E.PAIR_TYPE, "RT": E.RTYPE, "GL": generic_list(),
+    }
+    offsets, chunks, pos = {}, [], 0
+    for name, a in parts.items():
+        a = np.asarray(a, dtype=np.float64).ravel()
+        offsets[name] = pos
+        chunks.append(a)
+        pos += a.size
+    return np.concatenate(chunks), offsets
+
+
+_TABLES: dict = {}
+
+
+def _device_tables(key, X):
+    """The tables of ``X`` on the current GPU (once per model ``key`` and GPU) and the build options that name
+    their offsets."""
+    import cupy
+
+    at = (cupy.cuda.Device().id, key)
+    if at not in _TABLES:
+        _TABLES[at] = (cupy.asarray(table_layout(X)[0]), build_options(X))
+    return _TABLES[at]
+
+
+def build_options(X) -> tuple[str, ...]:
+    """The kernels' build options: the offsets of :func:`table_layout` as -DPF_<name>."""
+    return tuple(f"-DPF_{name}={off}" for name, off in table_layout(X)[1].items())
+
+
+def _kernel(name: str, options: tuple[str, ...]):
+    return loader.function(SOURCE, name, options)
+
+
+def bytes_needed(n: int) -> int:
+    """GPU memory for one sequence of n nt: the seven (n+2)² float64 matrices and the per-nucleotide tables."""
+    N = n + 2
+    return MATRICES * 8 * N * N + (2 * SLW + 12) * 8 * N
+
+
+def _sm_count() -> int:
+    import cupy
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
+
+
+def _groups(lens: np.ndarray, order: np.ndarray, budget: int) -> list[np.ndarray]:
+    """``order`` (longest first) cut into runs whose memory fits ``budget`` together."""
+    groups, start, used = [], 0, 0
+    for k, idx in enumerate(order):
+        b = bytes_needed(int(lens[idx]))
+        if k > start and used + b > budget:
+            groups.append(order[start:k])
+            start, used = k, 0
+        used += b
+    if start < len(order):
+        groups.append(order[start:])
+    return groups
+
+
+class _Group:
+    """One group's sequences on the GPU: codes, scale tables, matrices, and the launches."""
+
+    def __init__(self, seqs: list[str], X, tables, options):
+        import cupy
+
+        self.X, self.tables, self.options = X, tables, options
+        self.seqs = seqs
+        self.count = len(seqs)
+        self.codes = [E.padded_codes(s) for s in seqs]
+        self.lens = np.array([len(s) for s in seqs], dtype=np.int32)
+        sizes = self.lens.astype(np.int64) + 2
+        self.off1 = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        self.off2 = np.concatenate(([0], np.cumsum(sizes * sizes)[:-1])).astype(np.int64)
+        self.total1 = int(sizes.sum())
+        self.total2 = int((sizes * sizes).sum())
+        self.n_max = int(self.lens.max())
+        hp, _ = cpu._hairpin_tables(X, np.zeros(self.n_max + 2, dtype=np.int8), self.n_max)     # HP only
+        spec = np.full((self.total1, 7), -1.0)
+        for k, S in enumerate(self.codes):
+            _, sp = cpu._hairpin_tables(X, S, int(self.lens[k]))
+            spec[self.off1[k]:self.off1[k] + sizes[k]] = sp
+        self.d = {
+            "S": cupy.asarray(np.concatenate(self.codes)), "HP": cupy.asarray(hp), "SPEC": cupy.asarray(spec),
+            "off1": cupy.asarray(self.off1), "off2": cupy.asarray(self.off2), "lens": cupy.asarray(self.lens),
+            "Q5": cupy.zeros(self.total1), "Q3": cupy.zeros(self.total1), "Z": cupy.zeros(2 * self.count),
+            "top": cupy.zeros(self.count, dtype=cupy.uint64), "span": cupy.zeros(self.count, dtype=cupy.int32),
+            "bad": cupy.zeros(self.count, dtype=cupy.int32),
+        }
+        self.m = {name: cupy.zeros(self.total2) for name in ("A", "M", "M1", "QI", "MO", "XM", "O1")}
+        self.L = np.zeros(self.total1)
+        self.SL = np.zeros((self.total1, SLW))
+        self.SR = np.zeros((self.total1, SLW))
+        self.lam: list[np.ndarray] = [np.zeros(0)] * self.count
+        self.many = self.count >= 2 * _sm_count()
+
+    def set_scales(self, k: int, lam: np.ndarray) -> None:
+        L, SL, SR = cpu._scales(lam, int(self.lens[k]))
+        a, b = self.off1[k], self.off1[k] + self.lens[k] + 2
+        self.L[a:b], self.SL[a:b], self.SR[a:b] = L, SL, SR
+        self.lam[k] = lam
+
+    def _launch_diagonals(self, kernel, args, d_from: int, d_to: int) -> None:
+        """``kernel`` over the diagonals d_from .. d_to (either way): one launch when there are many sequences,
+        else one a diagonal over enough blocks for its cells."""
+        if self.many:
+            kernel((1, self.count), (32 * WARPS,), args + (np.int32(d_from), np.int32(d_to)))
+            return
+        step = 1 if d_to >= d_from else -1
+        for d in range(d_from, d_to + step, step):
+            cells = self.n_max - d
+            blocks = max(1, min(-(-cells // WARPS), 65535))
+            kernel((blocks, self.count), (32 * WARPS,), args + (np.int32(d), np.int32(d)))
+
+    def inside(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The inside pass and the exterior loop for the sequences ``active`` (bool): each one's largest cell
+        above 1e280 (0 where none), the smallest span of such a cell, and (Q5[n], Q3[1])."""
+        import cupy
+
+        d, m, opts = self.d, self.m, self.options
+        act = cupy.asarray(active.astype(np.int32))
+        d["L"], d["SL"], d["SR"] = cupy.asarray(self.L), cupy.asarray(self.SL), cupy.asarray(self.SR)
+        d["top"].fill(0)
+        d["span"].fill(np.iinfo(np.int32).max)
+        X = self.tables
+        base = (X, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act)
+        blocks = max(1, min(-(-self.n_max // 256), 1024))
+        _kernel("pf_unpaired", opts)((blocks, self.count), (256,), base + (m["QI"], m["XM"]))
+        if self.n_max > cpu.TURN + 1:
+            inside = _kernel("pf_inside", opts)
+            args = (X, d["HP"], d["S"], d["SL"], d["SR"], d["SPEC"], d["L"], d["off1"], d["off2"], d["lens"], act,
+                    m["A"], m["M"], m["M1"], m["QI"], m["XM"], d["top"], d["span"])
+            self._launch_diagonals(inside, args, cpu.TURN + 1, self.n_max - 1)
+        _kernel("pf_exterior", opts)((self.count,), (256,),
+                                     base + (m["A"], d["Q5"], d["Q3"], d["Z"]))
+        top = d["top"].get().view(np.float64)
+        return top, d["span"].get(), d["Z"].get().reshape(-1, 2)
+
+    def outside(self) -> None:
+        import cupy
+
+        d, m, opts = self.d, self.m, self.options
+        act = cupy.ones(self.count, dtype=cupy.int32)
+        m["XM"].fill(0.0)
+        outside = _kernel("pf_outside", opts)
+        args = (self.tables, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act, m["A"], m["M"],
+                m["M1"], m["MO"], m["XM"], m["O1"], m["QI"], d["Q5"], d["Q3"], d["Z"], d["bad"])
+        if self.n_max > 1:
+            self._launch_diagonals(outside, args, self.n_max - 1, 1)
+        if int(d["bad"].max()):
+            raise FloatingPointError("a pair probability left the double range (outside pass)")
+
+    def probabilities(self) -> np.ndarray:
+        return self.m["O1"].get()
+
+    def free(self) -> None:
+        self.d.clear()
+        self.m.clear()
+
+
+def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, options) -> tuple[list, _Group]:
+    """The partition functions of one group: (ensemble free energy in kcal/mol, log-scales) per sequence, the
+    group with its probabilities on the GPU. Restarts as rnapipe.cpu.partition.fold_scaled's."""
+    g = _Group(seqs, X, tables, options)
+    kt = X.scalars[cpu.KT]
+    state = []
+    for k, S in enumerate(g.codes):
+        n = int(g.lens[k])
+        g.set_scales(k, cpu.uniform_scales(X, n, mfes[k][0]))
+        state.append({"delta": 0.0, "lost": 0, "second": None, "ok": False})
+    pending = np.ones(g.count, dtype=bool)
+    Z = np.zeros((g.count, 2))
+    for attempt in range(cpu.TRIES):
+        if attempt > 0:
+            for k in np.flatnonzero(pending):
+                st = state[k]
+                if st["second"] is None:
+                    n = int(g.lens[k])
+                    db = np.frombuffer(mfes[k][1].encode("ascii"), dtype=np.uint8)
+                    st["second"] = cpu.structure_scales(X, T, g.codes[k], n, db)
+                lam = st["second"].copy()
+                lam[1:int(g.lens[k]) + 1] += st["delta"]
+                g.set_scales(k, lam)
+        top, span, z = g.inside(pending)
+        for k in np.flatnonzero(pending):
+            st, n = state[k], int(g.lens[k])
+            q5, q3 = z[k]
+            # a cell above 1e280 (the smallest span of one), or a Z of inf or NaN (the whole span)
+            big, at = (top[k], int(span[k])) if top[k] > 0.0 else (math.inf, n)
+            if top[k] > 0.0 or not math.isfinite(q5):
+                if attempt > 0:
+                    st["delta"] += ((math.log(big) - math.log(1e100)) / at if math.isfinite(big) else 700.0 / at)
+                st["lost"] = 0
+            elif q5 < cpu.SMALL:
+                if attempt > 0:
+                    if q5 >= 2.3e-308:
+                        st["delta"] -= (math.log(1e-100) - math.log(q5)) / n
+                    else:
+                        st["delta"] -= 700.0 * 2.0 ** st["lost"] / n
+                        st["lost"] += 1
+            elif n > 0 and abs(q3 - q5) > 1e-9 * q5:
+                st["lost"] = 0
+            else:
+                st["ok"] = True
+                pending[k] = False
+                Z[k] = z[k]
+        if not pending.any():
+            break
+    if pending.any():
+        g.free()
+        raise FloatingPointError("no scale keeps this sequence's partition function in the double range")
+    g.outside()
+    energies = []
+    for k in range(g.count):
+        n = int(g.lens[k])
+        L = g.L[g.off1[k]:g.off1[k] + n + 2]
+        energies.append(-(math.log(Z[k, 0]) + L[n]) * kt / 1000.0)
+    return energies, g
+
+
+def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 1,
+               threshold: float = cpu.THRESHOLD, gamma: float = 1.0,
+               progress: Callable[[int], None] | None = None) -> list[cpu.PartitionResult]:
+    """rnapipe.cpu.partition.fold_batch on the GPU: the same results, to rounding (the MFE and its structure
+    are the GPU MFE engine's, identical to the CPU's)."""
+    from . import zuker
+    from .devices import memory_budget
+    from ..errors import SequenceTooLongError
+
+    model = model or Model()
+    X = cpu.exp_tables(model)
+    T = model.tables()
+    lens = np.array([len(s) for s in sequences], dtype=np.int64)
+    results: list = [None] * len(sequences)
+    for k in np.flatnonzero(lens == 0):
+        results[k] = cpu.empty_result()
+    order = np.argsort(-lens, kind="stable")
+    order = order[lens[order] > 0]
+    if not order.size:
+        return results
+    key = None if model.params is None else str(model.params)
+    tables, options = _device_tables((key, model.temperature, model.dangles), X)
+    mfe_options = {"temperature": model.temperature, "dangles": model.dangles, "params": model.params}
+    mfes = zuker.fold_batch([sequences[k] for k in order], "default", threads, mfe_options)
+    mfe_of = dict(zip(order.tolist(), mfes))
+    zuker.release()
+    budget = memory_budget()
+    longest = int(lens[order[0]])
+    if bytes_needed(longest) > budget:
+        raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} GiB of GPU "
+                                   f"memory for the partition function; {budget / 2**30:.1f} GiB are free")
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for group in _groups(lens, order, budget):
+            idx = group.tolist()
+            seqs = [sequences[k] for k in idx]
+            group_mfes = [mfe_of[k] for k in idx]
+            energies, g = _fold_group(seqs, group_mfes, X, T, tables, options)
+            P = g.probabilities()
+            off2, sizes = g.off2, g.lens.astype(np.int64) + 2
+            g.free()
+
+            def derive(m: int):
+                Pm = P[off2[m]:off2[m] + sizes[m] * sizes[m]].reshape(sizes[m], sizes[m])
+                mfe, db = group_mfes[m]
+                rest = cpu.derived(T, g.codes[m], Pm, threshold, gamma)
+                values = (energies[m], mfe, np.frombuffer(db.encode("ascii"), dtype=np.uint8)) + rest
+                return cpu.assemble(X, values)
+
+            for k, r in zip(idx, pool.map(derive, range(len(idx)))):
+                results[k] = r
+            if progress is not None:
+                progress(len(idx))
+    return results
