@@ -202,8 +202,7 @@ def test_api_partition_results(tmp_path):
         assert e.centroid_energy == round(fc.eval_structure(e.centroid) * 100)
 
 
-@pytest.mark.parametrize("options, named", [({"device": "gpu"}, "device 'gpu'"),
-                                            ({"device": "hybrid"}, "device 'hybrid'"),
+@pytest.mark.parametrize("options, named", [({"device": "hybrid"}, "device 'hybrid'"),
                                             ({"no_lp": True}, "option no_lp"),
                                             ({"max_bp_span": 20}, "option max_bp_span"),
                                             ({"constraints": ["." * 12]}, "option constraints"),
@@ -222,8 +221,7 @@ def test_api_refuses_partition_settings_that_would_be_lost_or_are_wrong(options)
         rnapipe.fold(["GGGGAAAACCCC"], **options)
 
 
-@pytest.mark.parametrize("args, flag", [(["--device", "gpu"], "--device gpu"), (["--device", "hybrid"],
-                                                                                "--device hybrid"),
+@pytest.mark.parametrize("args, flag", [(["--device", "hybrid"], "--device hybrid"),
                                         (["--noLP"], "--noLP"), (["--noGU"], "--noGU"),
                                         (["--noClosingGU"], "--noClosingGU"), (["--maxBPspan", "30"], "--maxBPspan"),
                                         (["-C"], "-C/--constraint"), (["--shape", "x.shape"], "--shape"),
@@ -237,6 +235,24 @@ def test_cli_refuses_what_the_partition_engine_does_not_take_in_one_line(tmp_pat
     assert not (tmp_path / "out.db").exists()
 
 
+def _gpu_here() -> bool:
+    from rnapipe.gpu.devices import gpu_available
+    return gpu_available()
+
+
+def test_partition_on_a_gpu_that_is_not_there_is_one_line(tmp_path):
+    """-p --device gpu folds on the GPU partition engine; without a GPU, one line that says so."""
+    if _gpu_here():
+        pytest.skip("a GPU is present (tests/test_partition_gpu.py)")
+    (tmp_path / "in.fa").write_text(">a\nGGGGAAAACCCC\n")
+    proc = run_rnapipe(["fold", "in.fa", "-p", "--device", "gpu", "-o", "out.db"], tmp_path)
+    assert proc.returncode != 0 and "GPU" in one_error_line(proc)
+    assert not (tmp_path / "out.db").exists()
+    with pytest.raises(Exception) as err:
+        rnapipe.fold(["GGGGAAAACCCC"], partition=True, device="gpu")
+    assert "GPU" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_partition_options_and_formats_need_p_and_auto_folds_on_the_cpu(tmp_path):
     (tmp_path / "in.fa").write_text(">a\nGGGGAAAACCCC\n")
     for args, said in ((["-o", "x.bpp"], "format bpp"), (["-o", "x", "--format", "db,unpaired"], "format unpaired"),
@@ -245,7 +261,8 @@ def test_partition_options_and_formats_need_p_and_auto_folds_on_the_cpu(tmp_path
         assert proc.returncode == 2 and said in one_error_line(proc), args
     proc = run_rnapipe(["fold", "in.fa", "-p", "--device", "auto"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "--device auto: cpu (the partition function folds on the CPU only)" in proc.stderr
+    said = "gpu (a GPU is present)" if _gpu_here() else "cpu (no GPU here)"
+    assert f"--device auto: {said}" in proc.stderr
     assert proc.stdout.count("\n") == 6
 
 

@@ -80,7 +80,7 @@ def settings(args, formats: list[str | None]) -> Settings | None:
     given = [name for name in FLAGS if getattr(args, name, None)]
     refused = refusal(args.algorithm, args.device, given)
     if refused is None and args.gpus is not None:
-        refused = ("gpus", "the partition function folds on the CPU only for now")
+        refused = ("gpus", "the partition function folds on one device, the CPU or one GPU, for now")
     if refused is not None:
         what, why = refused
         if what == "device":

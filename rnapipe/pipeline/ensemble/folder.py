@@ -1,5 +1,5 @@
-"""The folder of a fold with the partition function: the CPU partition engine (rnapipe.cpu.partition) behind
-the interface of :class:`~..folding.folder.Folder`, so that the stream, the journal and the outputs take it as
+"""The folder of a fold with the partition function: the CPU or the GPU partition engine (rnapipe.cpu.partition,
+rnapipe.gpu.partition) behind the interface of :class:`~..folding.folder.Folder`, so that the stream, the journal and the outputs take it as
 they take the MFE engines. Its results carry each record's MFE structure and score, as the MFE folds' do, and
 the ensembles (:class:`rnapipe.io.ensemble.EnsembleChunk`) beside them."""
 
@@ -19,25 +19,34 @@ VARIANT = "partition"
 
 
 class _Engine:
-    """What the memory checks read of an engine: the bytes one sequence takes (about 78·n²: the partition
-    function's matrices and the MFE fold's)."""
+    """What the memory checks read of an engine: the bytes one sequence takes (on the CPU about 78·n²: the
+    partition function's matrices and the MFE fold's; on the GPU 56·n²)."""
 
     VARIANTS = (VARIANT,)
 
-    @staticmethod
-    def bytes_needed(n: int, variant: str = VARIANT) -> int:
-        from ...cpu import partition
+    def __init__(self, device: str):
+        self.device = device
 
-        return partition.bytes_needed(n)
+    def module(self):
+        if self.device == "gpu":
+            from ...gpu import partition
+        else:
+            from ...cpu import partition
+        return partition
+
+    def bytes_needed(self, n: int, variant: str = VARIANT) -> int:
+        return self.module().bytes_needed(n)
 
 
 class EnsembleFolder(Folder):
-    """Zuker's partition function on the CPU, with ``settings`` (:class:`~.request.Settings`)."""
+    """Zuker's partition function on ``device`` ('cpu' or 'gpu'), with ``settings``
+    (:class:`~.request.Settings`)."""
 
     def __init__(self, threads: int | None = None, options: dict | None = None,
-                 progress: Callable[[int], None] | None = None, settings: Settings | None = None):
-        super().__init__("zuker", None, "cpu", threads, None, options, progress)
-        self.engine, self.variant = _Engine, VARIANT
+                 progress: Callable[[int], None] | None = None, settings: Settings | None = None,
+                 device: str = "cpu"):
+        super().__init__("zuker", None, device, threads, None, options, progress)
+        self.engine, self.variant = _Engine(self.device), VARIANT
         self.ensemble = settings or Settings()
         self.model = Model.from_options(self.options)
         self.options.update(self.ensemble.options())      # what the journal records of the fold
@@ -45,11 +54,9 @@ class EnsembleFolder(Folder):
     def fold_packed(self, parts: list) -> tuple[np.ndarray, bytes, EnsembleChunk]:
         """Fold the records of ``parts`` in order: int64 MFE scores (dcal/mol), the MFE structures (each
         followed by a newline) and the records' ensembles."""
-        from ...cpu import partition
-
         with timeline.timed("sequence lists"):
             sequences = [s for p in parts for s in p.seqs]
-        results = partition.fold_batch(sequences, self.model, self.threads, self.ensemble.threshold,
+        results = self.engine.module().fold_batch(sequences, self.model, self.threads, self.ensemble.threshold,
                                        self.ensemble.gamma, self.progress)
         scores = np.fromiter((round(r.mfe * 100) for r in results), dtype=np.int64, count=len(results))
         structures = "".join([r.structure + "\n" for r in results]).encode("ascii")
