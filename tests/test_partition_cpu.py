@@ -297,3 +297,29 @@ def test_stable_domain_beside_a_long_unpaired_tail():
     assert np.tril(P)[n + 1:, :].max() == 0.0
     r = PF.fold_one(s, threshold=0.0)
     assert r.energy == pytest.approx(G, abs=1e-9)
+
+
+def test_derived_batch_equals_derived_per_sequence():
+    """derived_batch (the GPU engine's host step: a batch laid out flat, in parts over threads) gives derived's
+    values for every sequence, empty pair lists and one-nucleotide sequences among them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    seqs = random_seqs(40, 1, 90, seed=71, n_rate=0.05) + ["A", "GGGGAAAACCCC"]
+    X, T = PF.exp_tables(Model()), Model().tables()
+    lens = np.array([len(s) for s in seqs], dtype=np.int32)
+    sizes = lens.astype(np.int64) + 2
+    off1 = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    off2 = np.concatenate(([0], np.cumsum(sizes * sizes)[:-1]))
+    S = np.concatenate([E.padded_codes(s) for s in seqs])
+    P = np.zeros(int((sizes * sizes).sum()))
+    for k, s in enumerate(seqs):
+        P[off2[k]:off2[k] + sizes[k] ** 2] = PF.fold_codes(X, T, E.padded_codes(s))[1].ravel()
+    with ThreadPoolExecutor(3) as pool:
+        for out in (PF.derived_batch(T, S, off1, lens, P, off2, 1e-5, 1.5),
+                    PF.derived_batch(T, S, off1, lens, P, off2, 1e-5, 1.5, pool, 3)):
+            for k, s in enumerate(seqs):
+                Pm = P[off2[k]:off2[k] + sizes[k] ** 2].reshape(sizes[k], sizes[k])
+                ref = PF.derived(T, E.padded_codes(s), Pm, 1e-5, 1.5)
+                assert len(out[k]) == len(ref)
+                for a, b in zip(out[k], ref):
+                    assert np.array_equal(np.asarray(a), np.asarray(b)), s

@@ -1119,6 +1119,94 @@ def derived(T, S, Pm, threshold, gamma):
     return I, J, p, unpaired, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e, mea_e
 
 
+@njit(cache=True, nogil=True)
+def _count_above(P, off2, lens, threshold, a, b, counts):
+    """counts[k]: the pairs of sequence k (k in a .. b-1) above ``threshold``; its probabilities at P[off2[k]:],
+    an (n+2)² matrix with P[i, j] at [j, i]."""
+    for k in range(a, b):
+        n = lens[k]
+        N = n + 2
+        base = off2[k]
+        c = 0
+        for j in range(2, n + 1):
+            for i in range(1, j):
+                if P[base + j * N + i] > threshold:
+                    c += 1
+        counts[k] = c
+
+
+@njit(cache=True, nogil=True)
+def _derived_range(T, S, off1, lens, P, off2, threshold, gamma, a, b, pos, I, J, p, unpaired, text, values, energies):
+    """:func:`derived` of sequences a .. b-1 of a batch laid out flat (codes at S[off1[k]:], probabilities as
+    :func:`_count_above` reads them): the pairs at pos[k] of I, J, p; unpaired probabilities, the centroid, the
+    MEA structure and RNAfold -p's line at off1[k] of unpaired and text's three rows; diversity, centroid
+    distance and MEA accuracy in values[k]; the centroid's and MEA structure's free energies in energies[k]."""
+    for k in range(a, b):
+        n = lens[k]
+        N = n + 2
+        Pm = P[off2[k]:off2[k] + N * N].reshape((N, N))
+        (i_, j_, p_, up, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e,
+         mea_e) = derived(T, S[off1[k]:off1[k] + N], Pm, threshold, gamma)
+        q = pos[k]
+        c = i_.shape[0]
+        I[q:q + c] = i_
+        J[q:q + c] = j_
+        p[q:q + c] = p_
+        o = off1[k]
+        unpaired[o:o + n] = up
+        text[0, o:o + n] = centroid
+        text[1, o:o + n] = mea_db
+        text[2, o:o + n] = pseudo
+        values[k, 0] = diversity
+        values[k, 1] = dist
+        values[k, 2] = mea_value
+        energies[k, 0] = centroid_e
+        energies[k, 1] = mea_e
+
+
+def derived_batch(T, S, off1, lens, P, off2, threshold: float, gamma: float, pool=None, threads: int = 1) -> list:
+    """:func:`derived` of every sequence of a batch laid out flat (see :func:`_derived_range`), in parts of
+    about equal n² over ``threads`` threads of ``pool`` (a concurrent.futures executor; None: this thread): one
+    compiled call a part, not a sequence. Returns each sequence's values in :func:`derived`'s order."""
+    count = len(lens)
+    if not count:
+        return []
+    parts = max(1, min(count, 4 * threads if pool is not None else 1))
+    work = np.cumsum(lens.astype(np.float64) ** 2)
+    cuts = np.unique(np.concatenate(([0], np.searchsorted(work, work[-1] * np.arange(1, parts) / parts), [count])))
+    ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+
+    def run(fn, head, tail):
+        def part(r):
+            fn(*head, r[0], r[1], *tail)
+        if pool is None:
+            for r in ranges:
+                part(r)
+        else:
+            list(pool.map(part, ranges))
+
+    counts = np.zeros(count, dtype=np.int64)
+    run(_count_above, (P, off2, lens, threshold), (counts,))
+    pos = np.concatenate(([0], np.cumsum(counts)))
+    size = int(off1[-1] + lens[-1] + 2)
+    I = np.empty(pos[-1], dtype=np.int32)
+    J = np.empty(pos[-1], dtype=np.int32)
+    p = np.empty(pos[-1])
+    unpaired = np.empty(size)
+    text = np.empty((3, size), dtype=np.uint8)
+    values = np.empty((count, 3))
+    energies = np.empty((count, 2), dtype=np.int64)
+    run(_derived_range, (T, S, off1, lens, P, off2, threshold, gamma),
+        (pos, I, J, p, unpaired, text, values, energies))
+    out = []
+    for k in range(count):
+        n, o, a, b = int(lens[k]), int(off1[k]), int(pos[k]), int(pos[k + 1])
+        out.append((I[a:b], J[a:b], p[a:b], unpaired[o:o + n], float(values[k, 0]), text[0, o:o + n],
+                    float(values[k, 1]), text[1, o:o + n], float(values[k, 2]), text[2, o:o + n],
+                    int(energies[k, 0]), int(energies[k, 1])))
+    return out
+
+
 class PartitionResult(NamedTuple):
     """One sequence's partition function: ensemble free energy (kcal/mol, as RNAfold prints it), the pairs of
     probability above the threshold (``i``, ``j`` 1-based, i < j, and ``p``), each nucleotide's unpaired

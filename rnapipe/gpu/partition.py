@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
+from numba import njit
 
 from .. import energy as E
 from ..cpu import partition as cpu
@@ -115,13 +116,12 @@ def _groups(lens: np.ndarray, order: np.ndarray, budget: int) -> list[np.ndarray
 class _Group:
     """One group's sequences on the GPU: codes, scale tables, matrices, and the launches."""
 
-    def __init__(self, seqs: list[str], X, tables, options):
+    def __init__(self, seqs: list[str], mfes: list[int], X, tables, options):
         import cupy
 
         self.X, self.tables, self.options = X, tables, options
         self.seqs = seqs
         self.count = len(seqs)
-        self.codes = [E.padded_codes(s) for s in seqs]
         self.lens = np.array([len(s) for s in seqs], dtype=np.int32)
         sizes = self.lens.astype(np.int64) + 2
         self.off1 = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
@@ -129,30 +129,38 @@ class _Group:
         self.total1 = int(sizes.sum())
         self.total2 = int((sizes * sizes).sum())
         self.n_max = int(self.lens.max())
-        hp, _ = cpu._hairpin_tables(X, np.zeros(self.n_max + 2, dtype=np.int8), self.n_max)     # HP only
+        S = np.zeros(self.total1, dtype=np.int8)             # the padded codes, one after another
+        inner = np.ones(self.total1, dtype=bool)
+        inner[self.off1] = False
+        inner[self.off1 + sizes - 1] = False
+        S[inner] = E.encode("".join(seqs))
+        self.S = S
+        # the first scales, ViennaRNA's (cpu.uniform_scales) from each MFE
+        per = -(cpu.SFACT * np.asarray(mfes, dtype=np.float64) * 10.0) / self.lens / X.scalars[cpu.KT]
+        self.lam = np.where(inner, np.repeat(per, sizes), 0.0)
+        self.L = np.zeros(self.total1)
         spec = np.full((self.total1, 7), -1.0)
-        for k, S in enumerate(self.codes):
-            _, sp = cpu._hairpin_tables(X, S, int(self.lens[k]))
-            spec[self.off1[k]:self.off1[k] + sizes[k]] = sp
+        _layout(X, S, self.off1, self.lens, self.lam, self.L, spec)
+        hp, _ = cpu._hairpin_tables(X, np.zeros(self.n_max + 2, dtype=np.int8), self.n_max)     # HP only
         self.d = {
-            "S": cupy.asarray(np.concatenate(self.codes)), "HP": cupy.asarray(hp), "SPEC": cupy.asarray(spec),
+            "S": cupy.asarray(S), "HP": cupy.asarray(hp), "SPEC": cupy.asarray(spec),
             "off1": cupy.asarray(self.off1), "off2": cupy.asarray(self.off2), "lens": cupy.asarray(self.lens),
             "Q5": cupy.zeros(self.total1), "Q3": cupy.zeros(self.total1), "Z": cupy.zeros(2 * self.count),
             "top": cupy.zeros(self.count, dtype=cupy.uint64), "span": cupy.zeros(self.count, dtype=cupy.int32),
             "bad": cupy.zeros(self.count, dtype=cupy.int32),
+            "SL": cupy.empty(SLW * self.total1), "SR": cupy.empty(SLW * self.total1),
         }
         self.m = {name: cupy.zeros(self.total2) for name in ("A", "M", "M1", "QI", "MO", "XM", "O1")}
-        self.L = np.zeros(self.total1)
-        self.SL = np.zeros((self.total1, SLW))
-        self.SR = np.zeros((self.total1, SLW))
-        self.lam: list[np.ndarray] = [np.zeros(0)] * self.count
         self.many = self.count >= 2 * _sm_count()
 
+    def codes(self, k: int) -> np.ndarray:
+        """Sequence k's padded codes (S[0] and S[n+1] 0)."""
+        return self.S[self.off1[k]:self.off1[k] + self.lens[k] + 2]
+
     def set_scales(self, k: int, lam: np.ndarray) -> None:
-        L, SL, SR = cpu._scales(lam, int(self.lens[k]))
         a, b = self.off1[k], self.off1[k] + self.lens[k] + 2
-        self.L[a:b], self.SL[a:b], self.SR[a:b] = L, SL, SR
-        self.lam[k] = lam
+        _prefix(lam, self.L[a:b], int(self.lens[k]))
+        self.lam[a:b] = lam
 
     def _launch_diagonals(self, kernel, args, d_from: int, d_to: int) -> None:
         """``kernel`` over the diagonals d_from .. d_to (either way): one launch when there are many sequences,
@@ -173,7 +181,9 @@ class _Group:
 
         d, m, opts = self.d, self.m, self.options
         act = cupy.asarray(active.astype(np.int32))
-        d["L"], d["SL"], d["SR"] = cupy.asarray(self.L), cupy.asarray(self.SL), cupy.asarray(self.SR)
+        d["L"] = cupy.asarray(self.L)
+        _kernel("pf_scales", opts)((max(1, min(-(-(self.n_max + 2) * SLW // 256), 64)), self.count), (256,),
+                                   (d["L"], d["off1"], d["lens"], act, d["SL"], d["SR"]))
         d["top"].fill(0)
         d["span"].fill(np.iinfo(np.int32).max)
         X = self.tables
@@ -212,16 +222,35 @@ class _Group:
         self.m.clear()
 
 
+@njit(cache=True, nogil=True)
+def _prefix(lam, L, n):
+    """L[k] = lam[1] + ... + lam[k], L[0] = 0, L[n+1] = L[n] (cpu.partition._scales' L; the kernel pf_scales makes
+    its SL and SR from it)."""
+    L[0] = 0.0
+    for k in range(1, n + 1):
+        L[k] = L[k - 1] + lam[k]
+    L[n + 1] = L[n]
+
+
+@njit(cache=True, nogil=True)
+def _layout(X, S, off1, lens, lam, L, SPEC):
+    """Every sequence's prefix sums of its log-scales ``lam`` (:func:`_prefix`) and special hairpins
+    (cpu._hairpin_tables) into the group's arrays, at its offset ``off1``."""
+    for k in range(lens.shape[0]):
+        n = lens[k]
+        a = off1[k]
+        b = a + n + 2
+        _prefix(lam[a:b], L[a:b], n)
+        _, sp = cpu._hairpin_tables(X, S[a:b], n)
+        SPEC[a:b] = sp
+
+
 def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, options) -> tuple[list, _Group]:
     """The partition functions of one group: (ensemble free energy in kcal/mol, log-scales) per sequence, the
     group with its probabilities on the GPU. Restarts as rnapipe.cpu.partition.fold_scaled's."""
-    g = _Group(seqs, X, tables, options)
+    g = _Group(seqs, [m[0] for m in mfes], X, tables, options)
     kt = X.scalars[cpu.KT]
-    state = []
-    for k, S in enumerate(g.codes):
-        n = int(g.lens[k])
-        g.set_scales(k, cpu.uniform_scales(X, n, mfes[k][0]))
-        state.append({"delta": 0.0, "lost": 0, "second": None, "ok": False})
+    state = [{"delta": 0.0, "lost": 0, "second": None, "ok": False} for _ in range(g.count)]
     pending = np.ones(g.count, dtype=bool)
     Z = np.zeros((g.count, 2))
     for attempt in range(cpu.TRIES):
@@ -231,7 +260,7 @@ def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, opti
                 if st["second"] is None:
                     n = int(g.lens[k])
                     db = np.frombuffer(mfes[k][1].encode("ascii"), dtype=np.uint8)
-                    st["second"] = cpu.structure_scales(X, T, g.codes[k], n, db)
+                    st["second"] = cpu.structure_scales(X, T, g.codes(k), n, db)
                 lam = st["second"].copy()
                 lam[1:int(g.lens[k]) + 1] += st["delta"]
                 g.set_scales(k, lam)
@@ -310,18 +339,12 @@ def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 
             group_mfes = [mfe_of[k] for k in idx]
             energies, g = _fold_group(seqs, group_mfes, X, T, tables, options)
             P = g.probabilities()
-            off2, sizes = g.off2, g.lens.astype(np.int64) + 2
+            rest = cpu.derived_batch(T, g.S, g.off1, g.lens, P, g.off2, threshold, gamma, pool, threads)
             g.free()
-
-            def derive(m: int):
-                Pm = P[off2[m]:off2[m] + sizes[m] * sizes[m]].reshape(sizes[m], sizes[m])
+            for m, (k, values) in enumerate(zip(idx, rest)):
                 mfe, db = group_mfes[m]
-                rest = cpu.derived(T, g.codes[m], Pm, threshold, gamma)
-                values = (energies[m], mfe, np.frombuffer(db.encode("ascii"), dtype=np.uint8)) + rest
-                return cpu.assemble(X, values)
-
-            for k, r in zip(idx, pool.map(derive, range(len(idx)))):
-                results[k] = r
+                results[k] = cpu.assemble(X, (energies[m], mfe, np.frombuffer(db.encode("ascii"), dtype=np.uint8))
+                                          + values)
             if progress is not None:
                 progress(len(idx))
     return results

@@ -25,6 +25,7 @@
 #define PF_WARPS 8
 #define FULL 0xffffffffu
 #define BIG 1e280
+#define NGEN ((MAXLOOP - 3) * (MAXLOOP - 2) / 2)    // the generic interior loops (u1, u2 >= 2, u1 + u2 <= MAXLOOP)
 
 #define PT(a, b) X[PF_PT + (a) * 5 + (b)]
 #define TAB3(o, t, a, b) X[(o) + ((t) * 5 + (a)) * 5 + (b)]
@@ -65,8 +66,35 @@ __device__ __forceinline__ int pf_type(const int* sPT, const signed char* S, int
     __syncthreads();
 #define PF_SHARED_SETUP                                                                       \
     __shared__ int sRT[8];                                                                    \
+    __shared__ short sGL[NGEN];                                                               \
+    __shared__ double sGS[NGEN];                                                              \
     if (threadIdx.x < 8) sRT[threadIdx.x] = (int)X[PF_RT + threadIdx.x];                      \
+    for (int k = threadIdx.x; k < NGEN; k += blockDim.x) {                                    \
+        const int gl = (int)X[PF_GL + k];                                                     \
+        sGL[k] = (short)gl;                                                                   \
+        sGS[k] = X[PF_GS + (gl >> 5) * 31 + (gl & 31)];                                       \
+    }                                                                                         \
     PF_SHARED_PT
+
+// SL[i, u] = the scale factor of the stretch i .. i+u and SR[i, u] that of i-u .. i (u = 0 .. MAXLOOP + 1, nucleotides
+// past either end count 0; 0 where it underflows) from L, the prefix sums of the log-scales (cpu.partition._scales).
+extern "C" __global__ void pf_scales(const double* __restrict__ Lall, const long long* __restrict__ off1,
+                                     const int* __restrict__ lens, const int* __restrict__ active, double* SLall,
+                                     double* SRall) {
+    const int s = blockIdx.y;
+    if (!active[s]) return;
+    const int n = lens[s];
+    const double* L = Lall + off1[s];
+    double* SL = SLall + SLW * off1[s];
+    double* SR = SRall + SLW * off1[s];
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < (n + 2) * SLW; e += gridDim.x * blockDim.x) {
+        const int i = e / SLW, u = e % SLW;
+        const double x = -(L[min(i + u, n + 1)] - L[max(i - 1, 0)]);
+        SL[e] = x > -700.0 ? exp(x) : 0.0;
+        const double y = -(L[i] - L[max(i - u - 1, 0)]);
+        SR[e] = y > -700.0 ? exp(y) : 0.0;
+    }
+}
 
 // U(a, b) for 1 <= a < b <= n: at QI[b, a] and XM[a, b]. A thread a row a.
 extern "C" __global__ void pf_unpaired(const double* __restrict__ X, const signed char* __restrict__ Sall,
@@ -132,10 +160,11 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
                     const int smax = min(MAXLOOP, d - 6);
                     const int cnt = smax >= 4 ? (smax - 3) * (smax - 2) / 2 : 0;
                     double g = 0.0;
+#pragma unroll 4
                     for (int k = lane; k < cnt; k += 32) {
-                        const int gl = (int)X[PF_GL + k];
+                        const int gl = sGL[k];
                         const int u1 = gl >> 5, u2 = gl & 31;
-                        g += QI[(i + 1 + u1) * N + (j - 1 - u2)] * X[PF_GS + u1 * 31 + u2] * SLi[u1] * SRj[u2];
+                        g += QI[(i + 1 + u1) * N + (j - 1 - u2)] * sGS[k] * SLi[u1] * SRj[u2];
                     }
                     acc += g * TAB3(PF_MMI, tr, si1, sj1);
                 }
@@ -226,6 +255,7 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
                 {
                     const int kk = max(i + TURN + 2, j - TURN - 2);
                     double m = 0.0;
+#pragma unroll 4
                     for (int k = i + TURN + 2 + lane; k < kk; k += 32) m += M[(i + 1) * N + k] * M1[(j - 1) * N + k + 1];
                     acc += m * X[PF_CLO + (t * 5 + sj1) * 5 + si1] * SLi[0] * SRj[0];
                 }
@@ -239,6 +269,7 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
             }
             const int kk = max(i, j - TURN - 1);
             double m = 0.0;
+#pragma unroll 4
             for (int k = i + lane; k < kk; k += 32) m += (M[i * N + k] + U[i * N + k + 1]) * M1[j * N + k + 1];
             m = warp_sum(m) + m1;
             if (lane == 0) {
@@ -356,11 +387,13 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
             const int j = i + d;
             // QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l], QB[i-1, l+1] = Mc ... QM[i, j] QM1[j+1, l]
             double mo = 0.0;
+#pragma unroll 4
             for (int l = j + 1 + TURN + lane; l <= n; l += 32)
                 mo += (MO[i * N + l] + XM[(i - 1) * N + l + 1]) * M1[(j + 1) * N + l];
             mo = warp_sum(mo);
             // QM1out[i, j]
             double o1 = 0.0;
+#pragma unroll 4
             for (int h = 1 + lane; h < i; h += 32) {
                 const double mh = MO[j * N + h];
                 o1 += M[(i - 1) * N + h] * (mh + XM[(j + 1) * N + h - 1]) + mh * OI[i * N + h];
@@ -376,12 +409,12 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                 // generic loops: the enclosing pair h·l, h = i-1-u1, l = j+1+u2
                 {
                     double g = 0.0;
-                    const int cnt = (MAXLOOP - 3) * (MAXLOOP - 2) / 2;
-                    for (int k = lane; k < cnt; k += 32) {
-                        const int gl = (int)X[PF_GL + k];
+#pragma unroll 4
+                    for (int k = lane; k < NGEN; k += 32) {
+                        const int gl = sGL[k];
                         const int u1 = gl >> 5, u2 = gl & 31;
                         const int h = i - 1 - u1, l = j + 1 + u2;
-                        if (h >= 1 && l <= n) g += OI[h * N + l] * X[PF_GS + u1 * 31 + u2] * q.SL[h * SLW + u1] * slj[u2];
+                        if (h >= 1 && l <= n) g += OI[h * N + l] * sGS[k] * q.SL[h * SLW + u1] * slj[u2];
                     }
                     acc += g * TAB3(PF_MMI, t2, sq1, sp1);
                 }
