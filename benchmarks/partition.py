@@ -4,11 +4,11 @@ its CPU engine on all cores (rnapipe.cpu.partition) and ViennaRNA's ``mfe()`` + 
 
 Each length is ``L:count``; the GPU folds all ``count`` (after a warm-up on a few), the CPU engine and ViennaRNA
 a sample of them (``--sample``, at least one a core), each timed alone. The GPU's time is split into its phases
-(the MFE engine, the groups' setup, inside + exterior, outside, the probabilities copied back, the derived values
-on the host). Agreement: the largest ensemble-energy difference of the GPU against the CPU engine and against
-ViennaRNA on the sample. The floor: the multiply-adds of the O(n³) sums and the interior loops (:func:`work`) at
-the GPU's FP64 rate (``--fp64``, multiply-adds a second; H100 SXM: 34 TFLOPS = 1.7e13), and the fraction of it
-the GPU reaches. Prints a table; appends it to benchmarks/RESULTS.md unless --no-append.
+(the MFE engine, the groups' setup, inside + exterior, outside, the summary of the probabilities and its copy
+back, the MEA structures and the rest on the host). Agreement: the largest ensemble-energy difference of the GPU
+against the CPU engine and against ViennaRNA on the sample. The floor: the multiply-adds of the O(n³) sums and
+the interior loops (:func:`work`) at the GPU's FP64 rate (``--fp64``, multiply-adds a second; H100 SXM: 34 TFLOPS
+= 1.7e13), and the fraction of it the GPU reaches. Prints a table; appends it to benchmarks/RESULTS.md unless --no-append.
 
     python benchmarks/partition.py                                     # 68/120/221 x 20,000, 1,000 x 2,000, ...
     python benchmarks/partition.py --lengths 120:4096,1000:256 --no-append
@@ -79,8 +79,8 @@ class Phases:
         self._wrap(gpu._Group, "__init__", "setup")
         self._wrap(gpu._Group, "inside", "inside")
         self._wrap(gpu._Group, "outside", "outside")
-        self._wrap(gpu._Group, "probabilities", "copy back")
-        self._wrap(gpu.cpu, "derived", "derived (thread-s)")
+        self._wrap(gpu._Group, "summary", "summary")
+        self._wrap(gpu.cpu, "derived_lists", "host")
 
     def _wrap(self, owner, name, label):
         import cupy
@@ -89,7 +89,7 @@ class Phases:
         def timed(*a, **k):
             t = time.perf_counter()
             r = f(*a, **k)
-            if label != "derived (thread-s)":
+            if label != "host":
                 cupy.cuda.Device().synchronize()
             self.t[label] = self.t.get(label, 0.0) + time.perf_counter() - t
             return r

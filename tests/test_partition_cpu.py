@@ -299,27 +299,46 @@ def test_stable_domain_beside_a_long_unpaired_tail():
     assert r.energy == pytest.approx(G, abs=1e-9)
 
 
-def test_derived_batch_equals_derived_per_sequence():
-    """derived_batch (the GPU engine's host step: a batch laid out flat, in parts over threads) gives derived's
-    values for every sequence, empty pair lists and one-nucleotide sequences among them."""
+def test_derived_lists_equal_derived():
+    """derived_lists (the GPU engine's host step: from per-nucleotide sums and a pair list, not the n² matrix)
+    gives derived's values, with the per-nucleotide parts made here from the full matrices by the CPU engine's own
+    functions; threshold 0 and 1e-5, MEA gammas 1 and 0.2 (a cut above the threshold), one thread and three."""
     from concurrent.futures import ThreadPoolExecutor
 
-    seqs = random_seqs(40, 1, 90, seed=71, n_rate=0.05) + ["A", "GGGGAAAACCCC"]
+    seqs = random_seqs(40, 1, 120, seed=71, n_rate=0.05) + ["A", "GGGGAAAACCCC"]
     X, T = PF.exp_tables(Model()), Model().tables()
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
-    sizes = lens.astype(np.int64) + 2
-    off1 = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    off2 = np.concatenate(([0], np.cumsum(sizes * sizes)[:-1]))
+    off1 = np.concatenate(([0], np.cumsum(lens.astype(np.int64) + 2)[:-1]))
+    total = int(off1[-1] + lens[-1] + 2)
     S = np.concatenate([E.padded_codes(s) for s in seqs])
-    P = np.zeros(int((sizes * sizes).sum()))
-    for k, s in enumerate(seqs):
-        P[off2[k]:off2[k] + sizes[k] ** 2] = PF.fold_codes(X, T, E.padded_codes(s))[1].ravel()
+    Ps = [PF.fold_codes(X, T, E.padded_codes(s))[1] for s in seqs]
     with ThreadPoolExecutor(3) as pool:
-        for out in (PF.derived_batch(T, S, off1, lens, P, off2, 1e-5, 1.5),
-                    PF.derived_batch(T, S, off1, lens, P, off2, 1e-5, 1.5, pool, 3)):
+        for threshold, gamma, threads in ((0.0, 1.0, 1), (1e-5, 0.2, 3)):
+            lo = min(threshold, 1e-4 / (1 + gamma))
+            unpaired, div, dist = np.zeros(total), np.zeros(total), np.zeros(total)
+            centroid, pseudo = np.zeros(total, np.uint8), np.zeros(total, np.uint8)
+            lists, first = [], [0]
+            for k, (s, Pm) in enumerate(zip(seqs, Ps)):
+                n, o = len(s), off1[k]
+                _, up = PF._sparse(Pm, n, 0.0)[2:]
+                unpaired[o + 1:o + n + 1] = up
+                _, cen, _ = PF._derived(Pm, n)
+                centroid[o + 1:o + n + 1] = cen
+                pseudo[o + 1:o + n + 1] = PF.pseudo_bracket(Pm, n)
+                for j in range(2, n + 1):
+                    x = Pm[j, 1:j]
+                    div[o + j] = (x * (1 - x)).sum()
+                    dist[o + j] = np.where(x > 0.5, 1 - x, x).sum()
+                lists.append(PF.pairs_at_least(Pm, n, lo))
+                first.append(first[-1] + len(lists[-1][0]))
+            I, J, p = (np.concatenate([lst[m] for lst in lists]) for m in range(3))
+            out = PF.derived_lists(T, S, off1, lens, I, J, p, np.array(first), unpaired, centroid, pseudo, div, dist,
+                                   threshold, gamma, pool if threads > 1 else None, threads)
             for k, s in enumerate(seqs):
-                Pm = P[off2[k]:off2[k] + sizes[k] ** 2].reshape(sizes[k], sizes[k])
-                ref = PF.derived(T, E.padded_codes(s), Pm, 1e-5, 1.5)
+                ref = PF.derived(T, E.padded_codes(s), Ps[k], threshold, gamma)
                 assert len(out[k]) == len(ref)
-                for a, b in zip(out[k], ref):
-                    assert np.array_equal(np.asarray(a), np.asarray(b)), s
+                for m, (a, b) in enumerate(zip(out[k], ref)):
+                    if m in (3, 4, 6):                      # unpaired, diversity, distance: sums in another order
+                        assert np.allclose(a, b, rtol=1e-12, atol=1e-14), (s, m)
+                    else:
+                        assert np.array_equal(np.asarray(a), np.asarray(b)), (s, m)

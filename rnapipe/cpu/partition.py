@@ -956,37 +956,70 @@ def _mea_backtrack(n, Mi, pu, head, nxt, ci, ca, db):
 
 
 @njit(cache=True, nogil=True)
-def mea(Pm, n, gamma):
-    """The maximum expected accuracy structure and its expected accuracy, as ViennaRNA's ``MEA(gamma)``
-    (structures/mea.c): the pairs of probability at least 1e-4/(1 + gamma) (single precision, as its pair
-    list holds them), unpaired probabilities from those, pairs kept where 2·gamma·p exceeds their
-    nucleotides' unpaired probabilities, M[i, j] = max(M[i, j-1] + pu[j], M[i, k-1] + 2·gamma·p[k, j] + M[k+1,
-    j-1]) row by row from i = n down, and its backtracking, ties as it resolves them. ``Pm``: the
-    probabilities as :func:`fold_scaled` returns them (P[i, j] at [j, i])."""
-    cut = 1e-4 / (1.0 + gamma)
-    pu = np.ones(n + 2)
-    for i in range(1, n + 1):
-        for j in range(i + 1, n + 1):
-            if Pm[j, i] >= cut:
-                x = np.float64(np.float32(Pm[j, i]))
-                pu[i] -= x
-                pu[j] -= x
-    # the pruned list in the DP's order: i descending, j ascending
+def pairs_at_least(Pm, n, cut):
+    """The pairs of probability at least ``cut`` (``Pm``: P[i, j] at [j, i]) as arrays I, J, p, i ascending then j."""
     count = 0
     for i in range(1, n + 1):
         for j in range(i + 1, n + 1):
             if Pm[j, i] >= cut:
-                x = np.float64(np.float32(Pm[j, i]))
-                if x * 2 * gamma > pu[i] + pu[j]:
-                    count += 1
+                count += 1
+    I = np.empty(count, dtype=np.int32)
+    J = np.empty(count, dtype=np.int32)
+    p = np.empty(count)
+    k = 0
+    for i in range(1, n + 1):
+        for j in range(i + 1, n + 1):
+            if Pm[j, i] >= cut:
+                I[k] = i
+                J[k] = j
+                p[k] = Pm[j, i]
+                k += 1
+    return I, J, p
+
+
+@njit(cache=True, nogil=True)
+def mea(Pm, n, gamma):
+    """The maximum expected accuracy structure and its expected accuracy, as ViennaRNA's ``MEA(gamma)``
+    (structures/mea.c), from the probabilities as :func:`fold_scaled` returns them (P[i, j] at [j, i]): see
+    :func:`mea_list`."""
+    I, J, p = pairs_at_least(Pm, n, 1e-4 / (1.0 + gamma))
+    return mea_list(I, J, p, n, gamma)
+
+
+@njit(cache=True, nogil=True)
+def mea_list(I, J, P, n, gamma):
+    """:func:`mea` from a list of pairs (I, J, P: i ascending then j) holding at least every pair of probability
+    1e-4/(1 + gamma) or more (others are passed over): those pairs in single precision, as ViennaRNA's pair list
+    holds them, unpaired probabilities from them, pairs kept where 2·gamma·p exceeds their nucleotides'
+    unpaired probabilities, M[i, j] = max(M[i, j-1] + pu[j], M[i, k-1] + 2·gamma·p[k, j] + M[k+1, j-1]) row by
+    row from i = n down, and its backtracking, ties as it resolves them."""
+    cut = 1e-4 / (1.0 + gamma)
+    pu = np.ones(n + 2)
+    start = np.zeros(n + 2, dtype=np.int64)          # the pairs of row i: start[i] .. start[i+1]-1
+    for k in range(I.shape[0]):
+        start[I[k] + 1] = k + 1
+        if P[k] >= cut:
+            x = np.float64(np.float32(P[k]))
+            pu[I[k]] -= x
+            pu[J[k]] -= x
+    for i in range(1, n + 2):
+        start[i] = max(start[i], start[i - 1])
+    # the pruned list in the DP's order: i descending, j ascending
+    count = 0
+    for k in range(I.shape[0]):
+        if P[k] >= cut:
+            x = np.float64(np.float32(P[k]))
+            if x * 2 * gamma > pu[I[k]] + pu[J[k]]:
+                count += 1
     LI = np.zeros(count + 1, dtype=np.int64)
     LJ = np.zeros(count + 1, dtype=np.int64)
     LP = np.zeros(count + 1)
     k = 0
     for i in range(n, 0, -1):
-        for j in range(i + 1, n + 1):
-            if Pm[j, i] >= cut:
-                x = np.float64(np.float32(Pm[j, i]))
+        for e in range(start[i], start[i + 1]):
+            if P[e] >= cut:
+                x = np.float64(np.float32(P[e]))
+                j = J[e]
                 if x * 2 * gamma > pu[i] + pu[j]:
                     LI[k] = i
                     LJ[k] = j
@@ -1120,90 +1153,59 @@ def derived(T, S, Pm, threshold, gamma):
 
 
 @njit(cache=True, nogil=True)
-def _count_above(P, off2, lens, threshold, a, b, counts):
-    """counts[k]: the pairs of sequence k (k in a .. b-1) above ``threshold``; its probabilities at P[off2[k]:],
-    an (n+2)² matrix with P[i, j] at [j, i]."""
+def _mea_range(T, S, off1, lens, I, J, p, first, centroid, gamma, a, b, mea_text, mea_values, energies):
+    """The MEA structures of sequences a .. b-1 (:func:`mea_list` of their pairs, at first[k] .. first[k+1]-1 of I,
+    J, p) at off1[k] + 1 of mea_text, their accuracies, and the free energies of the centroid (at off1[k] + 1 of
+    ``centroid``) and of the MEA structure."""
     for k in range(a, b):
         n = lens[k]
-        N = n + 2
-        base = off2[k]
-        c = 0
-        for j in range(2, n + 1):
-            for i in range(1, j):
-                if P[base + j * N + i] > threshold:
-                    c += 1
-        counts[k] = c
-
-
-@njit(cache=True, nogil=True)
-def _derived_range(T, S, off1, lens, P, off2, threshold, gamma, a, b, pos, I, J, p, unpaired, text, values, energies):
-    """:func:`derived` of sequences a .. b-1 of a batch laid out flat (codes at S[off1[k]:], probabilities as
-    :func:`_count_above` reads them): the pairs at pos[k] of I, J, p; unpaired probabilities, the centroid, the
-    MEA structure and RNAfold -p's line at off1[k] of unpaired and text's three rows; diversity, centroid
-    distance and MEA accuracy in values[k]; the centroid's and MEA structure's free energies in energies[k]."""
-    for k in range(a, b):
-        n = lens[k]
-        N = n + 2
-        Pm = P[off2[k]:off2[k] + N * N].reshape((N, N))
-        (i_, j_, p_, up, diversity, centroid, dist, mea_db, mea_value, pseudo, centroid_e,
-         mea_e) = derived(T, S[off1[k]:off1[k] + N], Pm, threshold, gamma)
-        q = pos[k]
-        c = i_.shape[0]
-        I[q:q + c] = i_
-        J[q:q + c] = j_
-        p[q:q + c] = p_
         o = off1[k]
-        unpaired[o:o + n] = up
-        text[0, o:o + n] = centroid
-        text[1, o:o + n] = mea_db
-        text[2, o:o + n] = pseudo
-        values[k, 0] = diversity
-        values[k, 1] = dist
-        values[k, 2] = mea_value
-        energies[k, 0] = centroid_e
-        energies[k, 1] = mea_e
+        Sk = S[o:o + n + 2]
+        db, value = mea_list(I[first[k]:first[k + 1]], J[first[k]:first[k + 1]], p[first[k]:first[k + 1]], n, gamma)
+        mea_text[o + 1:o + n + 1] = db
+        mea_values[k] = value
+        energies[k, 0] = _energy_of(T, Sk, n, centroid[o + 1:o + n + 1])
+        energies[k, 1] = _energy_of(T, Sk, n, db)
 
 
-def derived_batch(T, S, off1, lens, P, off2, threshold: float, gamma: float, pool=None, threads: int = 1) -> list:
-    """:func:`derived` of every sequence of a batch laid out flat (see :func:`_derived_range`), in parts of
-    about equal n² over ``threads`` threads of ``pool`` (a concurrent.futures executor; None: this thread): one
-    compiled call a part, not a sequence. Returns each sequence's values in :func:`derived`'s order."""
+def derived_lists(T, S, off1, lens, I, J, p, first, unpaired, centroid, pseudo, diversity, distance,
+                  threshold: float, gamma: float, pool=None, threads: int = 1) -> list:
+    """:func:`derived`'s values of a batch laid out flat from what the GPU engine computes of its probabilities
+    (rnapipe.gpu.partition: per nucleotide, at off1[k] + 1 .. off1[k] + n: the unpaired probability, the
+    centroid's and RNAfold -p's characters, the terms of the diversity and of the centroid's distance; per
+    sequence k the pairs at first[k] .. first[k+1]-1 of I, J, p: every pair of probability at least
+    min(threshold, 1e-4/(1 + gamma)), i ascending then j): the pairs above ``threshold``, the MEA structure
+    (:func:`mea_list`) and the free energies, the MEA parts over ``threads`` threads of ``pool``."""
     count = len(lens)
     if not count:
         return []
+    sizes = lens.astype(np.int64) + 2
+    div = np.add.reduceat(diversity, off1) if diversity.size else np.zeros(count)
+    dist = np.add.reduceat(distance, off1) if distance.size else np.zeros(count)
+    mea_text = np.full(off1[-1] + sizes[-1], 46, dtype=np.uint8)
+    mea_values = np.zeros(count)
+    energies = np.zeros((count, 2), dtype=np.int64)
     parts = max(1, min(count, 4 * threads if pool is not None else 1))
-    work = np.cumsum(lens.astype(np.float64) ** 2)
+    work = np.cumsum(np.diff(first).astype(np.float64) + sizes)
     cuts = np.unique(np.concatenate(([0], np.searchsorted(work, work[-1] * np.arange(1, parts) / parts), [count])))
+
+    def part(r):
+        _mea_range(T, S, off1, lens, I, J, p, first, centroid, gamma, r[0], r[1], mea_text, mea_values, energies)
     ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
-
-    def run(fn, head, tail):
-        def part(r):
-            fn(*head, r[0], r[1], *tail)
-        if pool is None:
-            for r in ranges:
-                part(r)
-        else:
-            list(pool.map(part, ranges))
-
-    counts = np.zeros(count, dtype=np.int64)
-    run(_count_above, (P, off2, lens, threshold), (counts,))
-    pos = np.concatenate(([0], np.cumsum(counts)))
-    size = int(off1[-1] + lens[-1] + 2)
-    I = np.empty(pos[-1], dtype=np.int32)
-    J = np.empty(pos[-1], dtype=np.int32)
-    p = np.empty(pos[-1])
-    unpaired = np.empty(size)
-    text = np.empty((3, size), dtype=np.uint8)
-    values = np.empty((count, 3))
-    energies = np.empty((count, 2), dtype=np.int64)
-    run(_derived_range, (T, S, off1, lens, P, off2, threshold, gamma),
-        (pos, I, J, p, unpaired, text, values, energies))
+    if pool is None:
+        for r in ranges:
+            part(r)
+    else:
+        list(pool.map(part, ranges))
+    above = p > threshold
+    at = np.concatenate(([0], np.cumsum(above)))[first]
+    Ia, Ja, pa = I[above], J[above], p[above]
     out = []
     for k in range(count):
-        n, o, a, b = int(lens[k]), int(off1[k]), int(pos[k]), int(pos[k + 1])
-        out.append((I[a:b], J[a:b], p[a:b], unpaired[o:o + n], float(values[k, 0]), text[0, o:o + n],
-                    float(values[k, 1]), text[1, o:o + n], float(values[k, 2]), text[2, o:o + n],
-                    int(energies[k, 0]), int(energies[k, 1])))
+        n, o, a, b = int(lens[k]), int(off1[k]), int(at[k]), int(at[k + 1])
+        out.append((Ia[a:b], Ja[a:b], pa[a:b], unpaired[o + 1:o + n + 1], 2.0 * float(div[k]),
+                    centroid[o + 1:o + n + 1], float(dist[k]), mea_text[o + 1:o + n + 1], float(mea_values[k]),
+                    pseudo[o + 1:o + n + 1], int(energies[k, 0]), int(energies[k, 1])))
     return out
 
 

@@ -11,8 +11,10 @@ Per group of sequences of like length (as many as the GPU's memory takes, seven 
    pass 1e280, whose Z falls below 1e-280 or whose two exterior sums disagree starts again with the CPU
    engine's second scales (the MFE structure's) and corrections, as ``fold_scaled`` does;
 3. ``pf_outside``: QMout, QM1out, QBout and the probabilities, diagonal by diagonal from the longest;
-4. the probabilities copied back and the derived values (pairs above the threshold, unpaired probabilities,
-   diversity, centroid, MEA, RNAfold -p's line) computed by the CPU engine's own functions, over ``threads``.
+4. ``pf_summary`` and ``pf_pairs``: per nucleotide its unpaired probability, the centroid's and RNAfold -p's
+   characters and the terms of the diversity and the centroid's distance, and the pairs of probability at least
+   min(threshold, MEA's 1e-4/(1 + gamma)), copied back (not the n² matrix); then on the host the MEA structure and
+   the free energies by the CPU engine's functions (cpu.partition.derived_lists), over ``threads``.
 
 Many sequences: a block a sequence walks all its diagonals in one launch. Few (fewer than two a multiprocessor):
 one launch a diagonal, its cells over as many blocks as they fill.
@@ -214,8 +216,30 @@ class _Group:
         if int(d["bad"].max()):
             raise FloatingPointError("a pair probability left the double range (outside pass)")
 
-    def probabilities(self) -> np.ndarray:
-        return self.m["O1"].get()
+    def summary(self, lo: float) -> dict:
+        """What the host reads of the probabilities (pf_summary, pf_pairs): per nucleotide (off1 layout) the
+        unpaired probability, the centroid's and RNAfold -p's characters, the diversity's and the centroid
+        distance's terms; the pairs of probability at least ``lo`` (I, J, p) with each sequence's first at
+        first[k]."""
+        import cupy
+
+        d, m, opts = self.d, self.m, self.options
+        out = {"unpaired": cupy.zeros(self.total1), "centroid": cupy.zeros(self.total1, dtype=cupy.uint8),
+               "pseudo": cupy.zeros(self.total1, dtype=cupy.uint8), "diversity": cupy.zeros(self.total1),
+               "distance": cupy.zeros(self.total1)}
+        counts = cupy.zeros(self.total1, dtype=cupy.int64)
+        base = (d["off1"], d["off2"], d["lens"], m["O1"], np.float64(lo))
+        _kernel("pf_summary", opts)((self.count,), (256,), base + (
+            out["unpaired"], out["centroid"], out["pseudo"], out["diversity"], out["distance"], counts))
+        rows = cupy.concatenate((cupy.zeros(1, dtype=cupy.int64), cupy.cumsum(counts)))
+        total = int(rows[-1].get())
+        out["I"] = cupy.empty(total, dtype=cupy.int32)
+        out["J"] = cupy.empty(total, dtype=cupy.int32)
+        out["p"] = cupy.empty(total)
+        _kernel("pf_pairs", opts)((self.count,), (256,), base + (rows, out["I"], out["J"], out["p"]))
+        host = {k: v.get() for k, v in out.items()}
+        host["first"] = np.append(rows.get()[self.off1], total)
+        return host
 
     def free(self) -> None:
         self.d.clear()
@@ -338,9 +362,11 @@ def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 
             seqs = [sequences[k] for k in idx]
             group_mfes = [mfe_of[k] for k in idx]
             energies, g = _fold_group(seqs, group_mfes, X, T, tables, options)
-            P = g.probabilities()
-            rest = cpu.derived_batch(T, g.S, g.off1, g.lens, P, g.off2, threshold, gamma, pool, threads)
+            h = g.summary(min(threshold, 1e-4 / (1.0 + gamma)))
             g.free()
+            rest = cpu.derived_lists(T, g.S, g.off1, g.lens, h["I"], h["J"], h["p"], h["first"], h["unpaired"],
+                                     h["centroid"], h["pseudo"], h["diversity"], h["distance"], threshold, gamma,
+                                     pool, threads)
             for m, (k, values) in enumerate(zip(idx, rest)):
                 mfe, db = group_mfes[m]
                 results[k] = cpu.assemble(X, (energies[m], mfe, np.frombuffer(db.encode("ascii"), dtype=np.uint8))

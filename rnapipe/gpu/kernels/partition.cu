@@ -515,3 +515,92 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
         if (d > d_last) __syncthreads();
     }
 }
+
+// RNAfold -p's pseudo-bracket character of a nucleotide (ViennaRNA's vrna_bpp_symbol; cpu.partition._bpp_symbol):
+// unpaired with probability p0, paired to a partner 3' of it with p1 and 5' of it with p2, single precision.
+__device__ __forceinline__ unsigned char pf_symbol(float p0, float p1, float p2) {
+    if ((double)p0 > 0.667) return '.';
+    if ((double)p1 > 0.667) return '(';
+    if ((double)p2 > 0.667) return ')';
+    const float s = __fadd_rn(p1, p2);
+    if (s > p0) {
+        if ((double)__fdiv_rn(p1, s) > 0.667) return '{';
+        if ((double)__fdiv_rn(p2, s) > 0.667) return '}';
+        return '|';
+    }
+    if (p0 > s) return ',';
+    return ':';
+}
+
+// What the host reads of the probabilities (P[i, j] at O1[j, i]), a block a sequence, a thread a nucleotide j (at
+// off1[s] + j of each array): its unpaired probability; the centroid's character (pairs above 0.5) and RNAfold -p's
+// (cpu.partition.pseudo_bracket: the sums in single precision in the same order); over its partners i < j the
+// terms of the ensemble diversity, p (1 - p), and of the centroid's distance, 1 - p above 0.5 and p below; the
+// pairs (j, i > j) of probability at least lo (counts), which pf_pairs lists.
+extern "C" __global__ void __launch_bounds__(256)
+pf_summary(const long long* __restrict__ off1, const long long* __restrict__ off2, const int* __restrict__ lens,
+           const double* __restrict__ O1all, double lo, double* unpaired, unsigned char* centroid,
+           unsigned char* pseudo, double* diversity, double* distance, long long* counts) {
+    const int s = blockIdx.x;
+    const int n = lens[s];
+    const long long N = n + 2, o = off1[s];
+    const double* P = O1all + off2[s];
+    for (int j = threadIdx.x; j < N; j += blockDim.x) centroid[o + j] = '.';
+    __syncthreads();
+    for (int j = 1 + threadIdx.x; j <= n; j += blockDim.x) {
+        float p0 = 1.0f, p1 = 0.0f, p2 = 0.0f;
+        double paired = 0.0, div = 0.0, dist = 0.0;
+        for (int i = 1; i < j; ++i) {
+            const double x = P[j * N + i];
+            const float f = (float)x;
+            p2 = __fadd_rn(p2, f);
+            p0 = __fsub_rn(p0, f);
+            paired += x;
+            div += x * (1.0 - x);
+            if (x > 0.5) {
+                dist += 1.0 - x;
+                centroid[o + i] = '(';
+                centroid[o + j] = ')';
+            } else {
+                dist += x;
+            }
+        }
+        long long c = 0;
+        for (int i = j + 1; i <= n; ++i) {
+            const double x = P[i * N + j];
+            const float f = (float)x;
+            p1 = __fadd_rn(p1, f);
+            p0 = __fsub_rn(p0, f);
+            paired += x;
+            c += x >= lo;
+        }
+        unpaired[o + j] = 1.0 - paired;
+        pseudo[o + j] = pf_symbol(p0, p1, p2);
+        diversity[o + j] = div;
+        distance[o + j] = dist;
+        counts[o + j] = c;
+    }
+}
+
+// The pairs (i, j) of probability at least lo, i ascending then j, of every sequence: row i's at first[off1[s] + i]
+// (pf_summary's counts summed before it).
+extern "C" __global__ void __launch_bounds__(256)
+pf_pairs(const long long* __restrict__ off1, const long long* __restrict__ off2, const int* __restrict__ lens,
+         const double* __restrict__ O1all, double lo, const long long* __restrict__ first, int* I, int* J, double* p) {
+    const int s = blockIdx.x;
+    const int n = lens[s];
+    const long long N = n + 2, o = off1[s];
+    const double* P = O1all + off2[s];
+    for (int i = 1 + threadIdx.x; i <= n; i += blockDim.x) {
+        long long k = first[o + i];
+        for (int j = i + 1; j <= n; ++j) {
+            const double x = P[j * N + i];
+            if (x >= lo) {
+                I[k] = i;
+                J[k] = j;
+                p[k] = x;
+                ++k;
+            }
+        }
+    }
+}
