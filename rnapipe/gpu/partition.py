@@ -270,8 +270,8 @@ def _layout(X, S, off1, lens, lam, L, SPEC):
 
 
 def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, options) -> tuple[list, _Group]:
-    """The partition functions of one group: (ensemble free energy in kcal/mol, log-scales) per sequence, the
-    group with its probabilities on the GPU. Restarts as rnapipe.cpu.partition.fold_scaled's."""
+    """The partition functions of one group: each sequence's ensemble free energy (kcal/mol), and the group with
+    its probabilities on the GPU. Restarts as rnapipe.cpu.partition.fold_scaled's."""
     g = _Group(seqs, [m[0] for m in mfes], X, tables, options)
     kt = X.scalars[cpu.KT]
     state = [{"delta": 0.0, "lost": 0, "second": None, "ok": False} for _ in range(g.count)]
