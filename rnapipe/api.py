@@ -79,7 +79,7 @@ def fold(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, varian
     pairing rules ``no_lp``, ``no_gu``, ``no_closing_gu`` (True or False) and ``max_bp_span`` (an int, or None
     for no limit), ``enforce_constraint`` (Zuker; see :class:`rnapipe.model.Model`). The pairing rules fold on every
     device.
-    ``partition=True`` (Zuker, on the CPU: device 'cpu' or 'auto'; RNAfold's ``-p``): the partition function
+    ``partition=True`` (Zuker, device 'cpu', 'gpu' or 'auto'; RNAfold's ``-p``): the partition function
     too; each result's ``ensemble`` then holds its values, with the pair probabilities above ``bpp_threshold``
     (default 1e-5) and the MEA structure of ``mea_gamma`` (RNAfold's ``--MEA`` gamma, default 1). Its engine
     takes RNAfold's default pairing rules only, without constraints or SHAPE data: those are refused.

@@ -36,7 +36,7 @@ def _gamma(text: str) -> float:
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("partition function (Zuker, on the CPU; as RNAfold -p)")
+    group = parser.add_argument_group("partition function (Zuker, on the CPU or one GPU; as RNAfold -p)")
     group.add_argument("-p", "--partition", action="store_true",
                        help="also the partition function, as RNAfold -p: ensemble free energy, pair probabilities, "
                        "MFE frequency, ensemble diversity, centroid and MEA structures (db prints RNAfold -p's "
@@ -67,7 +67,7 @@ def mea_argument(argv: list[str]) -> list[str]:
 def settings(args, formats: list[str | None]) -> Settings | None:
     """The partition function's settings of a ``fold`` or ``fold-job`` command (None without -p or --MEA);
     ``formats``: the outputs' formats (bpp and unpaired need -p). Refuses, in one line naming the flag, what the
-    engine does not take (``--device auto`` folds it on the CPU)."""
+    engine does not take (``--device auto`` folds it on the GPU where there is one)."""
     on = args.partition or args.mea_line
     if not on:
         for flag, value in (("--mea-gamma", args.mea_gamma), ("--bpp-threshold", args.bpp_threshold)):
