@@ -78,9 +78,7 @@ def settings(args, formats: list[str | None]) -> Settings | None:
             raise UsageError(f"format {needing[0]} holds the partition function's results: add -p/--partition")
         return None
     given = [name for name in FLAGS if getattr(args, name, None)]
-    refused = refusal(args.algorithm, args.device, given)
-    if refused is None and args.gpus is not None:
-        refused = ("gpus", "the partition function folds on one device, the CPU or one GPU, for now")
+    refused = refusal(args.algorithm, args.device, given, args.gpus)
     if refused is not None:
         what, why = refused
         if what == "device":

@@ -1180,8 +1180,8 @@ def derived_lists(T, S, off1, lens, I, J, p, first, unpaired, centroid, pseudo, 
     if not count:
         return []
     sizes = lens.astype(np.int64) + 2
-    div = np.add.reduceat(diversity, off1) if diversity.size else np.zeros(count)
-    dist = np.add.reduceat(distance, off1) if distance.size else np.zeros(count)
+    div = np.add.reduceat(diversity, off1)
+    dist = np.add.reduceat(distance, off1)
     mea_text = np.full(off1[-1] + sizes[-1], 46, dtype=np.uint8)
     mea_values = np.zeros(count)
     energies = np.zeros((count, 2), dtype=np.int64)

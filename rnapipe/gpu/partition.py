@@ -121,8 +121,7 @@ class _Group:
     def __init__(self, seqs: list[str], mfes: list[int], X, tables, options):
         import cupy
 
-        self.X, self.tables, self.options = X, tables, options
-        self.seqs = seqs
+        self.tables, self.options = tables, options
         self.count = len(seqs)
         self.lens = np.array([len(s) for s in seqs], dtype=np.int32)
         sizes = self.lens.astype(np.int64) + 2
@@ -139,10 +138,10 @@ class _Group:
         self.S = S
         # the first scales, ViennaRNA's (cpu.uniform_scales) from each MFE
         per = -(cpu.SFACT * np.asarray(mfes, dtype=np.float64) * 10.0) / self.lens / X.scalars[cpu.KT]
-        self.lam = np.where(inner, np.repeat(per, sizes), 0.0)
+        lam = np.where(inner, np.repeat(per, sizes), 0.0)
         self.L = np.zeros(self.total1)
         spec = np.full((self.total1, 7), -1.0)
-        _layout(X, S, self.off1, self.lens, self.lam, self.L, spec)
+        _layout(X, S, self.off1, self.lens, lam, self.L, spec)
         hp, _ = cpu._hairpin_tables(X, np.zeros(self.n_max + 2, dtype=np.int8), self.n_max)     # HP only
         self.d = {
             "S": cupy.asarray(S), "HP": cupy.asarray(hp), "SPEC": cupy.asarray(spec),
@@ -160,9 +159,9 @@ class _Group:
         return self.S[self.off1[k]:self.off1[k] + self.lens[k] + 2]
 
     def set_scales(self, k: int, lam: np.ndarray) -> None:
+        """Sequence k's log-scales ``lam`` (its L; pf_scales makes SL and SR from it at the next inside pass)."""
         a, b = self.off1[k], self.off1[k] + self.lens[k] + 2
         _prefix(lam, self.L[a:b], int(self.lens[k]))
-        self.lam[a:b] = lam
 
     def _launch_diagonals(self, kernel, args, d_from: int, d_to: int) -> None:
         """``kernel`` over the diagonals d_from .. d_to (either way): one launch when there are many sequences,

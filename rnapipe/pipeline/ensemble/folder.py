@@ -1,6 +1,6 @@
 """The folder of a fold with the partition function: the CPU or the GPU partition engine (rnapipe.cpu.partition,
-rnapipe.gpu.partition) behind the interface of :class:`~..folding.folder.Folder`, so that the stream, the journal and the outputs take it as
-they take the MFE engines. Its results carry each record's MFE structure and score, as the MFE folds' do, and
+rnapipe.gpu.partition) behind the interface of :class:`~..folding.folder.Folder`, so that the stream, the journal
+and the outputs take it as they take the MFE engines. Its results carry each record's MFE structure and score, as the MFE folds' do, and
 the ensembles (:class:`rnapipe.io.ensemble.EnsembleChunk`) beside them."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class EnsembleFolder(Folder):
         with timeline.timed("sequence lists"):
             sequences = [s for p in parts for s in p.seqs]
         results = self.engine.module().fold_batch(sequences, self.model, self.threads, self.ensemble.threshold,
-                                       self.ensemble.gamma, self.progress)
+                                                  self.ensemble.gamma, self.progress)
         scores = np.fromiter((round(r.mfe * 100) for r in results), dtype=np.int64, count=len(results))
         structures = "".join([r.structure + "\n" for r in results]).encode("ascii")
         return scores, structures, EnsembleChunk([Ensemble.of(r) for r in results], self.ensemble.mea)
