@@ -6,17 +6,18 @@ Per group of sequences of like length (as many as the GPU's memory takes, seven 
 
 1. the MFE and its structure from the GPU MFE engine (rnapipe.gpu.zuker): the scales' first choice and the
    result's MFE;
-2. ``pf_unpaired`` (the multiloop's unpaired stretches), ``pf_inside`` (QB, QM, QM1 and QI, a warp a cell, the
-   cells of one diagonal at a time) and ``pf_exterior`` (Q5, Q3, a block a sequence); a sequence whose cells
+2. ``pf_inside`` (QB, QM, QM1 and QI, a warp a cell, the cells of one diagonal at a time) and ``pf_exterior`` (Q5, Q3, a block a sequence); a sequence whose cells
    pass 1e280, whose Z falls below 1e-280 or whose two exterior sums disagree starts again with the CPU
    engine's second scales (the MFE structure's) and corrections, as ``fold_scaled`` does;
 3. ``pf_outside``: QMout, QM1out, QBout and the probabilities, diagonal by diagonal from the longest;
+   in both passes the multiloop sums' terms that lie outside the current band of BAND diagonals are summed
+   before it, tile by tile, as matrix products (``pf_band``; partition.cu's header);
 4. ``pf_summary`` and ``pf_pairs``: per nucleotide its unpaired probability, the centroid's and RNAfold -p's
    characters and the terms of the diversity and the centroid's distance, and the pairs of probability at least
    min(threshold, MEA's 1e-4/(1 + gamma)), copied back (not the n² matrix); then on the host the MEA structure and
    the free energies by the CPU engine's functions (cpu.partition.derived_lists), over ``threads``.
 
-Many sequences: a block a sequence walks all its diagonals in one launch. Few (fewer than two a multiprocessor):
+Many sequences: a block a sequence walks a band's diagonals in one launch. Few (fewer than two a multiprocessor):
 one launch a diagonal, its cells over as many blocks as they fill.
 """
 
@@ -38,6 +39,7 @@ SOURCE = "partition.cu"
 WARPS = 8                            # PF_WARPS
 SLW = cpu.MAXLOOP + 2                # SL and SR's row width
 MATRICES = 7                         # A, M, M1, QI, MO, XM, O1
+BAND = 32                            # PF_T: the multiloop sums' bands and tiles
 
 
 def generic_list() -> np.ndarray:
@@ -175,6 +177,24 @@ class _Group:
             blocks = max(1, min(-(-cells // WARPS), 65535))
             kernel((blocks, self.count), (32 * WARPS,), args + (np.int32(d), np.int32(d)))
 
+    def _sweep(self, kernel, args, inside: bool, act) -> None:
+        """``kernel`` over its diagonals band by band (BAND diagonals, from a multiple of BAND), each band's
+        bulk sums (pf_band) first: ascending from TURN + 1 inside, descending to 1 outside."""
+        d, m = self.d, self.m
+        band = _kernel("pf_band", self.options)
+        tiles = -(-self.n_max // BAND)
+        lo, hi = (cpu.TURN + 1, self.n_max - 1) if inside else (1, self.n_max - 1)
+        starts = range(lo - lo % BAND, hi + 1, BAND)
+        for D0 in (starts if inside else reversed(starts)):
+            if inside and D0 >= 2 * BAND:
+                band((tiles, self.count, 1), (128,), (m["M"], m["M1"], m["XM"], m["A"], m["MO"], d["off2"],
+                                                      d["lens"], act, np.int32(D0), np.int32(1)))
+            elif not inside and D0 + BAND < self.n_max:
+                band((tiles, self.count, 2), (128,), (m["M"], m["M1"], m["XM"], m["A"], m["MO"], d["off2"],
+                                                      d["lens"], act, np.int32(D0), np.int32(0)))
+            first, last = max(D0, lo), min(D0 + BAND - 1, hi)
+            self._launch_diagonals(kernel, args, *((first, last) if inside else (last, first)))
+
     def inside(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The inside pass and the exterior loop for the sequences ``active`` (bool): each one's largest cell
         above 1e280 (0 where none), the smallest span of such a cell, and (Q5[n], Q3[1])."""
@@ -189,13 +209,11 @@ class _Group:
         d["span"].fill(np.iinfo(np.int32).max)
         X = self.tables
         base = (X, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act)
-        blocks = max(1, min(-(-self.n_max // 256), 1024))
-        _kernel("pf_unpaired", opts)((blocks, self.count), (256,), base + (m["QI"], m["XM"]))
         if self.n_max > cpu.TURN + 1:
             inside = _kernel("pf_inside", opts)
             args = (X, d["HP"], d["S"], d["SL"], d["SR"], d["SPEC"], d["L"], d["off1"], d["off2"], d["lens"], act,
                     m["A"], m["M"], m["M1"], m["QI"], m["XM"], d["top"], d["span"])
-            self._launch_diagonals(inside, args, cpu.TURN + 1, self.n_max - 1)
+            self._sweep(inside, args, True, act)
         _kernel("pf_exterior", opts)((self.count,), (256,),
                                      base + (m["A"], d["Q5"], d["Q3"], d["Z"]))
         top = d["top"].get().view(np.float64)
@@ -211,7 +229,7 @@ class _Group:
         args = (self.tables, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act, m["A"], m["M"],
                 m["M1"], m["MO"], m["XM"], m["O1"], m["QI"], d["Q5"], d["Q3"], d["Z"], d["bad"])
         if self.n_max > 1:
-            self._launch_diagonals(outside, args, self.n_max - 1, 1)
+            self._sweep(outside, args, False, act)
         if int(d["bad"].max()):
             raise FloatingPointError("a pair probability left the double range (outside pass)")
 

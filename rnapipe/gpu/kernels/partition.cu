@@ -6,16 +6,29 @@
 // Layout, per sequence s of n nt (N = n + 2): its codes S at off1[s] (S[0] and S[n+1] padding), SL and SR at
 // 32 * off1[s] (rows of MAXLOOP + 2), the special-hairpin weights SPEC at 7 * off1[s], L (the prefix sums of lam)
 // and the exterior vectors Q5, Q3 at off1[s]; its matrices at off2[s] (N x N doubles each):
-//   A:  QB[i, j] at [i, j], QBout[i, j] at [j, i]
+//   A:  QB[i, j] at [i, j]; lower: inside G[i, j] at [j, i], outside QBout[i, j]
 //   M, M1, MO:  QM, QM1, QMout at [i, j] and [j, i]
 //   QI: upper: QB times the inner pair's generic interior mismatch (inside), then QBout times the closing pair's
-//       (outside, OI); lower: U(a, b) at [b, a], the ML base weight and scale of the unpaired stretch a .. b-1
-//   XM: inside: U(a, b) at [a, b]; outside: X = QBout · Mc at [i, j] and [j, i] (zeroed between the passes)
+//       (outside, OI); lower: outside V[i, j] at [j, i]
+//   XM: inside: H[i, j] at [i, j]; outside: X = QBout · Mc at [i, j] and [j, i] (zeroed between the passes)
 //   O1: QM1out at [i, j], the probability P[i, j] at [j, i]
 // The tables X (doubles) at the offsets PF_* the host passes (-D, rnapipe.gpu.partition.table_layout).
 //
-// Two ways to launch pf_inside and pf_outside: a block a sequence (gridDim.x == 1) walking all its diagonals
-// with __syncthreads between them, or one launch a diagonal (d_first == d_last) with gridDim.x blocks over
+// The multiloop sums, with U(h, k) = prod_{x = h}^{k-1} mlb scale(x) the weight of the unpaired stretch h .. k-1:
+//   G[i, j] = sum_k QM[i, k] QM1[k+1, j]                  QM[i, j] = G[i, j] + H[i, j] + QM1 terms
+//   H[i, j] = sum_k U(i, k+1) QM1[k+1, j]  = mlb scale(i) (QM1[i+1, j] + H[i+1, j])
+//   QB[i, j] gets Mc(i, j) G[i+1, j-1]
+//   QMout[i, j] = sum_l (QMout[i, l] + X[i-1, l+1]) QM1[j+1, l]
+//   QM1out[i, j] gets sum_h QM[h, i-1] (QMout[h, j] + X[h-1, j+1]) and V[i, j] = sum_h U(h, i) QMout[h, j]
+//                   = mlb scale(i-1) (QMout[i-1, j] + V[i-1, j])
+// The three sums over k, l and h are cut in bands of PF_T diagonals (d = j - i in [D0, D0 + PF_T), D0 a multiple
+// of PF_T) and tiles of PF_T rows (i in [a0, a0 + PF_T), a0 = 1 + PF_T t): before a band, pf_band sums, for every
+// cell of a tile, the terms whose cells lie outside the band (k in [a0 + 2 PF_T - 2, a0 + D0 - 1] inside; l >=
+// a0 + 2 PF_T - 1 + D0 and h <= a0 - PF_T outside) as a matrix product through shared memory, into the cell's
+// own slot (G's, QMout's); the cell adds the rest (at most 3 PF_T terms) when its diagonal comes.
+//
+// Two ways to launch pf_inside and pf_outside: a block a sequence (gridDim.x == 1) walking the diagonals of a
+// band with __syncthreads between them, or one launch a diagonal (d_first == d_last) with gridDim.x blocks over
 // its cells, for few long sequences.
 
 #define TURN 3
@@ -96,36 +109,107 @@ extern "C" __global__ void pf_scales(const double* __restrict__ Lall, const long
     }
 }
 
-// U(a, b) for 1 <= a < b <= n: at QI[b, a] and XM[a, b]. A thread a row a.
-extern "C" __global__ void pf_unpaired(const double* __restrict__ X, const signed char* __restrict__ Sall,
-                                       const double* __restrict__ SLall, const double* __restrict__ SRall,
-                                       const long long* __restrict__ off1, const long long* __restrict__ off2,
-                                       const int* __restrict__ lens, const int* __restrict__ active,
-                                       double* QIall, double* XMall) {
+#define PF_T 32                     // the bands' and tiles' width (rnapipe.gpu.partition.BAND)
+#define PF_KC 16                    // pf_band's k chunk
+
+// The band's bulk sums (the header): mode 0 G (inside), 1 QMout, 2 QM1out's QM-times-(QMout + X) sum (outside,
+// gridDim.z == 2: blockIdx.z + 1). A block a tile of PF_T rows and the 2 PF_T - 1 columns j = a0 + D0 + c its band
+// cells reach; 128 threads, each 4 rows x 4 columns; rows of both factors read along the summed index.
+extern "C" __global__ void __launch_bounds__(128)
+pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, const double* XMall, double* Aall,
+        double* MOall, const long long* __restrict__ off2, const int* __restrict__ lens,
+        const int* __restrict__ active, int D0, int inside) {
     const int s = blockIdx.y;
     if (!active[s]) return;
-    const PfSeq q = pf_seq(Sall, SLall, SRall, off1, lens, s);
-    double* QI = QIall + off2[s];
-    double* XM = XMall + off2[s];
-    const double mlb = X[PF_MLB];
-    for (int a = 1 + blockIdx.x * blockDim.x + threadIdx.x; a <= q.n; a += gridDim.x * blockDim.x) {
-        double p = 1.0;
-        for (int b = a + 1; b <= q.n; ++b) {
-            p *= mlb * q.SL[(b - 1) * SLW];
-            QI[b * q.N + a] = p;
-            XM[a * q.N + b] = p;
-        }
+    const int n = lens[s];
+    const long long N = n + 2;
+    const int a0 = 1 + PF_T * blockIdx.x;
+    if (a0 + D0 > n) return;
+    const int mode = inside ? 0 : 1 + blockIdx.z;
+    int k0, k1;
+    if (mode == 0) {
+        k0 = a0 + 2 * PF_T - 2;
+        k1 = a0 + D0 - 1;
+    } else if (mode == 1) {
+        k0 = a0 + 2 * PF_T - 1 + D0;
+        k1 = n;
+    } else {
+        k0 = 1;
+        k1 = a0 - PF_T;
     }
+    if (k1 < k0) return;
+    const double* M = Mall + off2[s];
+    const double* M1 = M1all + off2[s];
+    const double* XM = XMall + off2[s];
+    double* A = Aall + off2[s];
+    double* MO = MOall + off2[s];
+    __shared__ double Rs[PF_KC][PF_T + 1];
+    __shared__ double Cs[PF_KC][2 * PF_T + 1];
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int b0 = a0 + D0;
+    double acc[4][4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int p = 0; p < 4; ++p) acc[q][p] = 0.0;
+    for (int kb = k0; kb <= k1; kb += PF_KC) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {                          // rows a: M[a, k], QMout[a, k] + X[a-1, k+1], QM[k, a-1]
+            const int e = tid + 128 * q, r = e >> 4, kk = e & 15, k = kb + kk, a = a0 + r;
+            double v = 0.0;
+            if (k <= k1 && a <= n) {
+                if (mode == 0) v = M[a * N + k];
+                else if (mode == 1) v = MO[a * N + k] + XM[(a - 1) * N + k + 1];
+                else v = M[(a - 1) * N + k];
+            }
+            Rs[kk][r] = v;
+        }
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {                          // columns b: QM1[k+1, b], QM1[b+1, k], QMout[k, b] + X[k-1, b+1]
+            const int e = tid + 128 * q, c = e >> 4, kk = e & 15, k = kb + kk, b = b0 + c;
+            double v = 0.0;
+            if (k <= k1 && b <= n && c < 2 * PF_T - 1) {
+                if (mode == 0) v = M1[b * N + k + 1];
+                else if (mode == 1) v = M1[(b + 1) * N + k];
+                else v = MO[b * N + k] + XM[(b + 1) * N + k - 1];
+            }
+            Cs[kk][c] = v;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < PF_KC; ++kk) {
+            double r[4], c[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) r[q] = Rs[kk][ty + 8 * q];
+#pragma unroll
+            for (int p = 0; p < 4; ++p) c[p] = Cs[kk][tx + 16 * p];
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int p = 0; p < 4; ++p) acc[q][p] = fma(r[q], c[p], acc[q][p]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+            const int a = a0 + ty + 8 * q, b = b0 + tx + 16 * p, d = b - a;
+            if (b > n || d < max(D0, 1) || d >= D0 + PF_T) continue;
+            if (mode == 0) A[b * N + a] = acc[q][p];
+            else if (mode == 1) MO[a * N + b] = acc[q][p];
+            else MO[b * N + a] = acc[q][p];
+        }
 }
 
-// The inside pass over diagonals d_first .. d_last (ascending): QB, QI, QM1, QM of every cell; top[s] the
+// The inside pass over diagonals d_first .. d_last (ascending, one band's): QB, QI, QM1, QM, G and H of every cell; top[s] the
 // largest value (as the bits of a positive double), span[s] the smallest span of a cell above BIG.
 extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
 pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const signed char* __restrict__ Sall,
           const double* __restrict__ SLall, const double* __restrict__ SRall, const double* __restrict__ SPECall,
           const double* __restrict__ Lall, const long long* __restrict__ off1, const long long* __restrict__ off2,
           const int* __restrict__ lens, const int* __restrict__ active, double* Aall, double* Mall, double* M1all,
-          double* QIall, const double* XMall, unsigned long long* top, int* span, int d_first, int d_last) {
+          double* QIall, double* XMall, unsigned long long* top, int* span, int d_first, int d_last) {
     const int s = blockIdx.y;
     if (!active[s]) return;
     PF_SHARED_SETUP
@@ -139,7 +223,7 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
     double* M = Mall + off2[s];
     double* M1 = M1all + off2[s];
     double* QI = QIall + off2[s];
-    const double* U = XMall + off2[s];
+    double* H = XMall + off2[s];
     const int lane = threadIdx.x & 31;
     const int warp0 = blockIdx.x * PF_WARPS + (threadIdx.x >> 5);
     const int warps = gridDim.x * PF_WARPS;
@@ -251,14 +335,8 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
                         if (t2) acc += w * TAB3(PF_MM1N, sRT[t2], sj1, S[p - 1]) * A[p * N + j - 2] * SLi[v] * SRj[1];
                     }
                 }
-                // multiloops closed by i·j: QM[i+1, k-1] QM1[k, j-1]
-                {
-                    const int kk = max(i + TURN + 2, j - TURN - 2);
-                    double m = 0.0;
-#pragma unroll 4
-                    for (int k = i + TURN + 2 + lane; k < kk; k += 32) m += M[(i + 1) * N + k] * M1[(j - 1) * N + k + 1];
-                    acc += m * X[PF_CLO + (t * 5 + sj1) * 5 + si1] * SLi[0] * SRj[0];
-                }
+                // multiloops closed by i·j: Mc G[i+1, j-1] (A's lower triangle, 0 where never written)
+                if (lane == 0) acc += A[(j - 1) * N + i + 1] * X[PF_CLO + (t * 5 + sj1) * 5 + si1] * SLi[0] * SRj[0];
                 qb = warp_sum(acc);
             }
             // QM1 and QM
@@ -267,11 +345,20 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
                 const int a = i >= 2 ? S[i - 1] : NONE, b = j < n ? S[j + 1] : NONE;
                 m1 += qb * X[PF_MLS + (t * 6 + a) * 6 + b];
             }
-            const int kk = max(i, j - TURN - 1);
-            double m = 0.0;
-#pragma unroll 4
-            for (int k = i + lane; k < kk; k += 32) m += (M[i * N + k] + U[i * N + k + 1]) * M1[j * N + k + 1];
-            m = warp_sum(m) + m1;
+            // G[i, j]: k in [i + TURN + 1, j - TURN - 2], the band's bulk (pf_band) in A's lower triangle where
+            // its tile has one, the rest here
+            const int a0 = 1 + PF_T * ((i - 1) / PF_T), D0 = d - d % PF_T;
+            const int kl = a0 + 2 * PF_T - 2, kh = a0 + D0 - 1;
+            const int k_lo = i + TURN + 1, k_hi = j - TURN - 2;
+            const bool bulk = kh >= kl;
+            double g = 0.0;
+            const int k_mid = bulk ? min(kl - 1, k_hi) : k_hi;
+            for (int k = k_lo + lane; k <= k_mid; k += 32) g += M[i * N + k] * M1[j * N + k + 1];
+            if (bulk)
+                for (int k = max(kh + 1, k_lo) + lane; k <= k_hi; k += 32) g += M[i * N + k] * M1[j * N + k + 1];
+            g = warp_sum(g) + (bulk && lane == 0 ? A[j * N + i] : 0.0);    // lane 0 alone writes the cell
+            const double h = mlb * SLi[0] * (M1[(i + 1) * N + j] + H[(i + 1) * N + j]);
+            const double m = g + h + m1;
             if (lane == 0) {
                 if (t) {
                     A[i * N + j] = qb;
@@ -281,6 +368,8 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
                 M1[j * N + i] = m1;
                 M[i * N + j] = m;
                 M[j * N + i] = m;
+                A[j * N + i] = g;
+                H[i * N + j] = h;
                 const double big = fmax(qb, m);
                 if (!(big <= BIG)) {                                    // NaN too
                     atomicMax(top + s, __double_as_longlong(isnan(big) ? __longlong_as_double(0x7ff0000000000000ll) : big));
@@ -352,7 +441,7 @@ pf_exterior(const double* __restrict__ X, const signed char* __restrict__ Sall, 
     }
 }
 
-// The outside pass over diagonals d_first .. d_last (descending): QMout, QM1out, QBout, OI, X and P; bad[s] set
+// The outside pass over diagonals d_first .. d_last (descending, one band's): QMout, QM1out, QBout, OI, V, X and P; bad[s] set
 // where a probability is not a number in [0, 1 + 1e-9].
 extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
 pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, const double* __restrict__ SLall,
@@ -385,20 +474,25 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
     for (int d = d_first; d >= d_last; --d) {
         for (int i = 1 + warp0; i <= n - d; i += warps) {
             const int j = i + d;
-            // QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l], QB[i-1, l+1] = Mc ... QM[i, j] QM1[j+1, l]
+            // QMout[i, j]: QM[i, l] = ... QM[i, j] QM1[j+1, l], QB[i-1, l+1] = Mc ... QM[i, j] QM1[j+1, l]; l in
+            // [j + 1 + TURN, n], the band's bulk (pf_band, at MO[i, j]) where its tile has one, the rest here
+            const int a0 = 1 + PF_T * ((i - 1) / PF_T), E = d - d % PF_T + PF_T;
+            const int ll = a0 + PF_T - 1 + E, hh = a0 - PF_T;
+            const int l_hi = ll <= n ? ll - 1 : n;
             double mo = 0.0;
 #pragma unroll 4
-            for (int l = j + 1 + TURN + lane; l <= n; l += 32)
+            for (int l = j + 1 + TURN + lane; l <= l_hi; l += 32)
                 mo += (MO[i * N + l] + XM[(i - 1) * N + l + 1]) * M1[(j + 1) * N + l];
-            mo = warp_sum(mo);
-            // QM1out[i, j]
+            mo = warp_sum(mo) + (ll <= n && lane == 0 ? MO[i * N + j] : 0.0);    // lane 0 alone writes the cell
+            // QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h-1, j+1] = Mc ... QM[h, i-1] QM1[i, j]; QM[h, j] =
+            // ... QM[h, i-1] QM1[i, j] (h in [1, i - 1]: the band's bulk at MO[j, i] where its tile has one) and
+            // U(h, i) QM1[i, j] (V)
             double o1 = 0.0;
 #pragma unroll 4
-            for (int h = 1 + lane; h < i; h += 32) {
-                const double mh = MO[j * N + h];
-                o1 += M[(i - 1) * N + h] * (mh + XM[(j + 1) * N + h - 1]) + mh * OI[i * N + h];
-            }
-            o1 = warp_sum(o1) + mo + O1[i * N + j + 1] * mlb * q.SR[(j + 1) * SLW];
+            for (int h = (hh >= 1 ? hh + 1 : 1) + lane; h < i; h += 32)
+                o1 += M[(i - 1) * N + h] * (MO[j * N + h] + XM[(j + 1) * N + h - 1]);
+            const double v = mlb * q.SL[(i - 1) * SLW] * (MO[(i - 1) * N + j] + OI[j * N + i - 1]);
+            o1 = warp_sum(o1) + (hh >= 1 && lane == 0 ? MO[j * N + i] : 0.0) + v + mo + O1[i * N + j + 1] * mlb * q.SR[(j + 1) * SLW];
             const int t = pf_type(sPT, S, n, i, j);
             double ob = 0.0;
             if (t) {
@@ -500,6 +594,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                 MO[i * N + j] = mo;
                 MO[j * N + i] = mo;
                 O1[i * N + j] = o1;
+                OI[j * N + i] = v;
                 if (t) {
                     A[j * N + i] = ob;
                     OI[i * N + j] = ob * TAB3(PF_MMI, t, S[i + 1], S[j - 1]);
