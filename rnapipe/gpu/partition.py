@@ -2,13 +2,14 @@
 them (its docstring: the recursions, the matrices, the scaling and its restarts), to rounding: the same
 Boltzmann weights (``exp_tables``), the same per-nucleotide scales, sums in another order.
 
-Per group of sequences of like length (as many as the GPU's memory takes, seven (n+2)² float64 matrices each):
+Per group of sequences of like length (as many as the GPU's memory takes, five (n+2)² float64 matrices each):
 
 1. the MFE and its structure from the GPU MFE engine (rnapipe.gpu.zuker): the scales' first choice and the
    result's MFE;
-2. ``pf_inside`` (QB, QM, QM1 and QI, a warp a cell, the cells of one diagonal at a time) and ``pf_exterior`` (Q5, Q3, a block a sequence); a sequence whose cells
-   pass 1e280, whose Z falls below 1e-280 or whose two exterior sums disagree starts again with the CPU
-   engine's second scales (the MFE structure's) and corrections, as ``fold_scaled`` does;
+2. ``pf_inside`` (QB, QM, QM1 and QI, a warp a cell, the cells of one diagonal at a time) and ``pf_exterior``
+   (Q5, Q3, a block a sequence); a sequence whose cells pass 1e280, whose Z falls below 1e-280 or whose two
+   exterior sums disagree starts again with the CPU engine's second scales (the MFE structure's) and
+   corrections, as ``fold_scaled`` does;
 3. ``pf_outside``: QMout, QM1out, QBout and the probabilities, diagonal by diagonal from the longest;
    in both passes the multiloop sums' terms that lie outside the current band of BAND diagonals are summed
    before it, tile by tile, as matrix products (``pf_band``; partition.cu's header);
@@ -38,7 +39,7 @@ from . import loader
 SOURCE = "partition.cu"
 WARPS = 8                            # PF_WARPS
 SLW = cpu.MAXLOOP + 2                # SL and SR's row width
-MATRICES = 7                         # A, M, M1, QI, MO, XM, O1
+MATRICES = 5                         # A, M, M1, QI, MO
 BAND = 32                            # PF_T: the multiloop sums' bands and tiles
 
 
@@ -93,9 +94,9 @@ def _kernel(name: str, options: tuple[str, ...]):
 
 
 def bytes_needed(n: int) -> int:
-    """GPU memory for one sequence of n nt: the seven (n+2)² float64 matrices and the per-nucleotide tables."""
+    """GPU memory for one sequence of n nt: the five (n+2)² float64 matrices and the per-nucleotide tables."""
     N = n + 2
-    return MATRICES * 8 * N * N + (2 * SLW + 12) * 8 * N
+    return MATRICES * 8 * N * N + (2 * SLW + 14) * 8 * N
 
 
 def _sm_count() -> int:
@@ -152,8 +153,9 @@ class _Group:
             "top": cupy.zeros(self.count, dtype=cupy.uint64), "span": cupy.zeros(self.count, dtype=cupy.int32),
             "bad": cupy.zeros(self.count, dtype=cupy.int32),
             "SL": cupy.empty(SLW * self.total1), "SR": cupy.empty(SLW * self.total1),
+            "HV": cupy.zeros(2 * self.total1),
         }
-        self.m = {name: cupy.zeros(self.total2) for name in ("A", "M", "M1", "QI", "MO", "XM", "O1")}
+        self.m = {name: cupy.zeros(self.total2) for name in ("A", "M", "M1", "QI", "MO")}
         self.many = self.count >= 2 * _sm_count()
 
     def codes(self, k: int) -> np.ndarray:
@@ -187,11 +189,11 @@ class _Group:
         starts = range(lo - lo % BAND, hi + 1, BAND)
         for D0 in (starts if inside else reversed(starts)):
             if inside and D0 >= 2 * BAND:
-                band((tiles, self.count, 1), (128,), (m["M"], m["M1"], m["XM"], m["A"], m["MO"], d["off2"],
-                                                      d["lens"], act, np.int32(D0), np.int32(1)))
+                band((tiles, self.count, 1), (128,), (m["M"], m["M1"], m["A"], m["MO"], d["off2"], d["lens"], act,
+                                                      np.int32(D0), np.int32(1)))
             elif not inside and D0 + BAND < self.n_max:
-                band((tiles, self.count, 2), (128,), (m["M"], m["M1"], m["XM"], m["A"], m["MO"], d["off2"],
-                                                      d["lens"], act, np.int32(D0), np.int32(0)))
+                band((tiles, self.count, 2), (128,), (m["M"], m["M1"], m["A"], m["MO"], d["off2"], d["lens"], act,
+                                                      np.int32(D0), np.int32(0)))
             first, last = max(D0, lo), min(D0 + BAND - 1, hi)
             self._launch_diagonals(kernel, args, *((first, last) if inside else (last, first)))
 
@@ -206,13 +208,14 @@ class _Group:
         _kernel("pf_scales", opts)((max(1, min(-(-(self.n_max + 2) * SLW // 256), 64)), self.count), (256,),
                                    (d["L"], d["off1"], d["lens"], act, d["SL"], d["SR"]))
         d["top"].fill(0)
+        d["HV"].fill(0.0)
         d["span"].fill(np.iinfo(np.int32).max)
         X = self.tables
         base = (X, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act)
         if self.n_max > cpu.TURN + 1:
             inside = _kernel("pf_inside", opts)
             args = (X, d["HP"], d["S"], d["SL"], d["SR"], d["SPEC"], d["L"], d["off1"], d["off2"], d["lens"], act,
-                    m["A"], m["M"], m["M1"], m["QI"], m["XM"], d["top"], d["span"])
+                    m["A"], m["M"], m["M1"], m["QI"], d["HV"], d["top"], d["span"])
             self._sweep(inside, args, True, act)
         _kernel("pf_exterior", opts)((self.count,), (256,),
                                      base + (m["A"], d["Q5"], d["Q3"], d["Z"]))
@@ -224,10 +227,10 @@ class _Group:
 
         d, m, opts = self.d, self.m, self.options
         act = cupy.ones(self.count, dtype=cupy.int32)
-        m["XM"].fill(0.0)
+        d["HV"].fill(0.0)
         outside = _kernel("pf_outside", opts)
         args = (self.tables, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act, m["A"], m["M"],
-                m["M1"], m["MO"], m["XM"], m["O1"], m["QI"], d["Q5"], d["Q3"], d["Z"], d["bad"])
+                m["M1"], m["MO"], m["QI"], d["HV"], d["Q5"], d["Q3"], d["Z"], d["bad"])
         if self.n_max > 1:
             self._sweep(outside, args, False, act)
         if int(d["bad"].max()):
@@ -245,7 +248,7 @@ class _Group:
                "pseudo": cupy.zeros(self.total1, dtype=cupy.uint8), "diversity": cupy.zeros(self.total1),
                "distance": cupy.zeros(self.total1)}
         counts = cupy.zeros(self.total1, dtype=cupy.int64)
-        base = (d["off1"], d["off2"], d["lens"], m["O1"], np.float64(lo))
+        base = (d["off1"], d["off2"], d["lens"], m["A"], d["Z"], np.float64(lo))
         _kernel("pf_summary", opts)((self.count,), (256,), base + (
             out["unpaired"], out["centroid"], out["pseudo"], out["diversity"], out["distance"], counts))
         rows = cupy.concatenate((cupy.zeros(1, dtype=cupy.int64), cupy.cumsum(counts)))

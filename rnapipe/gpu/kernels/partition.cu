@@ -6,12 +6,15 @@
 // Layout, per sequence s of n nt (N = n + 2): its codes S at off1[s] (S[0] and S[n+1] padding), SL and SR at
 // 32 * off1[s] (rows of MAXLOOP + 2), the special-hairpin weights SPEC at 7 * off1[s], L (the prefix sums of lam)
 // and the exterior vectors Q5, Q3 at off1[s]; its matrices at off2[s] (N x N doubles each):
-//   A:  QB[i, j] at [i, j]; lower: inside G[i, j] at [j, i], outside QBout[i, j]
-//   M, M1, MO:  QM, QM1, QMout at [i, j] and [j, i]
-//   QI: upper: QB times the inner pair's generic interior mismatch (inside), then QBout times the closing pair's
-//       (outside, OI); lower: outside V[i, j] at [j, i]
-//   XM: inside: H[i, j] at [i, j]; outside: X = QBout · Mc at [i, j] and [j, i] (zeroed between the passes)
-//   O1: QM1out at [i, j], the probability P[i, j] at [j, i]
+//   A:  QB[i, j] at [i, j]; below the diagonal, inside G[i, j] at [j, i], outside QBout[i, j]
+//   M, M1, MO:  QM, QM1, QMout at [i, j] and [j, i]; outside, X = QBout · Mc replaces QM above the diagonal
+//       (at [i, j]) and QM1 below it (at [j, i]), the halves the outside pass does not read
+//   QI: below the diagonal, by diagonals (QID: cell (i, i + d) at [N - d, i]), QB times the inner pair's
+//       generic interior mismatch (inside), then QBout times the closing pair's (outside, OI), so that the generic
+//       interior loops of a cell, a diagonal's consecutive cells for each loop size, are read in runs; above
+//       it, QM1out (outside)
+//   HV: two diagonals (the last and the current, by d's parity) of H (inside) and V (outside) at 2 * off1[s]
+// P[i, j] = QB QBout / Z is not stored (pf_prob).
 // The tables X (doubles) at the offsets PF_* the host passes (-D, rnapipe.gpu.partition.table_layout).
 //
 // The multiloop sums, with U(h, k) = prod_{x = h}^{k-1} mlb scale(x) the weight of the unpaired stretch h .. k-1:
@@ -41,6 +44,7 @@
 #define NGEN ((MAXLOOP - 3) * (MAXLOOP - 2) / 2)    // the generic interior loops (u1, u2 >= 2, u1 + u2 <= MAXLOOP)
 
 #define PT(a, b) X[PF_PT + (a) * 5 + (b)]
+#define QID(i, d) ((N - (d)) * N + (i))     // QI's slot of the cell (i, i + d)
 #define TAB3(o, t, a, b) X[(o) + ((t) * 5 + (a)) * 5 + (b)]
 
 __device__ __forceinline__ double warp_sum(double v) {
@@ -116,9 +120,9 @@ extern "C" __global__ void pf_scales(const double* __restrict__ Lall, const long
 // gridDim.z == 2: blockIdx.z + 1). A block a tile of PF_T rows and the 2 PF_T - 1 columns j = a0 + D0 + c its band
 // cells reach; 128 threads, each 4 rows x 4 columns; rows of both factors read along the summed index.
 extern "C" __global__ void __launch_bounds__(128)
-pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, const double* XMall, double* Aall,
-        double* MOall, const long long* __restrict__ off2, const int* __restrict__ lens,
-        const int* __restrict__ active, int D0, int inside) {
+pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, double* Aall, double* MOall,
+        const long long* __restrict__ off2, const int* __restrict__ lens, const int* __restrict__ active, int D0,
+        int inside) {
     const int s = blockIdx.y;
     if (!active[s]) return;
     const int n = lens[s];
@@ -140,7 +144,6 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, const
     if (k1 < k0) return;
     const double* M = Mall + off2[s];
     const double* M1 = M1all + off2[s];
-    const double* XM = XMall + off2[s];
     double* A = Aall + off2[s];
     double* MO = MOall + off2[s];
     __shared__ double Rs[PF_KC][PF_T + 1];
@@ -159,7 +162,7 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, const
             double v = 0.0;
             if (k <= k1 && a <= n) {
                 if (mode == 0) v = M[a * N + k];
-                else if (mode == 1) v = MO[a * N + k] + XM[(a - 1) * N + k + 1];
+                else if (mode == 1) v = MO[a * N + k] + M[(a - 1) * N + k + 1];
                 else v = M[(a - 1) * N + k];
             }
             Rs[kk][r] = v;
@@ -171,7 +174,7 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, const
             if (k <= k1 && b <= n && c < 2 * PF_T - 1) {
                 if (mode == 0) v = M1[b * N + k + 1];
                 else if (mode == 1) v = M1[(b + 1) * N + k];
-                else v = MO[b * N + k] + XM[(b + 1) * N + k - 1];
+                else v = MO[b * N + k] + M1[(b + 1) * N + k - 1];
             }
             Cs[kk][c] = v;
         }
@@ -202,14 +205,14 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, const
         }
 }
 
-// The inside pass over diagonals d_first .. d_last (ascending, one band's): QB, QI, QM1, QM, G and H of every cell; top[s] the
-// largest value (as the bits of a positive double), span[s] the smallest span of a cell above BIG.
+// The inside pass over diagonals d_first .. d_last (ascending, one band's): QB, QI, QM1, QM, G and H of every
+// cell; top[s] the largest value (as the bits of a positive double), span[s] the smallest span of a cell above BIG.
 extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
 pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const signed char* __restrict__ Sall,
           const double* __restrict__ SLall, const double* __restrict__ SRall, const double* __restrict__ SPECall,
           const double* __restrict__ Lall, const long long* __restrict__ off1, const long long* __restrict__ off2,
           const int* __restrict__ lens, const int* __restrict__ active, double* Aall, double* Mall, double* M1all,
-          double* QIall, double* XMall, unsigned long long* top, int* span, int d_first, int d_last) {
+          double* QIall, double* HVall, unsigned long long* top, int* span, int d_first, int d_last) {
     const int s = blockIdx.y;
     if (!active[s]) return;
     PF_SHARED_SETUP
@@ -223,7 +226,7 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
     double* M = Mall + off2[s];
     double* M1 = M1all + off2[s];
     double* QI = QIall + off2[s];
-    double* H = XMall + off2[s];
+    double* H = HVall + 2 * off1[s];
     const int lane = threadIdx.x & 31;
     const int warp0 = blockIdx.x * PF_WARPS + (threadIdx.x >> 5);
     const int warps = gridDim.x * PF_WARPS;
@@ -248,7 +251,7 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
                     for (int k = lane; k < cnt; k += 32) {
                         const int gl = sGL[k];
                         const int u1 = gl >> 5, u2 = gl & 31;
-                        g += QI[(i + 1 + u1) * N + (j - 1 - u2)] * sGS[k] * SLi[u1] * SRj[u2];
+                        g += QI[QID(i + 1 + u1, d - 2 - u1 - u2)] * sGS[k] * SLi[u1] * SRj[u2];
                     }
                     acc += g * TAB3(PF_MMI, tr, si1, sj1);
                 }
@@ -357,19 +360,19 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
             if (bulk)
                 for (int k = max(kh + 1, k_lo) + lane; k <= k_hi; k += 32) g += M[i * N + k] * M1[j * N + k + 1];
             g = warp_sum(g) + (bulk && lane == 0 ? A[j * N + i] : 0.0);    // lane 0 alone writes the cell
-            const double h = mlb * SLi[0] * (M1[(i + 1) * N + j] + H[(i + 1) * N + j]);
+            const double h = mlb * SLi[0] * (M1[(i + 1) * N + j] + H[((d - 1) & 1) * N + i + 1]);
             const double m = g + h + m1;
             if (lane == 0) {
                 if (t) {
                     A[i * N + j] = qb;
-                    QI[i * N + j] = qb * TAB3(PF_MMI, sRT[t], S[j + 1], S[i - 1]);
+                    QI[QID(i, d)] = qb * TAB3(PF_MMI, sRT[t], S[j + 1], S[i - 1]);
                 }
                 M1[i * N + j] = m1;
                 M1[j * N + i] = m1;
                 M[i * N + j] = m;
                 M[j * N + i] = m;
                 A[j * N + i] = g;
-                H[i * N + j] = h;
+                H[(d & 1) * N + i] = h;
                 const double big = fmax(qb, m);
                 if (!(big <= BIG)) {                                    // NaN too
                     atomicMax(top + s, __double_as_longlong(isnan(big) ? __longlong_as_double(0x7ff0000000000000ll) : big));
@@ -441,13 +444,13 @@ pf_exterior(const double* __restrict__ X, const signed char* __restrict__ Sall, 
     }
 }
 
-// The outside pass over diagonals d_first .. d_last (descending, one band's): QMout, QM1out, QBout, OI, V, X and P; bad[s] set
-// where a probability is not a number in [0, 1 + 1e-9].
+// The outside pass over diagonals d_first .. d_last (descending, one band's): QMout, QM1out, QBout, OI, V and X;
+// bad[s] set where a probability is not a number in [0, 1 + 1e-9].
 extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
 pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, const double* __restrict__ SLall,
            const double* __restrict__ SRall, const long long* __restrict__ off1, const long long* __restrict__ off2,
-           const int* __restrict__ lens, const int* __restrict__ active, double* Aall, const double* __restrict__ Mall,
-           const double* __restrict__ M1all, double* MOall, double* XMall, double* O1all, double* QIall,
+           const int* __restrict__ lens, const int* __restrict__ active, double* Aall, double* Mall, double* M1all,
+           double* MOall, double* QIall, double* HVall,
            const double* __restrict__ Q5all, const double* __restrict__ Q3all, const double* __restrict__ Z,
            int* bad, int d_first, int d_last) {
     const int s = blockIdx.y;
@@ -458,12 +461,12 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
     const int n = q.n;
     const long long N = q.N;
     double* A = Aall + off2[s];
-    const double* M = Mall + off2[s];
-    const double* M1 = M1all + off2[s];
+    double* M = Mall + off2[s];                 // QM below the diagonal (read), X above it (written)
+    double* M1 = M1all + off2[s];               // QM1 above the diagonal (read), X below it (written)
     double* MO = MOall + off2[s];
-    double* XM = XMall + off2[s];
-    double* O1 = O1all + off2[s];
-    double* OI = QIall + off2[s];
+    double* O1 = QIall + off2[s];               // QM1out above the diagonal
+    double* OI = QIall + off2[s];               // OI below it, by diagonals (QID)
+    double* V = HVall + 2 * off1[s];
     const double* Q5 = Q5all + off1[s];
     const double* Q3 = Q3all + off1[s];
     const double z = Z[2 * s];
@@ -482,7 +485,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
             double mo = 0.0;
 #pragma unroll 4
             for (int l = j + 1 + TURN + lane; l <= l_hi; l += 32)
-                mo += (MO[i * N + l] + XM[(i - 1) * N + l + 1]) * M1[(j + 1) * N + l];
+                mo += (MO[i * N + l] + M[(i - 1) * N + l + 1]) * M1[(j + 1) * N + l];
             mo = warp_sum(mo) + (ll <= n && lane == 0 ? MO[i * N + j] : 0.0);    // lane 0 alone writes the cell
             // QM1out[i, j]: QM1[i, j+1] = QM1[i, j] b + ...; QB[h-1, j+1] = Mc ... QM[h, i-1] QM1[i, j]; QM[h, j] =
             // ... QM[h, i-1] QM1[i, j] (h in [1, i - 1]: the band's bulk at MO[j, i] where its tile has one) and
@@ -490,9 +493,10 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
             double o1 = 0.0;
 #pragma unroll 4
             for (int h = (hh >= 1 ? hh + 1 : 1) + lane; h < i; h += 32)
-                o1 += M[(i - 1) * N + h] * (MO[j * N + h] + XM[(j + 1) * N + h - 1]);
-            const double v = mlb * q.SL[(i - 1) * SLW] * (MO[(i - 1) * N + j] + OI[j * N + i - 1]);
-            o1 = warp_sum(o1) + (hh >= 1 && lane == 0 ? MO[j * N + i] : 0.0) + v + mo + O1[i * N + j + 1] * mlb * q.SR[(j + 1) * SLW];
+                o1 += M[(i - 1) * N + h] * (MO[j * N + h] + M1[(j + 1) * N + h - 1]);
+            const double v = mlb * q.SL[(i - 1) * SLW] * (MO[(i - 1) * N + j] + V[((d + 1) & 1) * N + i - 1]);
+            o1 = warp_sum(o1) + (hh >= 1 && lane == 0 ? MO[j * N + i] : 0.0) + v + mo +
+                 O1[i * N + j + 1] * mlb * q.SR[(j + 1) * SLW];
             const int t = pf_type(sPT, S, n, i, j);
             double ob = 0.0;
             if (t) {
@@ -508,7 +512,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                         const int gl = sGL[k];
                         const int u1 = gl >> 5, u2 = gl & 31;
                         const int h = i - 1 - u1, l = j + 1 + u2;
-                        if (h >= 1 && l <= n) g += OI[h * N + l] * sGS[k] * q.SL[h * SLW + u1] * slj[u2];
+                        if (h >= 1 && l <= n) g += OI[QID(h, d + 2 + u1 + u2)] * sGS[k] * q.SL[h * SLW + u1] * slj[u2];
                     }
                     acc += g * TAB3(PF_MMI, t2, sq1, sp1);
                 }
@@ -594,17 +598,17 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                 MO[i * N + j] = mo;
                 MO[j * N + i] = mo;
                 O1[i * N + j] = o1;
-                OI[j * N + i] = v;
+                V[(d & 1) * N + i] = v;
+                double x = 0.0;                                     // every cell's: QM's and QM1's stale there
                 if (t) {
                     A[j * N + i] = ob;
-                    OI[i * N + j] = ob * TAB3(PF_MMI, t, S[i + 1], S[j - 1]);
-                    const double x = ob * X[PF_CLO + (t * 5 + S[j - 1]) * 5 + S[i + 1]] * q.SL[i * SLW] * q.SR[j * SLW];
-                    XM[i * N + j] = x;
-                    XM[j * N + i] = x;
-                    const double p = A[i * N + j] * ob / z;
-                    O1[j * N + i] = p;
+                    OI[QID(i, d)] = ob * TAB3(PF_MMI, t, S[i + 1], S[j - 1]);
+                    x = ob * X[PF_CLO + (t * 5 + S[j - 1]) * 5 + S[i + 1]] * q.SL[i * SLW] * q.SR[j * SLW];
+                    const double p = A[i * N + j] * ob / z;        // pf_summary's P[i, j], the same product
                     if (!(p <= 1.0 + 1e-9)) bad[s] = 1;
                 }
+                M[i * N + j] = x;
+                M1[j * N + i] = x;
             }
         }
         if (d > d_last) __syncthreads();
@@ -627,26 +631,32 @@ __device__ __forceinline__ unsigned char pf_symbol(float p0, float p1, float p2)
     return ':';
 }
 
-// What the host reads of the probabilities (P[i, j] at O1[j, i]), a block a sequence, a thread a nucleotide j (at
+// P[i, j] (i < j) = QB[i, j] QBout[i, j] / Z, as pf_outside checks it; 0 where i·j cannot pair (QB 0)
+__device__ __forceinline__ double pf_prob(const double* A, long long N, int i, int j, double z) {
+    return A[i * N + j] * A[j * N + i] / z;
+}
+
+// What the host reads of the probabilities (pf_prob), a block a sequence, a thread a nucleotide j (at
 // off1[s] + j of each array): its unpaired probability; the centroid's character (pairs above 0.5) and RNAfold -p's
 // (cpu.partition.pseudo_bracket: the sums in single precision in the same order); over its partners i < j the
 // terms of the ensemble diversity, p (1 - p), and of the centroid's distance, 1 - p above 0.5 and p below; the
 // pairs (j, i > j) of probability at least lo (counts), which pf_pairs lists.
 extern "C" __global__ void __launch_bounds__(256)
 pf_summary(const long long* __restrict__ off1, const long long* __restrict__ off2, const int* __restrict__ lens,
-           const double* __restrict__ O1all, double lo, double* unpaired, unsigned char* centroid,
-           unsigned char* pseudo, double* diversity, double* distance, long long* counts) {
+           const double* __restrict__ Aall, const double* __restrict__ Z, double lo, double* unpaired,
+           unsigned char* centroid, unsigned char* pseudo, double* diversity, double* distance, long long* counts) {
     const int s = blockIdx.x;
     const int n = lens[s];
     const long long N = n + 2, o = off1[s];
-    const double* P = O1all + off2[s];
+    const double* A = Aall + off2[s];
+    const double z = Z[2 * s];
     for (int j = threadIdx.x; j < N; j += blockDim.x) centroid[o + j] = '.';
     __syncthreads();
     for (int j = 1 + threadIdx.x; j <= n; j += blockDim.x) {
         float p0 = 1.0f, p1 = 0.0f, p2 = 0.0f;
         double paired = 0.0, div = 0.0, dist = 0.0;
         for (int i = 1; i < j; ++i) {
-            const double x = P[j * N + i];
+            const double x = pf_prob(A, N, i, j, z);
             const float f = (float)x;
             p2 = __fadd_rn(p2, f);
             p0 = __fsub_rn(p0, f);
@@ -662,7 +672,7 @@ pf_summary(const long long* __restrict__ off1, const long long* __restrict__ off
         }
         long long c = 0;
         for (int i = j + 1; i <= n; ++i) {
-            const double x = P[i * N + j];
+            const double x = pf_prob(A, N, j, i, z);
             const float f = (float)x;
             p1 = __fadd_rn(p1, f);
             p0 = __fsub_rn(p0, f);
@@ -681,15 +691,17 @@ pf_summary(const long long* __restrict__ off1, const long long* __restrict__ off
 // (pf_summary's counts summed before it).
 extern "C" __global__ void __launch_bounds__(256)
 pf_pairs(const long long* __restrict__ off1, const long long* __restrict__ off2, const int* __restrict__ lens,
-         const double* __restrict__ O1all, double lo, const long long* __restrict__ first, int* I, int* J, double* p) {
+         const double* __restrict__ Aall, const double* __restrict__ Z, double lo, const long long* __restrict__ first,
+         int* I, int* J, double* p) {
     const int s = blockIdx.x;
     const int n = lens[s];
     const long long N = n + 2, o = off1[s];
-    const double* P = O1all + off2[s];
+    const double* A = Aall + off2[s];
+    const double z = Z[2 * s];
     for (int i = 1 + threadIdx.x; i <= n; i += blockDim.x) {
         long long k = first[o + i];
         for (int j = i + 1; j <= n; ++j) {
-            const double x = P[j * N + i];
+            const double x = pf_prob(A, N, i, j, z);
             if (x >= lo) {
                 I[k] = i;
                 J[k] = j;
