@@ -244,19 +244,20 @@ class _Group:
         import cupy
 
         d, m, opts = self.d, self.m, self.options
-        out = {"unpaired": cupy.zeros(self.total1), "centroid": cupy.zeros(self.total1, dtype=cupy.uint8),
+        out = {"unpaired": cupy.zeros(self.total1), "centroid": cupy.full(self.total1, ord("."), dtype=cupy.uint8),
                "pseudo": cupy.zeros(self.total1, dtype=cupy.uint8), "diversity": cupy.zeros(self.total1),
                "distance": cupy.zeros(self.total1)}
         counts = cupy.zeros(self.total1, dtype=cupy.int64)
         base = (d["off1"], d["off2"], d["lens"], m["A"], d["Z"], np.float64(lo))
-        _kernel("pf_summary", opts)((self.count,), (256,), base + (
+        grid = (max(1, min(-(-self.n_max // 256), 1024)), self.count)
+        _kernel("pf_summary", opts)(grid, (256,), base + (
             out["unpaired"], out["centroid"], out["pseudo"], out["diversity"], out["distance"], counts))
         rows = cupy.concatenate((cupy.zeros(1, dtype=cupy.int64), cupy.cumsum(counts)))
         total = int(rows[-1].get())
         out["I"] = cupy.empty(total, dtype=cupy.int32)
         out["J"] = cupy.empty(total, dtype=cupy.int32)
         out["p"] = cupy.empty(total)
-        _kernel("pf_pairs", opts)((self.count,), (256,), base + (rows, out["I"], out["J"], out["p"]))
+        _kernel("pf_pairs", opts)(grid, (256,), base + (rows, out["I"], out["J"], out["p"]))
         host = {k: v.get() for k, v in out.items()}
         host["first"] = np.append(rows.get()[self.off1], total)
         return host

@@ -503,6 +503,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                 const int t2 = sRT[t];
                 const int sp1 = S[i - 1], sq1 = S[j + 1];
                 const double* slj = q.SL + (j + 1) * SLW;
+                const double* sri = q.SR + (i - 1) * SLW;      // the stretch i-1-u .. i-1: SL[i-1-u, u], a run
                 double acc = 0.0;
                 // generic loops: the enclosing pair h·l, h = i-1-u1, l = j+1+u2
                 {
@@ -512,7 +513,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                         const int gl = sGL[k];
                         const int u1 = gl >> 5, u2 = gl & 31;
                         const int h = i - 1 - u1, l = j + 1 + u2;
-                        if (h >= 1 && l <= n) g += OI[QID(h, d + 2 + u1 + u2)] * sGS[k] * q.SL[h * SLW + u1] * slj[u2];
+                        if (h >= 1 && l <= n) g += OI[QID(h, d + 2 + u1 + u2)] * sGS[k] * sri[u1] * slj[u2];
                     }
                     acc += g * TAB3(PF_MMI, t2, sq1, sp1);
                 }
@@ -577,7 +578,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                     if (u <= MAXLOOP) {
                         const double w = X[PF_BULGE + u] * X[PF_AU + t];
                         th = pf_type(sPT, S, n, i - 1 - u, j + 1);
-                        if (th) acc += w * X[PF_AU + th] * A[(j + 1) * N + i - 1 - u] * q.SL[(i - 1 - u) * SLW + u] * slj[0];
+                        if (th) acc += w * X[PF_AU + th] * A[(j + 1) * N + i - 1 - u] * sri[u] * slj[0];
                         th = pf_type(sPT, S, n, i - 1, j + 1 + u);
                         if (th) acc += w * X[PF_AU + th] * A[(j + 1 + u) * N + i - 1] * q.SL[(i - 1) * SLW] * slj[u];
                     }
@@ -589,7 +590,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                         if (th) acc += w * TAB3(PF_MM1N, th, sp1, S[l - 1]) * A[l * N + i - 2] * q.SL[(i - 2) * SLW + 1] * slj[v];
                         const int h = i - 1 - v;
                         th = pf_type(sPT, S, n, h, j + 2);
-                        if (th) acc += w * TAB3(PF_MM1N, th, S[h + 1], sq1) * A[(j + 2) * N + h] * q.SL[h * SLW + v] * slj[1];
+                        if (th) acc += w * TAB3(PF_MM1N, th, S[h + 1], sq1) * A[(j + 2) * N + h] * sri[v] * slj[1];
                     }
                 }
                 ob = warp_sum(acc);
@@ -636,23 +637,21 @@ __device__ __forceinline__ double pf_prob(const double* A, long long N, int i, i
     return A[i * N + j] * A[j * N + i] / z;
 }
 
-// What the host reads of the probabilities (pf_prob), a block a sequence, a thread a nucleotide j (at
-// off1[s] + j of each array): its unpaired probability; the centroid's character (pairs above 0.5) and RNAfold -p's
-// (cpu.partition.pseudo_bracket: the sums in single precision in the same order); over its partners i < j the
-// terms of the ensemble diversity, p (1 - p), and of the centroid's distance, 1 - p above 0.5 and p below; the
-// pairs (j, i > j) of probability at least lo (counts), which pf_pairs lists.
+// What the host reads of the probabilities (pf_prob), blockIdx.y a sequence, a thread a nucleotide j (at
+// off1[s] + j of each array): its unpaired probability; the centroid's character (pairs above 0.5, over the
+// host's '.') and RNAfold -p's (cpu.partition.pseudo_bracket: the sums in single precision in the same order);
+// over its partners i < j the terms of the ensemble diversity, p (1 - p), and of the centroid's distance, 1 - p
+// above 0.5 and p below; the pairs (j, i > j) of probability at least lo (counts), which pf_pairs lists.
 extern "C" __global__ void __launch_bounds__(256)
 pf_summary(const long long* __restrict__ off1, const long long* __restrict__ off2, const int* __restrict__ lens,
            const double* __restrict__ Aall, const double* __restrict__ Z, double lo, double* unpaired,
            unsigned char* centroid, unsigned char* pseudo, double* diversity, double* distance, long long* counts) {
-    const int s = blockIdx.x;
+    const int s = blockIdx.y;
     const int n = lens[s];
     const long long N = n + 2, o = off1[s];
     const double* A = Aall + off2[s];
     const double z = Z[2 * s];
-    for (int j = threadIdx.x; j < N; j += blockDim.x) centroid[o + j] = '.';
-    __syncthreads();
-    for (int j = 1 + threadIdx.x; j <= n; j += blockDim.x) {
+    for (int j = 1 + blockIdx.x * blockDim.x + threadIdx.x; j <= n; j += gridDim.x * blockDim.x) {
         float p0 = 1.0f, p1 = 0.0f, p2 = 0.0f;
         double paired = 0.0, div = 0.0, dist = 0.0;
         for (int i = 1; i < j; ++i) {
@@ -693,12 +692,12 @@ extern "C" __global__ void __launch_bounds__(256)
 pf_pairs(const long long* __restrict__ off1, const long long* __restrict__ off2, const int* __restrict__ lens,
          const double* __restrict__ Aall, const double* __restrict__ Z, double lo, const long long* __restrict__ first,
          int* I, int* J, double* p) {
-    const int s = blockIdx.x;
+    const int s = blockIdx.y;
     const int n = lens[s];
     const long long N = n + 2, o = off1[s];
     const double* A = Aall + off2[s];
     const double z = Z[2 * s];
-    for (int i = 1 + threadIdx.x; i <= n; i += blockDim.x) {
+    for (int i = 1 + blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += gridDim.x * blockDim.x) {
         long long k = first[o + i];
         for (int j = i + 1; j <= n; ++j) {
             const double x = pf_prob(A, N, i, j, z);
