@@ -1197,9 +1197,12 @@ def derived_lists(T, S, off1, lens, I, J, p, first, unpaired, centroid, pseudo, 
             part(r)
     else:
         list(pool.map(part, ranges))
-    above = p > threshold
-    at = np.concatenate(([0], np.cumsum(above)))[first]
-    Ia, Ja, pa = I[above], J[above], p[above]
+    if not p.size or p.min() > threshold:            # the list is the output's (threshold >= the MEA's cut)
+        at, Ia, Ja, pa = first, I, J, p
+    else:
+        above = p > threshold
+        at = np.concatenate(([0], np.cumsum(above)))[first]
+        Ia, Ja, pa = I[above], J[above], p[above]
     out = []
     for k in range(count):
         n, o, a, b = int(lens[k]), int(off1[k]), int(at[k]), int(at[k + 1])
