@@ -3,13 +3,14 @@ time against the clean run's and its outputs against the clean run's, byte for b
 
     python benchmarks/kill_resume.py --records 20000 --min 150 --max 400 --threads 2
     python benchmarks/kill_resume.py --device gpu --records 200000 --min 150 --max 1500
+    python benchmarks/kill_resume.py --device gpu --partition --records 600 --min 200 --max 3000 --term 0.5
     python benchmarks/kill_resume.py --workflow --input benchmarks/data/homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz \
         --longest 700
 
 ``rnapipe fold`` (default): random sequences of ``--min``..``--max`` nt (seeded) written as FASTA, or
-``--input``; each run a fresh process (interpreter start included), ``-o OUT.db -o OUT.tsv``, after one untimed
-run (compiled code cached). For each kill
-point p of ``--kill`` the run is started, sent SIGKILL at p × the clean run's time, and run again with the same
+``--input``; each run a fresh process (interpreter start included), ``-o OUT.db -o OUT.tsv`` (and, with
+``--partition``, ``-p -o OUT.bpp``), after one untimed run (compiled code cached). For each kill point p of
+``--kill`` the run is started, sent SIGKILL at p × the clean run's time, and run again with the same
 command; the table gives the rerun's time over the clean run's beside the issue's bound (1 − p) + 0.1, and the
 chunks the journal had kept. ``--term P`` also sends SIGTERM at P: how long the run took to exit, its exit code
 and last line, the rerun's share.
@@ -118,10 +119,14 @@ def fold_setup(args, work: Path):
         count = args.records
     argv = [sys.executable, "-m", "rnapipe", "fold", str(data), "-o", "out.db", "-o", "out.tsv",
             "--device", args.device, "-q"]
+    outputs = ["out.db", "out.tsv"]
+    if args.partition:
+        argv += ["-p", "-o", "out.bpp"]
+        outputs.append("out.bpp")
     if args.threads:
         argv += ["--threads", str(args.threads)]
-    outputs = ["out.db", "out.tsv"]
-    return argv, outputs, count, f"{count:,} records ({args.input or f'random {args.min}-{args.max} nt'})"
+    what = f"{count:,} records ({args.input or f'random {args.min}-{args.max} nt'})"
+    return argv, outputs, count, what + (", -p (db, tsv and bpp)" if args.partition else "")
 
 
 def workflow_setup(args, work: Path):
@@ -171,6 +176,7 @@ def main() -> int:
     ap.add_argument("--input", help="a FASTA file (maybe gzipped) instead of random records")
     ap.add_argument("--longest", type=int, default=1000, help="records of --input up to this length")
     ap.add_argument("--workflow", action="store_true")
+    ap.add_argument("--partition", action="store_true", help="rnapipe fold -p, the bpp output beside db and tsv")
     ap.add_argument("--kill", default="0.3,0.6,0.9")
     ap.add_argument("--term", type=float, default=None)
     ap.add_argument("--clean-runs", type=int, default=2, help="clean runs timed (their median is the base)")

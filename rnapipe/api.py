@@ -131,7 +131,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
         rejected = []
     pieces = record_pieces(sequences_or_records, on_invalid, folder.length_check(), rejected,
                            constraints=constraints, shape=shape, shape_method=method)
-    pace = Pace(folder.device, folder.threads)
+    pace = Pace.of(folder)
     for chunk, results in fold_chunks(chunked(pieces, pace=pace), folder, pace=pace):
         if constraints is not None:
             chunk, results = without_empty_solutions(chunk, results, on_invalid)

@@ -313,18 +313,20 @@ PF_FOLD = ["fold", "in.fa", "-p", "--MEA", "--threads", "1", "--on-invalid", "sk
           [x for o in PF_OUTPUTS for x in ("-o", o)]
 
 
-@pytest.fixture(scope="module")
-def resume_dir(tmp_path_factory):
-    """An input of 38 records (one bad) and an uninterrupted `rnapipe fold -p` of it in four formats."""
-    d = tmp_path_factory.mktemp("pf-resume")
+@pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def resume_dir(request, tmp_path_factory):
+    """An input of 38 records (one bad) and an uninterrupted `rnapipe fold -p` of it in four formats, on the CPU
+    and on the GPU engine; the directory, the outputs and the command."""
+    fold = PF_FOLD + ["--device", request.param]
+    d = tmp_path_factory.mktemp(f"pf-resume-{request.param}")
     make_input(d / "in.fa")
-    proc = cli(PF_FOLD, d)
+    proc = cli(fold, d)
     assert proc.returncode == 0, proc.stderr
     clean = {name: (d / name).read_bytes() for name in PF_OUTPUTS + ["out.db.rejected.tsv"]}
     want = rnafold_p_stdout([(f"r{k} some description", s) for k, s in enumerate(read_input(d / "in.fa"))
                              if k != 9], mea=1.0)
     same_as_rnafold(clean["out.db"].decode(), want)
-    return d, clean
+    return d, clean, fold
 
 
 def read_input(path):
@@ -339,17 +341,17 @@ def read_input(path):
 def test_killed_partition_run_resumes_byte_identical(resume_dir, point, done_at_kill):
     """SIGKILL at three points of a `rnapipe fold -p` run (after the first chunk's write, after the fifth, while
     the last chunk folds); the same command finishes with every output byte for byte the uninterrupted run's."""
-    d, clean = resume_dir
+    d, clean, fold = resume_dir
     for name in clean:
         (d / name).unlink(missing_ok=True)
-    killed_at(point, d, PF_FOLD)
+    killed_at(point, d, fold)
     assert not any((d / name).exists() for name in clean)
     done = chunks_in(d / "out.db.journal")
     if done_at_kill is not None:
         assert done == done_at_kill
     else:
         assert done < total_chunks()
-    proc = cli(PF_FOLD, d)
+    proc = cli(fold, d)
     assert proc.returncode == 0, proc.stderr
     assert resumed(proc) == (done, total_chunks() - done)
     for name, data in clean.items():
@@ -360,18 +362,18 @@ def test_killed_partition_run_resumes_byte_identical(resume_dir, point, done_at_
 def test_the_partition_settings_are_part_of_the_run(resume_dir):
     """The journal records -p and its settings: a run killed with -p is not resumed without it, nor with
     another gamma or threshold; the refusal is one line naming the journal."""
-    d, clean = resume_dir
+    d, clean, fold = resume_dir
     for name in clean:
         (d / name).unlink(missing_ok=True)
-    killed_at("written:1", d, PF_FOLD)
+    killed_at("written:1", d, fold)
     for changed in (["--mea-gamma", "2"], ["--bpp-threshold", "0.01"]):
-        proc = cli(PF_FOLD + changed, d)
+        proc = cli(fold + changed, d)
         assert proc.returncode == 2 and "belongs to an interrupted run with other options" in one_error_line(proc)
-    mfe = [x for x in PF_FOLD if x not in ("-p", "--MEA")]
-    mfe = mfe[:mfe.index("-o")] + ["-o", "out.db", "-o", "out.tsv"]
+    mfe = [x for x in fold if x not in ("-p", "--MEA")]
+    mfe = mfe[:mfe.index("-o")] + ["-o", "out.db", "-o", "out.tsv"] + fold[fold.index("--device"):]
     proc = cli(mfe, d)
     assert proc.returncode == 2 and "belongs to an interrupted run with other" in one_error_line(proc)
-    proc = cli(PF_FOLD, d)
+    proc = cli(fold, d)
     assert proc.returncode == 0, proc.stderr
     for name, data in clean.items():
         assert (d / name).read_bytes() == data, name

@@ -291,6 +291,24 @@ def test_pace_follows_the_measured_calls_but_not_the_first():
     assert pace.unit_work() == pytest.approx(pace_mod.UNIT_SECONDS * pace.rate)
 
 
+
+def test_a_partition_runs_first_chunks_are_cut_for_its_slower_engine():
+    """The partition function's folder paces its run from a guess SLOWER times the MFE's (its engines fold a
+    record several times slower), so that a -p run's first chunk holds that many times fewer records."""
+    from rnapipe.pipeline.choose import folder_for
+    from rnapipe.pipeline.ensemble.request import Settings
+    from rnapipe.pipeline.folding import pace as pace_mod
+    from rnapipe.pipeline.input.reader import Piece
+    from rnapipe.pipeline.records import Records
+
+    mfe, pf = folder_for("zuker", threads=2), folder_for("zuker", threads=2, ensemble=Settings())
+    slower = pace_mod.SLOWER["partition"]["cpu"]
+    assert pace_mod.Pace.of(mfe).rate == pytest.approx(slower * pace_mod.Pace.of(pf).rate)
+    piece = Piece(Records.from_lists([f"r{k}" for k in range(20000)], ["A" * 200] * 20000, range(20000)), [], 20000)
+    first = [next(iter(chunked([piece], 1 << 16, 1e30, pace=pace_mod.Pace.of(f)))).end for f in (mfe, pf)]
+    assert first[1] < first[0] and first[0] / first[1] == pytest.approx(slower, rel=0.01)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # the compiled db / TSV text against the formats' description
 

@@ -34,6 +34,11 @@ BATCH_SECONDS = {"cpu": 1.0, "gpu": 2.0, "hybrid": 4.0}
 # Xeon folds Zuker at some 1.1·10¹⁰ a thread, Nussinov two-vector about as fast, the other Nussinov
 # variants 3-30 times faster; an H100 folds Zuker at 3·10¹¹-10¹³ depending on the length).
 GUESS = {"cpu": 5e9, "gpu": 1e11}   # CPU: a thread
+# The partition function (-p, variant "partition") folds a record several times slower than the MFE engines: on
+# 2 CPU threads 4.4-6.1 times (60-800 nt), on an H100 about 20 times at 1,000 nt and 40-55 times at 68-221 nt
+# against its own MFE call (benchmarks/RESULTS.md); its first guess is the MFE's divided by this much, so that its
+# first units too come out short rather than long.
+SLOWER = {"partition": {"cpu": 6.0, "gpu": 20.0, "hybrid": 6.0}}
 MEMORY_SECONDS = 10.0               # the measured rate weighs the last calls' seconds with this time constant
 
 
@@ -43,26 +48,34 @@ def work(lens) -> np.ndarray:
     return (x + SHAPE_B) * x * x + SHAPE_C
 
 
-def guess(device: str, threads: int) -> float:
+def guess(device: str, threads: int, variant: str | None = None) -> float:
     cpu = GUESS["cpu"] * max(1, threads)
     if device == "cpu":
-        return cpu
-    if device == "hybrid":
-        return cpu + GUESS["gpu"]
-    return GUESS["gpu"]
+        rate = cpu
+    elif device == "hybrid":
+        rate = cpu + GUESS["gpu"]
+    else:
+        rate = GUESS["gpu"]
+    return rate / SLOWER.get(variant, {}).get(device, 1.0)
 
 
 class Pace:
     """The rate of one run's engine (work a second): guessed, then measured (see the module docstring).
     Read from the reading thread, updated from the folding one."""
 
-    def __init__(self, device: str = "cpu", threads: int = 1, rate: float | None = None):
+    def __init__(self, device: str = "cpu", threads: int = 1, rate: float | None = None,
+                 variant: str | None = None):
         self.device = device
-        self._rate = float(rate) if rate is not None else guess(device, threads)
+        self._rate = float(rate) if rate is not None else guess(device, threads, variant)
         self._work = 0.0                # decayed sums of the calls measured
         self._seconds = 0.0
         self._calls = 0
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, folder) -> "Pace":
+        """The pace of a run of ``folder`` (a pipeline Folder: its device, threads and engine variant)."""
+        return cls(folder.device, folder.threads, variant=folder.variant)
 
     @property
     def rate(self) -> float:

@@ -185,7 +185,7 @@ def fold_chunks(chunks: Iterable[Chunk], folder: Folder, done: int = 0,
     source = Background(checked(), depth=1 << 30, weight=lambda c: len(c) / records + c.nucleotides / nucleotides,
                         limit=4.0)
     if pace is None:
-        pace = Pace(folder.device, folder.threads)
+        pace = Pace.of(folder)
     try:
         yield from _fold_batches(source, folder, done, records, nucleotides, pace, file_of, halted)
     finally:

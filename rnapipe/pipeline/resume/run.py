@@ -130,7 +130,7 @@ def run(inputs, sinks: list[Sink], folder: Folder, on_invalid: str = "error", re
         progress = None if progress_to is None else Progress(progress_to, paths=inputs)
         reader = FastaReader(inputs, on_invalid, folder.length_check(), scratch=None, noconv=noconv,
                              constraints=constraints, shape=shape)
-        pace = Pace(folder.device, folder.threads)
+        pace = Pace.of(folder)
         ends = [_chunks.end_of(e["digest"]) for e in journal.entries] if journal else []
         failed: list[BaseException] = []             # the writer's error: no further engine call after it
         stream = fold_chunks(_chunks.chunked(reader, pace=pace, ends=ends), folder, done, _digest_check(journal),
