@@ -36,8 +36,8 @@ BATCH_SECONDS = {"cpu": 1.0, "gpu": 2.0, "hybrid": 4.0}
 GUESS = {"cpu": 5e9, "gpu": 1e11}   # CPU: a thread
 # The partition function (-p, variant "partition") folds a record several times slower than the MFE engines: on
 # 2 CPU threads 4.4-6.1 times (60-800 nt), on an H100 about 20 times at 1,000 nt and 40-55 times at 68-221 nt
-# against its own MFE call (benchmarks/RESULTS.md); its first guess is the MFE's divided by this much, so that its
-# first units too come out short rather than long.
+# against its own MFE call (benchmarks/RESULTS.md), where the GPU's MFE guess is itself 3 times or more below an
+# H100's MFE rate; its first guess is the MFE's divided by this much, so that its first units too come out short.
 SLOWER = {"partition": {"cpu": 6.0, "gpu": 20.0, "hybrid": 6.0}}
 MEMORY_SECONDS = 10.0               # the measured rate weighs the last calls' seconds with this time constant
 
