@@ -333,7 +333,15 @@ def _hairpin_tables(X, S, n):
             HP[u] = X.hairpin[u]
         else:
             HP[u] = X.hairpin[MAXLOOP] * math.exp(-(X.scalars[LXC] * math.log(u / 30.0)) * 10.0 / kt)
-    SPEC = np.full((n + 2, 7), -1.0)
+    SPEC = np.empty((n + 2, 7))
+    special_hairpins(X, S, n, SPEC)
+    return HP, SPEC
+
+
+@njit(cache=True, nogil=True)
+def special_hairpins(X, S, n, SPEC):
+    """_hairpin_tables' SPEC of the padded codes S (n nt) into ``SPEC`` ((n+2) x 7)."""
+    SPEC[:] = -1.0
     for i in range(1, n + 1):
         if i + 4 <= n:
             k = E.special_hairpin(S, i, X.tri_seq)
@@ -347,7 +355,6 @@ def _hairpin_tables(X, S, n):
             k = E.special_hairpin(S, i, X.hexa_seq)
             if k >= 0:
                 SPEC[i, 6] = X.hexa[k]
-    return HP, SPEC
 
 
 FAST = {"reassoc", "contract", "nsz", "arcp"}     # sums in any order (vectorised); inf and NaN kept

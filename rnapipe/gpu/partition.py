@@ -141,10 +141,9 @@ class _Group:
         self.S = S
         # the first scales, ViennaRNA's (cpu.uniform_scales) from each MFE
         per = -(cpu.SFACT * np.asarray(mfes, dtype=np.float64) * 10.0) / self.lens / X.scalars[cpu.KT]
-        lam = np.where(inner, np.repeat(per, sizes), 0.0)
-        self.L = np.zeros(self.total1)
-        spec = np.full((self.total1, 7), -1.0)
-        _layout(X, S, self.off1, self.lens, lam, self.L, spec)
+        self.L = np.empty(self.total1)
+        spec = np.empty((self.total1, 7))
+        _layout(X, S, self.off1, self.lens, per, self.L, spec)
         hp, _ = cpu._hairpin_tables(X, np.zeros(self.n_max + 2, dtype=np.int8), self.n_max)     # HP only
         self.d = {
             "S": cupy.asarray(S), "HP": cupy.asarray(hp), "SPEC": cupy.asarray(spec),
@@ -278,16 +277,19 @@ def _prefix(lam, L, n):
 
 
 @njit(cache=True, nogil=True)
-def _layout(X, S, off1, lens, lam, L, SPEC):
-    """Every sequence's prefix sums of its log-scales ``lam`` (:func:`_prefix`) and special hairpins
-    (cpu._hairpin_tables) into the group's arrays, at its offset ``off1``."""
+def _layout(X, S, off1, lens, per, L, SPEC):
+    """Every sequence's prefix sums of its first log-scales, ``per[k]`` for each nucleotide (cpu.uniform_scales,
+    summed as :func:`_prefix` sums), and its special hairpins (cpu.special_hairpins) into the group's arrays, at
+    its offset ``off1``."""
     for k in range(lens.shape[0]):
         n = lens[k]
         a = off1[k]
         b = a + n + 2
-        _prefix(lam[a:b], L[a:b], n)
-        _, sp = cpu._hairpin_tables(X, S[a:b], n)
-        SPEC[a:b] = sp
+        L[a] = 0.0
+        for m in range(a + 1, a + n + 1):
+            L[m] = L[m - 1] + per[k]
+        L[b - 1] = L[b - 2]
+        cpu.special_hairpins(X, S[a:b], n, SPEC[a:b])
 
 
 def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, options) -> tuple[list, _Group]:
