@@ -297,7 +297,7 @@ def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, opti
     its probabilities on the GPU. Restarts as rnapipe.cpu.partition.fold_scaled's."""
     g = _Group(seqs, [m[0] for m in mfes], X, tables, options)
     kt = X.scalars[cpu.KT]
-    state = [{"delta": 0.0, "lost": 0, "second": None, "ok": False} for _ in range(g.count)]
+    state: dict[int, dict] = {}                  # the sequences that were started again
     pending = np.ones(g.count, dtype=bool)
     Z = np.zeros((g.count, 2))
     for attempt in range(cpu.TRIES):
@@ -312,8 +312,16 @@ def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, opti
                 lam[1:int(g.lens[k]) + 1] += st["delta"]
                 g.set_scales(k, lam)
         top, span, z = g.inside(pending)
-        for k in np.flatnonzero(pending):
-            st, n = state[k], int(g.lens[k])
+        at_stake = np.flatnonzero(pending)
+        q5, q3 = z[at_stake, 0], z[at_stake, 1]
+        with np.errstate(invalid="ignore"):
+            fine = (top[at_stake] <= 0.0) & np.isfinite(q5) & (q5 >= cpu.SMALL) & ~(np.abs(q3 - q5) > 1e-9 * q5)
+        done = at_stake[fine]
+        pending[done] = False
+        Z[done] = z[done]
+        for k in at_stake[~fine].tolist():
+            st = state.setdefault(k, {"delta": 0.0, "lost": 0, "second": None})
+            n = int(g.lens[k])
             q5, q3 = z[k]
             # a cell above 1e280 (the smallest span of one), or a Z of inf or NaN (the whole span)
             big, at = (top[k], int(span[k])) if top[k] > 0.0 else (math.inf, n)
@@ -328,23 +336,16 @@ def _fold_group(seqs: list[str], mfes: list[tuple[int, str]], X, T, tables, opti
                     else:
                         st["delta"] -= 700.0 * 2.0 ** st["lost"] / n
                         st["lost"] += 1
-            elif n > 0 and abs(q3 - q5) > 1e-9 * q5:
+            else:                                   # the two exterior sums disagree
                 st["lost"] = 0
-            else:
-                st["ok"] = True
-                pending[k] = False
-                Z[k] = z[k]
         if not pending.any():
             break
     if pending.any():
         g.free()
         raise FloatingPointError("no scale keeps this sequence's partition function in the double range")
     g.outside()
-    energies = []
-    for k in range(g.count):
-        n = int(g.lens[k])
-        L = g.L[g.off1[k]:g.off1[k] + n + 2]
-        energies.append(-(math.log(Z[k, 0]) + L[n]) * kt / 1000.0)
+    Ln = g.L[g.off1 + g.lens].tolist()
+    energies = [-(math.log(z5) + x) * kt / 1000.0 for z5, x in zip(Z[:, 0].tolist(), Ln)]
     return energies, g
 
 
