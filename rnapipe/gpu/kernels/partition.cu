@@ -156,8 +156,9 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, doubl
 #pragma unroll
         for (int p = 0; p < 4; ++p) acc[q][p] = 0.0;
     for (int kb = k0; kb <= k1; kb += PF_KC) {
+        // rows a: M[a, k] (mode 0), QMout[a, k] + X[a-1, k+1] (1), QM[k, a-1] (2)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {                          // rows a: M[a, k], QMout[a, k] + X[a-1, k+1], QM[k, a-1]
+        for (int q = 0; q < 4; ++q) {
             const int e = tid + 128 * q, r = e >> 4, kk = e & 15, k = kb + kk, a = a0 + r;
             double v = 0.0;
             if (k <= k1 && a <= n) {
@@ -167,8 +168,9 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, doubl
             }
             Rs[kk][r] = v;
         }
+        // columns b: QM1[k+1, b] (mode 0), QM1[b+1, k] (1), QMout[k, b] + X[k-1, b+1] (2)
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {                          // columns b: QM1[k+1, b], QM1[b+1, k], QMout[k, b] + X[k-1, b+1]
+        for (int q = 0; q < 8; ++q) {
             const int e = tid + 128 * q, c = e >> 4, kk = e & 15, k = kb + kk, b = b0 + c;
             double v = 0.0;
             if (k <= k1 && b <= n && c < 2 * PF_T - 1) {

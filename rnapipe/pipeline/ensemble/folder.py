@@ -1,7 +1,7 @@
 """The folder of a fold with the partition function: the CPU or the GPU partition engine (rnapipe.cpu.partition,
 rnapipe.gpu.partition) behind the interface of :class:`~..folding.folder.Folder`, so that the stream, the journal
-and the outputs take it as they take the MFE engines. Its results carry each record's MFE structure and score, as the MFE folds' do, and
-the ensembles (:class:`rnapipe.io.ensemble.EnsembleChunk`) beside them."""
+and the outputs take it as they take the MFE engines. Its results carry each record's MFE structure and score, as
+the MFE folds' do, and the ensembles (:class:`rnapipe.io.ensemble.EnsembleChunk`) beside them."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ NOT_TAKEN = ("no_lp", "no_gu", "no_closing_gu", "max_bp_span", "enforce_constrai
 def refusal(algorithm: str, device: str, given: list[str], gpus=None) -> tuple[str, str] | None:
     """Why a fold with the partition function cannot be made as asked: ``(what, reason)`` with ``what`` the
     first of ``given`` (the options of :data:`NOT_TAKEN` the request has, named as the caller names them) or
-    the algorithm, device or ``gpus`` (a list of GPUs asked for); None where it can. Device 'auto' folds it on the GPU where there is one."""
+    the algorithm, device or ``gpus`` (a list of GPUs asked for); None where it can. Device 'auto' folds it on
+    the GPU where there is one."""
     if algorithm != "zuker":
         return "algorithm", f"the partition function is Zuker's energy model's, not {algorithm}'s"
     if given:
