@@ -92,7 +92,7 @@ def compare(a: str, b: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--old", required=True, help="the tree before the change")
+    ap.add_argument("--old", help="the tree before the change (required)")
     ap.add_argument("--new", default=".", help="the tree after it (default .)")
     ap.add_argument("--lengths", default="68:8192,221:4096,1000:512,10000:1", help="L:count,...")
     ap.add_argument("--rounds", type=int, default=1)
@@ -102,6 +102,8 @@ def main(argv=None) -> int:
     if args.worker:
         worker(*args.worker, args.threshold)
         return 0
+    if not args.old:
+        ap.error("--old is required")
     trees = {"old": str(Path(args.old).resolve()), "new": str(Path(args.new).resolve())}
     print("| length x sequences | old s | new s | new / old | new phases (s) | old against new |")
     print("|---|---:|---:|---:|---|---|")
@@ -113,7 +115,7 @@ def main(argv=None) -> int:
                 for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
                     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                         [trees[name]] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-                    run = subprocess.run([sys.executable, __file__, "--threshold", str(args.threshold), "--worker",
+                    run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--threshold", str(args.threshold), "--worker",
                                           spec, os.path.join(tmp, f"{name}.npz")], env=env, cwd=trees[name],
                                          capture_output=True, text=True)
                     if run.returncode:
