@@ -39,6 +39,9 @@
 #define SLW 32                      // MAXLOOP + 2: the row width of SL and SR
 #define NONE 5                      // the neighbour code of "no neighbour" in EXT and MLS
 #define PF_WARPS 8
+// pf_inside's and pf_outside's blocks an SM the compiler must allow: 48 registers a thread. A cell's time is a
+// chain of dependent loads, so more warps in flight pay more than the few bytes this spills.
+#define PF_MIN_BLOCKS 5
 #define FULL 0xffffffffu
 #define BIG 1e280
 #define NGEN ((MAXLOOP - 3) * (MAXLOOP - 2) / 2)    // the generic interior loops (u1, u2 >= 2, u1 + u2 <= MAXLOOP)
@@ -209,7 +212,7 @@ pf_band(const double* __restrict__ Mall, const double* __restrict__ M1all, doubl
 
 // The inside pass over diagonals d_first .. d_last (ascending, one band's): QB, QI, QM1, QM, G and H of every
 // cell; top[s] the largest value (as the bits of a positive double), span[s] the smallest span of a cell above BIG.
-extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
+extern "C" __global__ void __launch_bounds__(32 * PF_WARPS, PF_MIN_BLOCKS)
 pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const signed char* __restrict__ Sall,
           const double* __restrict__ SLall, const double* __restrict__ SRall, const double* __restrict__ SPECall,
           const double* __restrict__ Lall, const long long* __restrict__ off1, const long long* __restrict__ off2,
@@ -448,7 +451,7 @@ pf_exterior(const double* __restrict__ X, const signed char* __restrict__ Sall, 
 
 // The outside pass over diagonals d_first .. d_last (descending, one band's): QMout, QM1out, QBout, OI, V and X;
 // bad[s] set where a probability is not a number in [0, 1 + 1e-9].
-extern "C" __global__ void __launch_bounds__(32 * PF_WARPS)
+extern "C" __global__ void __launch_bounds__(32 * PF_WARPS, PF_MIN_BLOCKS)
 pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, const double* __restrict__ SLall,
            const double* __restrict__ SRall, const long long* __restrict__ off1, const long long* __restrict__ off2,
            const int* __restrict__ lens, const int* __restrict__ active, double* Aall, double* Mall, double* M1all,
