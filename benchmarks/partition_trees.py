@@ -4,9 +4,9 @@ length with its phases, and whether the two give the same results.
 For a change to rnapipe/gpu/partition.py or its kernels: ``--old`` is a tree before it, ``--new`` after. Each
 (tree, length) runs in a fresh process with ``PYTHONPATH`` set to its tree, rounds alternating old, new, new, old,
 ...; each figure is the median of ``--rounds``. The sequences are random ACGU seeded by their length, the same for
-both trees; a process folds a few of them untimed first (the kernels' compile, the GPU's clocks), then all of them
-once, timed with the phases of ``benchmarks/partition.py`` (MFE, the groups' setup, inside, outside, summary, the
-host's derived values). The results of the two trees' last rounds are compared: ensemble energies (relative), the
+both trees; a process folds a few of them untimed first (64; above 2,000 nt one, above 12,000 nt one of 12,000:
+the kernels' compile, the GPU's clocks), then all of them once, timed with the phases of ``benchmarks/partition.py``
+(MFE, the groups' setup, inside, outside, summary, the host's derived values). The results of the two trees' last rounds are compared: ensemble energies (relative), the
 pair lists at the threshold (the same pairs?) and their probabilities, the unpaired probabilities.
 
     python benchmarks/partition_trees.py --old ../before --new . --lengths 68:8192,221:4096,1000:512,10000:1
@@ -67,7 +67,9 @@ def worker(spec: str, out: str, threshold: float) -> None:
     n, count = (int(x) for x in spec.split(":"))
     seqs = sequences(n, count)
     threads = len(os.sched_getaffinity(0))
-    gp.fold_batch(seqs[:64] if n <= 2000 else sequences(300, 1), threads=threads, threshold=threshold)
+    # untimed first: the kernels' compile (the MFE engine's differ by length), the GPU's clocks
+    gp.fold_batch(seqs[:64] if n <= 2000 else seqs[:1] if n <= 12000 else sequences(12000, 1), threads=threads,
+                  threshold=threshold)
     cupy.cuda.Device().synchronize()
     phases.clear()
     t = time.perf_counter()
