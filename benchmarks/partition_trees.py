@@ -6,8 +6,9 @@ For a change to rnapipe/gpu/partition.py or its kernels: ``--old`` is a tree bef
 ...; each figure is the median of ``--rounds``. The sequences are random ACGU seeded by their length, the same for
 both trees; a process folds a few of them untimed first (64; above 2,000 nt one, above 12,000 nt one of 12,000:
 the kernels' compile, the GPU's clocks), then all of them once, timed with the phases of ``benchmarks/partition.py``
-(MFE, the groups' setup, inside, outside, summary, the host's derived values). The results of the two trees' last rounds are compared: ensemble energies (relative), the
-pair lists at the threshold (the same pairs?) and their probabilities, the unpaired probabilities.
+(MFE, the groups' setup, inside, outside, summary, the host's derived values). The results of the two trees' last
+rounds are compared: ensemble energies (relative), the pair lists at the threshold (the same pairs?) and their
+probabilities, the unpaired probabilities.
 
     python benchmarks/partition_trees.py --old ../before --new . --lengths 68:8192,221:4096,1000:512,10000:1
 
