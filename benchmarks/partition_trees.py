@@ -118,9 +118,9 @@ def main(argv=None) -> int:
                 for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
                     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                         [trees[name]] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-                    run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--threshold", str(args.threshold), "--worker",
-                                          spec, os.path.join(tmp, f"{name}.npz")], env=env, cwd=trees[name],
-                                         capture_output=True, text=True)
+                    run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--threshold",
+                                          str(args.threshold), "--worker", spec, os.path.join(tmp, f"{name}.npz")],
+                                         env=env, cwd=trees[name], capture_output=True, text=True)
                     if run.returncode:
                         print(run.stderr[-2000:], file=sys.stderr)
                         return 1
