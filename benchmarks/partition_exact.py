@@ -124,7 +124,7 @@ def engines(seqs: list[str], threshold: float) -> tuple[dict, list[str]]:
         both, ig, ic = np.intersect1d(kg, kc, assume_unique=True, return_indices=True)
         if both.size:
             d = np.abs(g.p[ig] - c.p[ic])
-            worst["p_rel"] = max(worst["p_rel"], float((d / c.p[ic]).max()))
+            worst["p_rel"] = max(worst["p_rel"], float((d / np.maximum(c.p[ic], 1e-300)).max()))
             worst["p_abs"] = max(worst["p_abs"], float(d.max()))
         only = np.concatenate((np.delete(g.p, ig), np.delete(c.p, ic)))
         if only.size:
