@@ -1043,17 +1043,18 @@ def mea_list(I, J, P, n, gamma):
     Mi1 = np.zeros(n + 2)
     pp = 0
     for i in range(n, 0, -1):
-        Mi[i] = pu[i]
+        v = pu[i]                                    # M[i, j-1], kept in a register along the row
+        Mi[i] = v
         for j in range(i + 1, n + 1):
-            Mi[j] = Mi[j - 1] + pu[j]
+            v += pu[j]
             e = head[j]
             while e >= 0:
-                Mi[j] = max(Mi[j], ca[e] + Mi[ci[e] - 1])
+                v = max(v, ca[e] + Mi[ci[e] - 1])
                 e = nxt[e]
             if LI[pp] == i and LJ[pp] == j:
                 ea = Mi1[j - 1] + 2 * gamma * LP[pp]
-                if Mi[j] < ea:
-                    Mi[j] = ea
+                if v < ea:
+                    v = ea
                     ci[pushed] = i
                     ca[pushed] = ea
                     if head[j] < 0:
@@ -1063,6 +1064,7 @@ def mea_list(I, J, P, n, gamma):
                     tail[j] = pushed
                     pushed += 1
                 pp += 1
+            Mi[j] = v
         Mi, Mi1 = Mi1, Mi
     value = Mi1[n] if n > 0 else 0.0
     db = np.full(n, 46, dtype=np.uint8)
