@@ -121,19 +121,6 @@ def tsv_fields(e: Ensemble) -> str:
                       _mea_accuracy(e.mea_accuracy)))
 
 
-def _probability(x: float) -> str:
-    return f"{x:.6g}" if x > 0.0 else "0"
-
-
-def bpp_lines(record_id: str, e: Ensemble) -> str:
-    line = record_id.replace("%", "%%") + "\t%d\t%d\t%.6g\n"          # every p is above the threshold, >= 0
-    return "".join([line % pair for pair in zip(e.i.tolist(), e.j.tolist(), e.p.tolist())])
-
-
-def unpaired_line(record_id: str, e: Ensemble) -> str:
-    return "\t".join([record_id] + [_probability(x) for x in e.unpaired.tolist()]) + "\n"
-
-
 def job_lines(e: Ensemble) -> str:
     """The three lines the pfjob format adds to a db record: the structures and the numbers (each double as
     its ``repr``), the unpaired probabilities (little-endian float64, base64), the pairs (i and j as
@@ -178,9 +165,11 @@ def render(fmt: str, algorithm: str, ids: Sequence[str], heads: Sequence[str], s
         for rid, seq, st, score, e in zip(ids, seqs, structures, scores, values):
             out.append(f"{rid}\t{len(seq)}\t{kcal(score)}\t{st}\t{algorithm}\t{tsv_fields(e)}\n")
     elif fmt == "bpp":
-        out = [bpp_lines(rid, e) for rid, e in zip(ids, values)]
+        from .numtext import bpp_bytes
+        return b"".join([bpp_bytes(rid.encode("utf-8", ID_ERRORS), e.i, e.j, e.p) for rid, e in zip(ids, values)])
     elif fmt == "unpaired":
-        out = [unpaired_line(rid, e) for rid, e in zip(ids, values)]
+        from .numtext import unpaired_bytes
+        return b"".join([unpaired_bytes(rid.encode("utf-8", ID_ERRORS), e.unpaired) for rid, e in zip(ids, values)])
     else:
         raise ValueError(f"format {fmt!r} has no partition-function text")
     return "".join(out).encode("utf-8", ID_ERRORS)
