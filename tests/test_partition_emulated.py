@@ -1,0 +1,46 @@
+"""The GPU partition function's kernels (rnapipe/gpu/kernels/partition.cu) run on the CPU: built with g++ against
+tests/cuda_emu/shim.h (a block's threads as threads, barriers, emulated warp shuffles) and driven by the GPU
+engine's own host code (rnapipe.gpu.partition.fold_batch with numpy for CuPy), their results against the CPU engine
+(rnapipe.cpu.partition), an independent implementation of the same recursions. Catches a wrong index or rule in
+the kernels where there is no GPU; says nothing of their speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+EMU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "emu.py")
+
+
+def _gxx_has_cxx20_barrier() -> bool:
+    if shutil.which("g++") is None:
+        return False
+    probe = subprocess.run(["g++", "-std=c++20", "-x", "c++", "-fsyntax-only", "-"], input="#include <barrier>\n",
+                           capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not _gxx_has_cxx20_barrier(), reason="no g++ with C++20 <barrier> here")
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory):
+    """One build of the emulated kernels for the module's tests."""
+    return tmp_path_factory.mktemp("cuda_emu")
+
+
+@pytest.mark.parametrize("count, seed, lo, hi", [
+    (2, 4, 70, 100),        # many sequences: a block a sequence, the bands' bulk sums (pf_band) inside and outside
+    (1, 5, 40, 75),         # one: a launch a diagonal
+])
+def test_emulated_kernels_match_the_cpu_engine(build_dir, count, seed, lo, hi):
+    run = subprocess.run([sys.executable, EMU, str(build_dir), str(count), str(seed), str(lo), str(hi)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["G"] < 1e-12 and got["p"] < 1e-12 and got["differ"] == 0, got
