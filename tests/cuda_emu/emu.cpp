@@ -3,7 +3,9 @@
 #include "shim.h"
 #include "partition.cu"
 #define EXPORT(name) \
-    extern "C" void run_##name(unsigned gx, unsigned gy, unsigned gz, unsigned bx, void** p) { launch(name, gx, gy, gz, bx, p); }
+    extern "C" void run_##name(unsigned gx, unsigned gy, unsigned gz, unsigned bx, void** p) { \
+        launch(name, gx, gy, gz, bx, p);                                                        \
+    }
 EXPORT(pf_scales)
 EXPORT(pf_band)
 EXPORT(pf_inside)

@@ -43,7 +43,12 @@ inline unsigned long long atomicMax(unsigned long long* p, long long v) {
     if ((unsigned long long)v > old) *p = (unsigned long long)v;
     return old;
 }
-inline int atomicMin(int* p, int v) { std::lock_guard<std::mutex> g(g_atomic); int old = *p; if (v < old) *p = v; return old; }
+inline int atomicMin(int* p, int v) {
+    std::lock_guard<std::mutex> g(g_atomic);
+    int old = *p;
+    if (v < old) *p = v;
+    return old;
+}
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
@@ -53,7 +58,9 @@ inline long long min(long long a, int b) { return a < b ? a : b; }
 inline long long max(long long a, int b) { return a > b ? a : b; }
 
 template <typename... A, std::size_t... I>
-void call_with(void (*k)(A...), void** p, std::index_sequence<I...>) { k(*static_cast<std::remove_reference_t<A>*>(p[I])...); }
+void call_with(void (*k)(A...), void** p, std::index_sequence<I...>) {
+    k(*static_cast<std::remove_reference_t<A>*>(p[I])...);
+}
 
 template <typename... A>
 void launch(void (*k)(A...), unsigned gx, unsigned gy, unsigned gz, unsigned bx, void** p) {
@@ -62,7 +69,8 @@ void launch(void (*k)(A...), unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     std::barrier<> bar((std::ptrdiff_t)bx);
     g_block_barrier = &bar;
     std::vector<std::barrier<>*> wb;
-    for (unsigned w = 0; w < (bx + 31) / 32; ++w) wb.push_back(new std::barrier<>((std::ptrdiff_t)std::min(32u, bx - 32 * w)));
+    for (unsigned w = 0; w < (bx + 31) / 32; ++w)
+        wb.push_back(new std::barrier<>((std::ptrdiff_t)std::min(32u, bx - 32 * w)));
     g_warp_barriers = wb;
     // bx threads take the blocks one after another (a block's statics, __shared__, are then its own)
     std::vector<std::thread> ts;
