@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import random
 import sys
 import time
@@ -98,8 +99,6 @@ def _relative(a: float, b: float) -> float:
 def engines(seqs: list[str], threshold: float) -> tuple[dict, list[str]]:
     """The GPU engine against the CPU engine on ``seqs``: the largest differences (see the module's text) and a
     line for each sequence that differs in a pair list or a structure."""
-    import os
-
     from rnapipe.cpu import partition as cp
     from rnapipe.gpu import partition as gp
 

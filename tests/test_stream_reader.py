@@ -291,7 +291,6 @@ def test_pace_follows_the_measured_calls_but_not_the_first():
     assert pace.unit_work() == pytest.approx(pace_mod.UNIT_SECONDS * pace.rate)
 
 
-
 def test_a_partition_runs_first_chunks_are_cut_for_its_slower_engine():
     """The partition function's folder paces its run from a guess SLOWER times the MFE's (its engines fold a
     record several times slower), so that a -p run's first chunk holds that many times fewer records."""
