@@ -2,7 +2,7 @@
 them (its docstring: the recursions, the matrices, the scaling and its restarts), to rounding: the same
 Boltzmann weights (``exp_tables``), the same per-nucleotide scales, sums in another order.
 
-Per group of sequences of like length (as many as the GPU's memory takes, five (n+2)² float64 matrices each):
+Per group of sequences of like length (as many as the GPU's memory takes, four (n+2)² float64 matrices each):
 
 1. the MFE and its structure from the GPU MFE engine (rnapipe.gpu.zuker): the scales' first choice and the
    result's MFE;
@@ -39,7 +39,8 @@ from . import loader
 SOURCE = "partition.cu"
 WARPS = 8                            # PF_WARPS
 SLW = cpu.MAXLOOP + 2                # SL and SR's row width
-MATRICES = 5                         # A, M, M1, QI, MO
+MATRICES = 4                         # A, M, M1, MO
+QW = 64                              # QI's ring of diagonals (partition.cu's QW: >= MAXLOOP + 3, a power of 2)
 BAND = 32                            # PF_T: the multiloop sums' bands and tiles
 
 
@@ -94,9 +95,10 @@ def _kernel(name: str, options: tuple[str, ...]):
 
 
 def bytes_needed(n: int) -> int:
-    """GPU memory for one sequence of n nt: the five (n+2)² float64 matrices and the per-nucleotide tables."""
+    """GPU memory for one sequence of n nt: the four (n+2)² float64 matrices, QI's ring of QW diagonals and the
+    per-nucleotide tables."""
     N = n + 2
-    return MATRICES * 8 * N * N + (2 * SLW + 14) * 8 * N
+    return MATRICES * 8 * N * N + (2 * SLW + 16 + QW) * 8 * N
 
 
 def _sm_count() -> int:
@@ -152,9 +154,10 @@ class _Group:
             "top": cupy.zeros(self.count, dtype=cupy.uint64), "span": cupy.zeros(self.count, dtype=cupy.int32),
             "bad": cupy.zeros(self.count, dtype=cupy.int32),
             "SL": cupy.empty(SLW * self.total1), "SR": cupy.empty(SLW * self.total1),
-            "HV": cupy.zeros(2 * self.total1),
+            "HV": cupy.zeros(2 * self.total1), "O1": cupy.zeros(2 * self.total1),
+            "QI": cupy.zeros(QW * self.total1),
         }
-        self.m = {name: cupy.zeros(self.total2) for name in ("A", "M", "M1", "QI", "MO")}
+        self.m = {name: cupy.zeros(self.total2) for name in ("A", "M", "M1", "MO")}
         self.many = self.count >= 2 * _sm_count()
 
     def codes(self, k: int) -> np.ndarray:
@@ -214,7 +217,7 @@ class _Group:
         if self.n_max > cpu.TURN + 1:
             inside = _kernel("pf_inside", opts)
             args = (X, d["HP"], d["S"], d["SL"], d["SR"], d["SPEC"], d["L"], d["off1"], d["off2"], d["lens"], act,
-                    m["A"], m["M"], m["M1"], m["QI"], d["HV"], d["top"], d["span"])
+                    m["A"], m["M"], m["M1"], d["QI"], d["HV"], d["top"], d["span"])
             self._sweep(inside, args, True, act)
         _kernel("pf_exterior", opts)((self.count,), (256,),
                                      base + (m["A"], d["Q5"], d["Q3"], d["Z"]))
@@ -227,9 +230,10 @@ class _Group:
         d, m, opts = self.d, self.m, self.options
         act = cupy.ones(self.count, dtype=cupy.int32)
         d["HV"].fill(0.0)
+        d["O1"].fill(0.0)
         outside = _kernel("pf_outside", opts)
         args = (self.tables, d["S"], d["SL"], d["SR"], d["off1"], d["off2"], d["lens"], act, m["A"], m["M"],
-                m["M1"], m["MO"], m["QI"], d["HV"], d["Q5"], d["Q3"], d["Z"], d["bad"])
+                m["M1"], m["MO"], d["QI"], d["HV"], d["O1"], d["Q5"], d["Q3"], d["Z"], d["bad"])
         if self.n_max > 1:
             self._sweep(outside, args, False, act)
         if int(d["bad"].max()):

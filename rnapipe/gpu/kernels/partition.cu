@@ -9,11 +9,12 @@
 //   A:  QB[i, j] at [i, j]; below the diagonal, inside G[i, j] at [j, i], outside QBout[i, j]
 //   M, M1, MO:  QM, QM1, QMout at [i, j] and [j, i]; outside, X = QBout · Mc replaces QM above the diagonal
 //       (at [i, j]) and QM1 below it (at [j, i]), the halves the outside pass does not read
-//   QI: below the diagonal, by diagonals (QID: cell (i, i + d) at [N - d, i]), QB times the inner pair's
-//       generic interior mismatch (inside), then QBout times the closing pair's (outside, OI), so that the generic
-//       interior loops of a cell, a diagonal's consecutive cells for each loop size, are read in runs; above
-//       it, QM1out (outside)
-//   HV: two diagonals (the last and the current, by d's parity) of H (inside) and V (outside) at 2 * off1[s]
+//   QI: a ring of QW diagonals (QID: cell (i, i + d) at [d mod QW, i]) at QW * off1[s], QB times the inner pair's
+//       generic interior mismatch (inside), then QBout times the closing pair's (outside, OI), 0 where i·j does
+//       not pair: a cell's generic interior loops reach the 27 diagonals 6 .. 32 before it (inside) or after it
+//       (outside), a diagonal's consecutive cells for each loop size, read in runs
+//   HV: two diagonals (the last and the current, by d's parity) of H (inside) and V (outside) at 2 * off1[s];
+//       O1 likewise of QM1out (outside)
 // P[i, j] = QB QBout / Z is not stored (pf_prob).
 // The tables X (doubles) at the offsets PF_* the host passes (-D, rnapipe.gpu.partition.table_layout).
 //
@@ -47,7 +48,8 @@
 #define NGEN ((MAXLOOP - 3) * (MAXLOOP - 2) / 2)    // the generic interior loops (u1, u2 >= 2, u1 + u2 <= MAXLOOP)
 
 #define PT(a, b) X[PF_PT + (a) * 5 + (b)]
-#define QID(i, d) ((N - (d)) * N + (i))     // QI's slot of the cell (i, i + d)
+#define QW 64                       // QI's ring of diagonals (>= MAXLOOP + 3, a power of 2; rnapipe.gpu.partition.QW)
+#define QID(i, d) ((long long)((d) & (QW - 1)) * N + (i))     // QI's slot of the cell (i, i + d)
 #define TAB3(o, t, a, b) X[(o) + ((t) * 5 + (a)) * 5 + (b)]
 
 __device__ __forceinline__ double warp_sum(double v) {
@@ -230,7 +232,7 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
     double* A = Aall + off2[s];
     double* M = Mall + off2[s];
     double* M1 = M1all + off2[s];
-    double* QI = QIall + off2[s];
+    double* QI = QIall + QW * off1[s];
     double* H = HVall + 2 * off1[s];
     const int lane = threadIdx.x & 31;
     const int warp0 = blockIdx.x * PF_WARPS + (threadIdx.x >> 5);
@@ -368,10 +370,8 @@ pf_inside(const double* __restrict__ X, const double* __restrict__ HP, const sig
             const double h = mlb * SLi[0] * (M1[(i + 1) * N + j] + H[((d - 1) & 1) * N + i + 1]);
             const double m = g + h + m1;
             if (lane == 0) {
-                if (t) {
-                    A[i * N + j] = qb;
-                    QI[QID(i, d)] = qb * TAB3(PF_MMI, sRT[t], S[j + 1], S[i - 1]);
-                }
+                if (t) A[i * N + j] = qb;
+                QI[QID(i, d)] = t ? qb * TAB3(PF_MMI, sRT[t], S[j + 1], S[i - 1]) : 0.0;
                 M1[i * N + j] = m1;
                 M1[j * N + i] = m1;
                 M[i * N + j] = m;
@@ -455,7 +455,7 @@ extern "C" __global__ void __launch_bounds__(32 * PF_WARPS, PF_MIN_BLOCKS)
 pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, const double* __restrict__ SLall,
            const double* __restrict__ SRall, const long long* __restrict__ off1, const long long* __restrict__ off2,
            const int* __restrict__ lens, const int* __restrict__ active, double* Aall, double* Mall, double* M1all,
-           double* MOall, double* QIall, double* HVall,
+           double* MOall, double* QIall, double* HVall, double* O1all,
            const double* __restrict__ Q5all, const double* __restrict__ Q3all, const double* __restrict__ Z,
            int* bad, int d_first, int d_last) {
     const int s = blockIdx.y;
@@ -469,8 +469,8 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
     double* M = Mall + off2[s];                 // QM below the diagonal (read), X above it (written)
     double* M1 = M1all + off2[s];               // QM1 above the diagonal (read), X below it (written)
     double* MO = MOall + off2[s];
-    double* O1 = QIall + off2[s];               // QM1out above the diagonal
-    double* OI = QIall + off2[s];               // OI below it, by diagonals (QID)
+    double* O1 = O1all + 2 * off1[s];           // QM1out, two diagonals
+    double* OI = QIall + QW * off1[s];          // OI, QW diagonals (QID)
     double* V = HVall + 2 * off1[s];
     const double* Q5 = Q5all + off1[s];
     const double* Q3 = Q3all + off1[s];
@@ -501,7 +501,7 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
                 o1 += M[(i - 1) * N + h] * (MO[j * N + h] + M1[(j + 1) * N + h - 1]);
             const double v = mlb * q.SL[(i - 1) * SLW] * (MO[(i - 1) * N + j] + V[((d + 1) & 1) * N + i - 1]);
             o1 = warp_sum(o1) + (hh >= 1 && lane == 0 ? MO[j * N + i] : 0.0) + v + mo +
-                 O1[i * N + j + 1] * mlb * q.SR[(j + 1) * SLW];
+                 (j < n ? O1[((d + 1) & 1) * N + i] : 0.0) * mlb * q.SR[(j + 1) * SLW];
             const int t = pf_type(sPT, S, n, i, j);
             double ob = 0.0;
             if (t) {
@@ -603,12 +603,12 @@ pf_outside(const double* __restrict__ X, const signed char* __restrict__ Sall, c
             if (lane == 0) {
                 MO[i * N + j] = mo;
                 MO[j * N + i] = mo;
-                O1[i * N + j] = o1;
+                O1[(d & 1) * N + i] = o1;
                 V[(d & 1) * N + i] = v;
                 double x = 0.0;                                     // every cell's: QM's and QM1's stale there
+                OI[QID(i, d)] = t ? ob * TAB3(PF_MMI, t, S[i + 1], S[j - 1]) : 0.0;
                 if (t) {
                     A[j * N + i] = ob;
-                    OI[QID(i, d)] = ob * TAB3(PF_MMI, t, S[i + 1], S[j - 1]);
                     x = ob * X[PF_CLO + (t * 5 + S[j - 1]) * 5 + S[i + 1]] * q.SL[i * SLW] * q.SR[j * SLW];
                     const double p = A[i * N + j] * ob / z;        // pf_summary's P[i, j], the same product
                     if (!(p <= 1.0 + 1e-9)) bad[s] = 1;

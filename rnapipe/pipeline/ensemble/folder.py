@@ -20,7 +20,7 @@ VARIANT = "partition"
 
 class _Engine:
     """What the memory checks read of an engine: the bytes one sequence takes (on the CPU about 78·n²: the
-    partition function's matrices and the MFE fold's; on the GPU 40·n²)."""
+    partition function's matrices and the MFE fold's; on the GPU 32·n²)."""
 
     VARIANTS = (VARIANT,)
 
