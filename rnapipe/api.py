@@ -159,7 +159,7 @@ def _ensemble_request(partition, algorithm: str, device: str, gpus, constraints,
         if algorithm == "zuker" else Model()
     given = list(model.pairing()) + (["enforce_constraint"] if model.enforce_constraint else [])
     given += [name for name, value in (("constraints", constraints), ("shape", shape)) if value is not None]
-    refused = refusal(algorithm, device, given, gpus)
+    refused = refusal(algorithm, device, given)
     if refused is not None:
         what, why = refused
         shown = {"algorithm": f"algorithm {algorithm!r}", "device": f"device {device!r}"}.get(what, f"option {what}")

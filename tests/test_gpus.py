@@ -10,7 +10,7 @@ import pytest
 from test_cli import one_error_line, rnapipe
 
 from rnapipe import fold
-from rnapipe.gpu.devices import split_for_gpus
+from rnapipe.gpu.devices import on_gpus, split_for_gpus
 from rnapipe.errors import EXIT_UNAVAILABLE
 
 
@@ -26,6 +26,57 @@ def test_split_deals_every_sequence_once_and_balances(parts):
     # dealt longest first in turn: any two parts differ by at most one of each rank
     loads = [sum(lengths[k] ** 2 for k in part) for part in split]
     assert max(loads) - min(loads) <= max(lengths) ** 2
+
+
+class _FakeCupy:
+    """What on_gpus touches of CuPy: ``cuda.Device(g)`` as a context that makes GPU g current (per thread)."""
+
+    def __init__(self):
+        import threading
+        self.local = threading.local()
+        fake = self
+
+        class Device:
+            def __init__(self, gpu):
+                self.gpu = gpu
+
+            def __enter__(self):
+                fake.local.stack = getattr(fake.local, "stack", []) + [self.gpu]
+
+            def __exit__(self, *exc):
+                fake.local.stack.pop()
+
+        self.cuda = type("cuda", (), {"Device": Device})
+
+    def current(self):
+        stack = getattr(self.local, "stack", [])
+        return stack[-1] if stack else None
+
+
+@pytest.mark.parametrize("gpus", [[0], [1, 0], [0, 1, 2]])
+def test_on_gpus_folds_each_share_on_its_gpu_and_keeps_input_order(monkeypatch, gpus):
+    """Any engine's batch call spread over GPUs: every sequence folded once, on one of the GPUs, in input order
+    again; each GPU a like share of every length and of the threads; progress summed."""
+    import sys
+
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    rng = random.Random(len(gpus))
+    seqs = ["A" * rng.randint(0, 50) + str(k) for k in range(41)]
+    calls, seen = [], []
+
+    def fold(part, threads, progress):
+        calls.append((fake.current(), len(part), threads))
+        progress(len(part))
+        return [(fake.current(), s) for s in part]
+
+    results = on_gpus(fold, seqs, 12, seen.append, gpus)
+    assert [s for _, s in results] == seqs
+    assert sorted(g for g, _, _ in calls) == sorted(gpus)
+    assert all(t == max(1, 12 // len(gpus)) for _, _, t in calls) and sum(seen) == len(seqs)
+    parts = split_for_gpus([len(s) for s in seqs], len(gpus))
+    for gpu, part in zip(gpus, parts):
+        assert all(results[k][0] == gpu for k in part)
 
 
 def test_cli_gpus_needs_device_gpu(tmp_path):

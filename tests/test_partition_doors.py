@@ -15,6 +15,7 @@ digit (our probabilities and ViennaRNA's differ by rounding, up to 1e-9); the te
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import subprocess
 import sys
@@ -225,8 +226,7 @@ def test_api_refuses_partition_settings_that_would_be_lost_or_are_wrong(options)
                                         (["--noLP"], "--noLP"), (["--noGU"], "--noGU"),
                                         (["--noClosingGU"], "--noClosingGU"), (["--maxBPspan", "30"], "--maxBPspan"),
                                         (["-C"], "-C/--constraint"), (["--shape", "x.shape"], "--shape"),
-                                        (["--algorithm", "nussinov"], "--algorithm nussinov"),
-                                        (["--device", "auto", "--gpus", "0"], "--gpus")])
+                                        (["--algorithm", "nussinov"], "--algorithm nussinov")])
 def test_cli_refuses_what_the_partition_engine_does_not_take_in_one_line(tmp_path, args, flag):
     (tmp_path / "in.fa").write_text(">a\nGGGGAAAACCCC\n")
     proc = run_rnapipe(["fold", "in.fa", "-p", *args, "-o", "out.db"], tmp_path)
@@ -245,9 +245,10 @@ def test_partition_on_a_gpu_that_is_not_there_is_one_line(tmp_path):
     if _gpu_here():
         pytest.skip("a GPU is present (tests/test_partition_gpu.py)")
     (tmp_path / "in.fa").write_text(">a\nGGGGAAAACCCC\n")
-    proc = run_rnapipe(["fold", "in.fa", "-p", "--device", "gpu", "-o", "out.db"], tmp_path)
-    assert proc.returncode != 0 and "GPU" in one_error_line(proc)
-    assert not (tmp_path / "out.db").exists()
+    for device in (["--device", "gpu"], ["--device", "gpu", "--gpus", "0"], ["--device", "auto", "--gpus", "0"]):
+        proc = run_rnapipe(["fold", "in.fa", "-p", *device, "-o", "out.db"], tmp_path)
+        assert proc.returncode != 0 and "GPU" in one_error_line(proc), device
+        assert not (tmp_path / "out.db").exists()
     with pytest.raises(Exception) as err:
         rnapipe.fold(["GGGGAAAACCCC"], partition=True, device="gpu")
     assert "GPU" in str(err.value) and "\n" not in str(err.value)
@@ -442,11 +443,43 @@ def test_workflow_with_fold_partition_equals_one_fold_p(tmp_path):
         assert (tmp_path / "out" / f"in.zuker.{fmt}").read_bytes() == (tmp_path / f"direct.{fmt}").read_bytes(), fmt
     for config, said in (({"fold": "{partition: true, no_lp: true}"}, "fold.partition with fold.no_lp"),
                          ({"formats": "[db, bpp]"}, "set fold.partition: true"),
-                         ({"fold": "{mea_gamma: 2.0}"}, "fold.mea_gamma applies with fold.partition: true only"),
-                         ({"fold": "{partition: true}", "jobs": "{gpu: 1}"}, "fold.partition: the CPU engine alone")):
+                         ({"fold": "{mea_gamma: 2.0}"}, "fold.mea_gamma applies with fold.partition: true only")):
         dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out2", **config}, "-n"),
                              env=env, capture_output=True, text=True, timeout=600)
         assert dry.returncode != 0 and said in dry.stdout + dry.stderr, config
+
+
+def test_workflow_with_fold_partition_plans_gpu_jobs(tmp_path):
+    """fold.partition with GPU jobs (jobs.gpu: 2 plans them here too): each GPU job folds with -p on its GPU, and
+    the profile the plan is made from times the partition function's engines (rnapipe profile -p), under a name
+    of its own."""
+    from test_workflow import environment, mixed_input, needs_snakemake, snakemake_cmd
+
+    if needs_snakemake.args[0]:
+        pytest.skip("snakemake is not installed")
+    mixed_input(tmp_path / "in.fa", 30, seed=3, bad=False)
+    fold = "{partition: true, mea_gamma: 0.5}"
+    dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out", "fold": fold,
+                                                  "jobs": "{cpu: 1, gpu: 2, gpus: [0, 1]}"}, "-n", "-p"),
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    lines = dry.stdout.splitlines()
+    jobs = [line for line in lines if " fold-job " in line]
+    gpu_jobs = [line for line in jobs if "--device gpu" in line]
+    assert len(jobs) == 3 and len(gpu_jobs) == 2, jobs
+    assert all(" -p --mea-gamma 0.5 " in line for line in jobs), jobs
+    assert sorted(line.split("--gpus ")[1].split()[0] for line in gpu_jobs) == ["0", "1"]
+    profile = [line for line in lines if " profile " in line and "--cached" in line]
+    assert len(profile) == 1 and " -p " in profile[0] and "cpu+gpu.zuker.partition.json" in profile[0], profile
+    assert all(" --threads 1 " in line for line in gpu_jobs), gpu_jobs
+    # no CPU jobs: the GPU jobs share the cores (the host's part of the partition function)
+    dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out", "fold": fold,
+                                                  "jobs": "{cpu: 0, gpu: 2, gpus: [0, 1]}"}, "-n", "-p", "--cores",
+                                       "8"),
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    gpu_jobs = [line for line in dry.stdout.splitlines() if " fold-job " in line]
+    assert len(gpu_jobs) == 2 and all(" --threads 4 " in line for line in gpu_jobs), gpu_jobs
 
 
 def test_api_writers_print_what_the_command_prints(folded, tmp_path):
@@ -466,3 +499,26 @@ def test_api_writers_print_what_the_command_prints(folded, tmp_path):
     assert [x for k, x in enumerate(ours) if k % 7 > 1] == [x for k, x in enumerate(want) if k % 7 > 1]
     with pytest.raises(ValueError, match="partition"):
         writers.write_output(rnapipe.fold(["GGGGAAAACCCC"]), tmp_path / "mfe.bpp", "bpp")
+
+
+def test_profile_p_times_the_partition_engines(tmp_path):
+    """rnapipe profile -p (the workflow's profile with fold.partition): the partition function's CPU engine timed,
+    under a key of its own (a cached MFE profile is not taken for it), with its own length limit (about 78·n²
+    bytes a sequence against the MFE fold's 13·n²: a shorter longest sequence)."""
+    import json
+
+    env = dict(os.environ, RNAPIPE_CACHE=str(tmp_path / "cache"))
+    got = {}
+    for name, extra in (("mfe", []), ("p", ["-p"])):
+        proc = subprocess.run([sys.executable, "-m", "rnapipe", "profile", "--device", "cpu", "--cached", "--threads",
+                               "1", "--lengths", "20,60", *extra, "-o", f"{name}.json"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        assert "taken from" not in proc.stderr, name
+        got[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert got["p"]["key"]["options"].get("partition") is True and "partition" not in got["mfe"]["key"]["options"]
+    assert 0 < got["p"]["longest"]["cpu"] < got["mfe"]["longest"]["cpu"]
+    assert got["p"]["devices"] == ["cpu"] and set(got["p"]["samples"]["cpu"]) == {"20", "60"}
+    proc = subprocess.run([sys.executable, "-m", "rnapipe", "profile", "-p", "--algorithm", "nussinov", "--device",
+                           "cpu"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "zuker" in one_error_line(proc)

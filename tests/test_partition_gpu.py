@@ -98,3 +98,30 @@ def test_against_viennarna():
         _, G = fc.pf()
         assert abs(r.energy - G) < 0.01
         assert np.abs(_dense(r, len(s)) - np.array(fc.bpp())).max() < 1e-6
+
+
+def test_several_gpus_share_the_records(tmp_path):
+    """gpus= with the partition function: the records shared among the GPUs (two workers on GPU 0 where there
+    is one GPU), each folded as on one GPU (600 records: each worker's 300 still fold a block a sequence, as the
+    600 do on one GPU, so the sums are the same); the command line's --gpus writes what one GPU writes."""
+    import cupy
+
+    import rnapipe
+    from test_cli import rnapipe as run
+
+    gpus = [0, 1] if cupy.cuda.runtime.getDeviceCount() > 1 else [0, 0]
+    seqs = random_seqs(600, 1, 300, seed=23, n_rate=0.01)
+    seen = []
+    shared = list(rnapipe.fold(seqs, partition=True, device="gpu", gpus=gpus, progress=seen.append))
+    one = list(rnapipe.fold(seqs, partition=True, device="gpu"))
+    assert sum(seen) == len(seqs)
+    for a, b in zip(shared, one):
+        assert (a.score_int, a.structure) == (b.score_int, b.structure)
+        for x, y in zip(a.ensemble, b.ensemble):
+            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, a.id
+    fa = tmp_path / "in.fa"
+    fa.write_text("".join(f">s{k}\n{s or 'A'}\n" for k, s in enumerate(seqs)))
+    for name, extra in (("one", []), ("two", ["--gpus", ",".join(str(g) for g in sorted(set(gpus)))])):
+        proc = run("fold", fa, "-p", "--device", "gpu", *extra, "-o", tmp_path / f"{name}.tsv", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "one.tsv").read_bytes() == (tmp_path / "two.tsv").read_bytes()

@@ -36,7 +36,7 @@ def _gamma(text: str) -> float:
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("partition function (Zuker, on the CPU or one GPU; as RNAfold -p)")
+    group = parser.add_argument_group("partition function (Zuker, on the CPU or the GPUs; as RNAfold -p)")
     group.add_argument("-p", "--partition", action="store_true",
                        help="also the partition function, as RNAfold -p: ensemble free energy, pair probabilities, "
                        "MFE frequency, ensemble diversity, centroid and MEA structures (db prints RNAfold -p's "
@@ -78,7 +78,7 @@ def settings(args, formats: list[str | None]) -> Settings | None:
             raise UsageError(f"format {needing[0]} holds the partition function's results: add -p/--partition")
         return None
     given = [name for name in FLAGS if getattr(args, name, None)]
-    refused = refusal(args.algorithm, args.device, given, args.gpus)
+    refused = refusal(args.algorithm, args.device, given)
     if refused is not None:
         what, why = refused
         if what == "device":

@@ -340,6 +340,8 @@ def _add_profile_command(commands, algorithms) -> None:
                          help="hybrid: the CPU and the GPU, for --device hybrid (needs a GPU); auto: the CPU, and "
                          "the GPU when there is one; cpu: the CPU alone, on all --threads (default: hybrid where "
                          "there is a GPU, else cpu, and one line says so)")
+    profile.add_argument("-p", "--partition", action="store_true",
+                         help="time the partition function's engines (RNAfold -p; the workflow's fold.partition)")
     profile.add_argument("--cached", action="store_true",
                          help="use this host's saved profile when there is one (else measure and save)")
     profile.add_argument("--lengths", type=_length_list, metavar="L,L,...", help=argparse.SUPPRESS)
@@ -637,7 +639,7 @@ def _profile(args) -> int:
     from ..pipeline.hybrid import costmodel
 
     workflow.run_profile(args.device, args.algorithm, args.variant, args.threads, args.gpus, _engine_options(args),
-                         args.lengths or costmodel.LENGTHS, args.cached, args.output)
+                         args.lengths or costmodel.LENGTHS, args.cached, args.output, args.partition)
     return errors.EXIT_OK
 
 

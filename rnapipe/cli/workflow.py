@@ -31,10 +31,10 @@ def run_prepare(path: str, directory: str, algorithm: str, on_invalid: str, shar
 
 
 def run_profile(device: str | None, algorithm: str, variant: str | None, threads: int | None, gpus, options: dict,
-                lengths, cached: bool, output: str | None) -> None:
+                lengths, cached: bool, output: str | None, partition: bool = False) -> None:
     """``--device cpu``: the CPU alone; ``auto``: the CPU, and the GPU when there is one (one line says when
     there is none); ``hybrid``: both (a GPU is required); None (no ``--device``): hybrid where there is a GPU,
-    else the CPU alone, and one line says so."""
+    else the CPU alone, and one line says so. ``partition``: the partition function's engines (Zuker)."""
     from ..pipeline import warm
     from ..pipeline.hybrid import profile as profiling
 
@@ -55,8 +55,15 @@ def run_profile(device: str | None, algorithm: str, variant: str | None, threads
     cores = threads or config.default_threads()
     # hybrid: the CPU engine runs beside the GPUs' feeding threads, as in --device hybrid
     cpu_threads = config.cpu_threads(cores, len(gpus or [0])) if device == "hybrid" else cores
+    ensemble = None
+    if partition:
+        from ..pipeline.ensemble.request import Settings
+
+        if algorithm != "zuker":
+            raise UsageError("-p/--partition applies to --algorithm zuker only")
+        ensemble = Settings()
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
-                                  reprofile=not cached, say=say)
+                                  reprofile=not cached, say=say, ensemble=ensemble)
     loading.join()
     if output:
         profiling.write(data, output)

@@ -50,14 +50,19 @@ def split_for_gpus(lengths: Sequence[int], parts: int) -> list[list[int]]:
     return [sorted(order[p::parts]) for p in range(parts)]
 
 
-def fold_on_gpus(engine, sequences: list[str], variant: str, threads: int, options: dict,
-                 progress: Callable[[int], None] | None, gpus: Sequence[int]) -> list:
-    """``engine.fold_batch`` over several GPUs, one host thread each; results in input order."""
+def on_gpus(fold: Callable[[list[str], int, Callable[[int], None] | None], list], sequences: list[str],
+            threads: int, progress: Callable[[int], None] | None, gpus: Sequence[int]) -> list:
+    """``fold(sequences, threads, progress)`` (an engine's batch call, returning a result per sequence) on the
+    GPUs ``gpus``: one GPU current while it folds them all; several, one host thread each with a like share of
+    every length (:func:`split_for_gpus`) and of ``threads``. Results in input order."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     import cupy
 
+    if len(gpus) == 1:
+        with cupy.cuda.Device(gpus[0]):
+            return fold(sequences, threads, progress)
     lock = threading.Lock()
 
     def report(k: int) -> None:
@@ -70,15 +75,22 @@ def fold_on_gpus(engine, sequences: list[str], variant: str, threads: int, optio
 
     def run(gpu: int, part: list[int]) -> list:
         with cupy.cuda.Device(gpu):
-            return engine.fold_batch([sequences[k] for k in part], variant, per_gpu_threads, options, report)
+            return fold([sequences[k] for k in part], per_gpu_threads, report)
 
     results: list = [None] * len(sequences)
     with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
-        futures = [pool.submit(run, g, part) for g, part in zip(gpus, parts)]
-        for part, future in zip(parts, futures):
+        futures = [pool.submit(run, g, part) for g, part in zip(gpus, parts) if part]
+        for part, future in zip([p for p in parts if p], futures):
             for k, r in zip(part, future.result()):
                 results[k] = r
     return results
+
+
+def fold_on_gpus(engine, sequences: list[str], variant: str, threads: int, options: dict,
+                 progress: Callable[[int], None] | None, gpus: Sequence[int]) -> list:
+    """``engine.fold_batch`` over several GPUs (:func:`on_gpus`); results in input order."""
+    return on_gpus(lambda seqs, t, report: engine.fold_batch(seqs, variant, t, options, report), sequences,
+                   threads, progress, gpus)
 
 
 def gpu_available() -> bool:

@@ -15,17 +15,19 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
     """A :class:`Folder`, or for ``device='hybrid'`` a :class:`~.hybrid.folder.HybridFolder` (CPU and GPUs at once);
     ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto.auto_device`) and tells ``chosen``
     the device and why. With ``ensemble`` (:class:`~.ensemble.request.Settings`), the partition function's
-    folder (:class:`~.ensemble.folder.EnsembleFolder`) on the CPU or the GPU ('auto': the GPU where there is
+    folder (:class:`~.ensemble.folder.EnsembleFolder`) on the CPU or the GPUs ('auto': the GPU where there is
     one): the caller has refused what it does not take
     (:func:`~.ensemble.request.refusal`)."""
     if ensemble is not None:
         from .ensemble.folder import EnsembleFolder
-        if device == "auto":
+        if device == "auto" and gpus is not None:
+            device = "gpu"                      # the GPUs asked for (none here: the GPU folder says so)
+        elif device == "auto":
             from ..gpu.devices import gpu_available
             device = "gpu" if gpu_available() else "cpu"
             if chosen is not None:
                 chosen(device, "a GPU is present" if device == "gpu" else "no GPU here")
-        return EnsembleFolder(threads, options, progress, ensemble, device)
+        return EnsembleFolder(threads, options, progress, ensemble, device, gpus)
     profile = None
     if device == "auto":
         from .hybrid.auto import auto_device

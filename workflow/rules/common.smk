@@ -61,9 +61,6 @@ PAIRING_FLAGS = {"no_lp": "--noLP", "no_gu": "--noGU", "no_closing_gu": "--noClo
 PAIRING = {key: config["fold"].get(key) for key in PAIRING_FLAGS if config["fold"].get(key) not in (None, False)}
 if PAIRING and ALGORITHM != "zuker":
     raise ValueError(f"fold.{', fold.'.join(PAIRING)}: pairing rules of the zuker algorithm, not of {ALGORITHM}")
-# fold keys the CPU engine alone takes for now: the partition function (constraint lines and SHAPE data fold on
-# CPU and GPU jobs alike)
-CPU_ONLY = [f"fold.{key}" for key in ("partition",) if config["fold"][key]]
 # fold.partition: RNAfold -p. Its engine takes none of the pairing rules, constraint lines or SHAPE data, and only
 # it writes the formats bpp and unpaired.
 PARTITION = bool(config["fold"]["partition"])
@@ -89,11 +86,6 @@ def _gpu_jobs_asked():
     jobs = config["jobs"]
     if jobs["gpu"] == "auto" and ALGORITHM != "zuker" and jobs["cpu"] > 0:
         return 0        # Nussinov's CPU and GPU engines may pick different structures of one score
-    if CPU_ONLY:
-        if jobs["gpu"] not in ("auto", 0):
-            raise ValueError(f"{', '.join(CPU_ONLY)}: the CPU engine alone takes them for now; set "
-                             "jobs.gpu: 0 (or auto, which then plans no GPU job)")
-        return 0
     return jobs["gpu"]
 
 
@@ -159,7 +151,8 @@ envvars:
 PROFILE_NEEDED = GPU_JOBS > 0 and CPU_JOBS + GPU_JOBS > 1
 # Named after the device kind, not the host: every job evaluates this file again where it runs, and on a cluster
 # that is another host than the one Snakemake starts on (the host's cache keeps a profile per host).
-PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}.json"
+# With fold.partition the partition function's engines are timed (their own profile, beside the MFE's).
+PROFILE = f"{OUTDIR}/profile/{'cpu+gpu' if GPU_JOBS else 'cpu'}.{ALGORITHM}{'.partition' if PARTITION else ''}.json"
 
 
 def profile_input():
@@ -174,9 +167,6 @@ def say(text):
 def print_devices():
     if GPU_JOBS:
         say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input")
-    elif CPU_ONLY:
-        say(f"no GPU jobs ({', '.join(CPU_ONLY)}: the CPU engine alone takes them for now): the workflow "
-            f"runs on the CPU only, {CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
     else:
         say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
             f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
@@ -262,8 +252,12 @@ def fold_options(wildcards):
 
 
 def fold_threads(wildcards):
-    """A GPU job takes one core (it feeds its GPU); a CPU job CPU_THREADS."""
-    return 1 if wildcards.device == "gpu" else CPU_THREADS
+    """A GPU job takes one core (it feeds its GPU); a CPU job CPU_THREADS. With fold.partition and no CPU jobs a
+    GPU job takes a share of the cores: its engine computes the MEA structure and the derived values on the
+    host, on the job's threads."""
+    if wildcards.device == "gpu":
+        return max(1, _cores() // GPU_JOBS) if PARTITION and CPU_JOBS == 0 else 1
+    return CPU_THREADS
 
 
 def gpu_of(wildcards):

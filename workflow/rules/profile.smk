@@ -23,6 +23,7 @@ rule profile:
             else ""
         ),
         algorithm=ALGORITHM,
+        partition=" -p" if PARTITION else "",
     threads: CPU_THREADS
     resources:
         mem_mb=config["fold"]["mem_mb"],
@@ -30,5 +31,5 @@ rule profile:
     conda:
         "../envs/profile.yaml"
     shell:
-        "{params.rnapipe} profile --device {params.device} --cached --algorithm {params.algorithm}"
+        "{params.rnapipe} profile --device {params.device} --cached --algorithm {params.algorithm}{params.partition}"
         " --threads {threads} {params.gpu} {params.lengths} -o {output} > {log} 2>&1"

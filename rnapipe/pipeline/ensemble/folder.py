@@ -39,13 +39,13 @@ class _Engine:
 
 
 class EnsembleFolder(Folder):
-    """Zuker's partition function on ``device`` ('cpu' or 'gpu'), with ``settings``
-    (:class:`~.request.Settings`)."""
+    """Zuker's partition function on ``device`` ('cpu' or 'gpu'; ``gpus``: the GPUs, default the current one),
+    with ``settings`` (:class:`~.request.Settings`)."""
 
     def __init__(self, threads: int | None = None, options: dict | None = None,
                  progress: Callable[[int], None] | None = None, settings: Settings | None = None,
-                 device: str = "cpu"):
-        super().__init__("zuker", None, device, threads, None, options, progress)
+                 device: str = "cpu", gpus=None):
+        super().__init__("zuker", None, device, threads, gpus, options, progress)
         self.engine, self.variant = _Engine(self.device), VARIANT
         self.ensemble = settings or Settings()
         self.model = Model.from_options(self.options)
@@ -56,8 +56,20 @@ class EnsembleFolder(Folder):
         followed by a newline) and the records' ensembles."""
         with timeline.timed("sequence lists"):
             sequences = [s for p in parts for s in p.seqs]
-        results = self.engine.module().fold_batch(sequences, self.model, self.threads, self.ensemble.threshold,
-                                                  self.ensemble.gamma, self.progress)
+        results = self.fold_ensembles(sequences)
         scores = np.fromiter((round(r.mfe * 100) for r in results), dtype=np.int64, count=len(results))
         structures = "".join([r.structure + "\n" for r in results]).encode("ascii")
         return scores, structures, EnsembleChunk([Ensemble.of(r) for r in results], self.ensemble.mea)
+
+    def fold_ensembles(self, sequences: list[str]) -> list:
+        """The engine's results (``PartitionResult``) of ``sequences``, in order: on this folder's GPUs where it
+        has a list of them (several: a like share of every length each, :func:`rnapipe.gpu.devices.on_gpus`)."""
+        module = self.engine.module()
+
+        def fold(seqs: list[str], threads: int, progress) -> list:
+            return module.fold_batch(seqs, self.model, threads, self.ensemble.threshold, self.ensemble.gamma,
+                                     progress)
+        if self.gpus:
+            from ...gpu.devices import on_gpus
+            return on_gpus(fold, sequences, self.threads, self.progress, self.gpus)
+        return fold(sequences, self.threads, self.progress)

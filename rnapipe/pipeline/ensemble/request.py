@@ -47,11 +47,11 @@ class Settings:
 NOT_TAKEN = ("no_lp", "no_gu", "no_closing_gu", "max_bp_span", "enforce_constraint", "constraints", "shape")
 
 
-def refusal(algorithm: str, device: str, given: list[str], gpus=None) -> tuple[str, str] | None:
+def refusal(algorithm: str, device: str, given: list[str]) -> tuple[str, str] | None:
     """Why a fold with the partition function cannot be made as asked: ``(what, reason)`` with ``what`` the
     first of ``given`` (the options of :data:`NOT_TAKEN` the request has, named as the caller names them) or
-    the algorithm, device or ``gpus`` (a list of GPUs asked for); None where it can. Device 'auto' folds it on
-    the GPU where there is one."""
+    the algorithm or device; None where it can. Device 'auto' folds it on the GPU where there is one; a list of
+    GPUs (device 'gpu') shares the records among them."""
     if algorithm != "zuker":
         return "algorithm", f"the partition function is Zuker's energy model's, not {algorithm}'s"
     if given:
@@ -60,6 +60,4 @@ def refusal(algorithm: str, device: str, given: list[str], gpus=None) -> tuple[s
     if device == "hybrid":
         return "device", "the partition function folds on one device, the CPU or the GPU (no hybrid split for " \
                          "it yet)"
-    if gpus is not None:
-        return "gpus", "the partition function folds on one device, the CPU or one GPU, for now"
     return None
