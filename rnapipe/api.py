@@ -115,7 +115,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
     if on_invalid not in ("error", "skip"):
         raise ValueError("on_invalid must be 'error' or 'skip'")
     _check_request(sequences_or_records, algorithm, threads, options)
-    ensemble = _ensemble_request(partition, algorithm, device, gpus, constraints, shape, options, bpp_threshold,
+    ensemble = _ensemble_request(partition, algorithm, constraints, shape, options, bpp_threshold,
                                  mea_gamma)
     if constraints is not None:
         sequences_or_records, constraints = _with_constraints(sequences_or_records, constraints, algorithm)
@@ -142,8 +142,7 @@ def fold_iter(sequences_or_records, algorithm: str = config.DEFAULT_ALGORITHM, v
             yield Result(record_id, sequence, structure, int(score), algorithm, tag, values)
 
 
-def _ensemble_request(partition, algorithm: str, device: str, gpus, constraints, shape, options: dict,
-                      threshold, gamma):
+def _ensemble_request(partition, algorithm: str, constraints, shape, options: dict, threshold, gamma):
     """The partition function's settings (:class:`rnapipe.pipeline.ensemble.request.Settings`) for
     ``partition=True``, None without; what its engine does not take refused in one line naming it."""
     if partition is not True and partition is not False:
@@ -159,12 +158,11 @@ def _ensemble_request(partition, algorithm: str, device: str, gpus, constraints,
         if algorithm == "zuker" else Model()
     given = list(model.pairing()) + (["enforce_constraint"] if model.enforce_constraint else [])
     given += [name for name, value in (("constraints", constraints), ("shape", shape)) if value is not None]
-    refused = refusal(algorithm, device, given)
+    refused = refusal(algorithm, given)
     if refused is not None:
         what, why = refused
-        shown = {"algorithm": f"algorithm {algorithm!r}", "device": f"device {device!r}"}.get(what, f"option {what}")
-        raise UsageError(f"partition=True with {shown}: {why}; fold on device 'cpu' or 'auto'"
-                         if what == "device" else f"partition=True with {shown}: {why}")
+        shown = f"algorithm {algorithm!r}" if what == "algorithm" else f"option {what}"
+        raise UsageError(f"partition=True with {shown}: {why}")
     return Settings(threshold=THRESHOLD if threshold is None else threshold, gamma=GAMMA if gamma is None else gamma)
 
 

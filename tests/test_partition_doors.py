@@ -203,8 +203,7 @@ def test_api_partition_results(tmp_path):
         assert e.centroid_energy == round(fc.eval_structure(e.centroid) * 100)
 
 
-@pytest.mark.parametrize("options, named", [({"device": "hybrid"}, "device 'hybrid'"),
-                                            ({"no_lp": True}, "option no_lp"),
+@pytest.mark.parametrize("options, named", [({"no_lp": True}, "option no_lp"),
                                             ({"max_bp_span": 20}, "option max_bp_span"),
                                             ({"constraints": ["." * 12]}, "option constraints"),
                                             ({"shape": [[0.5] * 12]}, "option shape"),
@@ -222,8 +221,7 @@ def test_api_refuses_partition_settings_that_would_be_lost_or_are_wrong(options)
         rnapipe.fold(["GGGGAAAACCCC"], **options)
 
 
-@pytest.mark.parametrize("args, flag", [(["--device", "hybrid"], "--device hybrid"),
-                                        (["--noLP"], "--noLP"), (["--noGU"], "--noGU"),
+@pytest.mark.parametrize("args, flag", [(["--noLP"], "--noLP"), (["--noGU"], "--noGU"),
                                         (["--noClosingGU"], "--noClosingGU"), (["--maxBPspan", "30"], "--maxBPspan"),
                                         (["-C"], "-C/--constraint"), (["--shape", "x.shape"], "--shape"),
                                         (["--algorithm", "nussinov"], "--algorithm nussinov")])

@@ -125,3 +125,33 @@ def test_several_gpus_share_the_records(tmp_path):
         proc = run("fold", fa, "-p", "--device", "gpu", *extra, "-o", tmp_path / f"{name}.tsv", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "one.tsv").read_bytes() == (tmp_path / "two.tsv").read_bytes()
+
+
+def test_hybrid_device_folds_as_the_engines_do(tmp_path):
+    """--device hybrid with -p: a batch shared between the CPU engine and the GPU (a profile whose CPU is as fast as
+    the GPU: each side gets records); every record as its engine folds it alone (the two agree within 1e-9)."""
+    from rnapipe.pipeline.ensemble.hybrid import EnsembleHybridFolder
+    from rnapipe.pipeline.ensemble.request import Settings
+    from rnapipe.pipeline.hybrid.costmodel import Cost, Profile
+    from rnapipe.pipeline.records import Records
+
+    seqs = random_seqs(300, 1, 300, seed=31, n_rate=0.01)
+    cost = Cost(1e-9, 1e-7, 1e-5)
+    settings = Settings(threshold=0.0)
+    hybrid = EnsembleHybridFolder(4, settings=settings, profile=Profile({}, {}, {"cpu": cost, "gpu": cost},
+                                                                        {"cpu": 0.0}))
+    records = Records.from_lists([str(k) for k in range(len(seqs))], seqs, range(len(seqs)))
+    scores, structures, chunk = hybrid.fold_packed([records])
+    assert 0 < hybrid.cpu_records < len(seqs)
+    ref = CPU.fold_batch(seqs, Model(), threads=2, threshold=0.0)
+    assert structures.decode().split("\n")[:-1] == [r.structure for r in ref]
+    assert list(scores) == [round(r.mfe * 100) for r in ref]
+    for s, e, r in zip(seqs, chunk.values, ref):
+        assert abs(e.energy - r.energy) <= 1e-9 * max(1.0, abs(r.energy)), s
+        assert e.centroid == r.centroid and e.mea == r.mea, s
+        assert np.abs(e.unpaired - r.unpaired).max(initial=0.0) < 1e-9, s
+    (tmp_path / "in.fa").write_text("".join(f">s{k}\n{s or 'A'}\n" for k, s in enumerate(seqs)))
+    from test_cli import rnapipe as run
+    proc = run("fold", "in.fa", "-p", "--device", "hybrid", "-o", "h.tsv", cwd=tmp_path)
+    assert proc.returncode == 0 and "hybrid (static, partition function)" in proc.stderr, proc.stderr
+    assert len((tmp_path / "h.tsv").read_text().splitlines()) == len(seqs) + 1

@@ -78,11 +78,12 @@ def settings(args, formats: list[str | None]) -> Settings | None:
             raise UsageError(f"format {needing[0]} holds the partition function's results: add -p/--partition")
         return None
     given = [name for name in FLAGS if getattr(args, name, None)]
-    refused = refusal(args.algorithm, args.device, given)
+    if args.device == "hybrid" and getattr(args, "split", None) == "dynamic":
+        raise UsageError("-p/--partition with --split dynamic: the partition function's hybrid split is static "
+                         "(leave --split out, or --split static)")
+    refused = refusal(args.algorithm, given)
     if refused is not None:
         what, why = refused
-        if what == "device":
-            raise UsageError(f"-p/--partition with --device {args.device}: {why}; use --device cpu (or auto)")
         shown = f"--algorithm {args.algorithm}" if what == "algorithm" else FLAGS.get(what, f"--{what}")
         raise UsageError(f"-p/--partition with {shown}: {why}")
     return Settings(threshold=THRESHOLD if args.bpp_threshold is None else args.bpp_threshold,

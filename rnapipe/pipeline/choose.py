@@ -16,7 +16,8 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
     ``device='auto'`` picks one of hybrid, gpu and cpu (:func:`~.hybrid.auto.auto_device`) and tells ``chosen``
     the device and why. With ``ensemble`` (:class:`~.ensemble.request.Settings`), the partition function's
     folder (:class:`~.ensemble.folder.EnsembleFolder`) on the CPU or the GPUs ('auto': the GPU where there is
-    one): the caller has refused what it does not take
+    one), or on both ('hybrid': :class:`~.ensemble.hybrid.EnsembleHybridFolder`, a static split): the caller
+    has refused what it does not take
     (:func:`~.ensemble.request.refusal`)."""
     if ensemble is not None:
         from .ensemble.folder import EnsembleFolder
@@ -27,6 +28,9 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
             device = "gpu" if gpu_available() else "cpu"
             if chosen is not None:
                 chosen(device, "a GPU is present" if device == "gpu" else "no GPU here")
+        if device == "hybrid":
+            from .ensemble.hybrid import EnsembleHybridFolder
+            return EnsembleHybridFolder(threads, gpus, options, progress, ensemble, reprofile, say)
         return EnsembleFolder(threads, options, progress, ensemble, device, gpus)
     profile = None
     if device == "auto":

@@ -38,6 +38,14 @@ class _Engine:
         return self.module().bytes_needed(n)
 
 
+def packed_results(results: list, settings: Settings) -> tuple[np.ndarray, bytes, EnsembleChunk]:
+    """A batch's engine results (``PartitionResult``, in order) as a folder returns them: int64 MFE scores
+    (dcal/mol), the MFE structures (each followed by a newline) and the records' ensembles."""
+    scores = np.fromiter((round(r.mfe * 100) for r in results), dtype=np.int64, count=len(results))
+    structures = "".join([r.structure + "\n" for r in results]).encode("ascii")
+    return scores, structures, EnsembleChunk([Ensemble.of(r) for r in results], settings.mea)
+
+
 class EnsembleFolder(Folder):
     """Zuker's partition function on ``device`` ('cpu' or 'gpu'; ``gpus``: the GPUs, default the current one),
     with ``settings`` (:class:`~.request.Settings`)."""
@@ -56,10 +64,7 @@ class EnsembleFolder(Folder):
         followed by a newline) and the records' ensembles."""
         with timeline.timed("sequence lists"):
             sequences = [s for p in parts for s in p.seqs]
-        results = self.fold_ensembles(sequences)
-        scores = np.fromiter((round(r.mfe * 100) for r in results), dtype=np.int64, count=len(results))
-        structures = "".join([r.structure + "\n" for r in results]).encode("ascii")
-        return scores, structures, EnsembleChunk([Ensemble.of(r) for r in results], self.ensemble.mea)
+        return packed_results(self.fold_ensembles(sequences), self.ensemble)
 
     def fold_ensembles(self, sequences: list[str]) -> list:
         """The engine's results (``PartitionResult``) of ``sequences``, in order: on this folder's GPUs where it

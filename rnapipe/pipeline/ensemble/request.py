@@ -47,17 +47,13 @@ class Settings:
 NOT_TAKEN = ("no_lp", "no_gu", "no_closing_gu", "max_bp_span", "enforce_constraint", "constraints", "shape")
 
 
-def refusal(algorithm: str, device: str, given: list[str]) -> tuple[str, str] | None:
+def refusal(algorithm: str, given: list[str]) -> tuple[str, str] | None:
     """Why a fold with the partition function cannot be made as asked: ``(what, reason)`` with ``what`` the
     first of ``given`` (the options of :data:`NOT_TAKEN` the request has, named as the caller names them) or
-    the algorithm or device; None where it can. Device 'auto' folds it on the GPU where there is one; a list of
-    GPUs (device 'gpu') shares the records among them."""
+    the algorithm; None where it can. It folds on every device (:func:`rnapipe.pipeline.choose.folder_for`)."""
     if algorithm != "zuker":
         return "algorithm", f"the partition function is Zuker's energy model's, not {algorithm}'s"
     if given:
         return given[0], "the partition function's engine takes RNAfold's default pairing rules only, without " \
                          "hard constraints or SHAPE data (for now)"
-    if device == "hybrid":
-        return "device", "the partition function folds on one device, the CPU or the GPU (no hybrid split for " \
-                         "it yet)"
     return None

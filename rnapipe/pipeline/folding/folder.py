@@ -17,7 +17,7 @@ from .. import timeline
 from ..input.reader import LengthCheck
 
 
-def _one_at_a_time(callback: Callable[[int], None] | None) -> Callable[[int], None] | None:
+def one_at_a_time(callback: Callable[[int], None] | None) -> Callable[[int], None] | None:
     """``callback`` called by one thread at a time: engine calls may overlap (the stream's relayed CPU calls),
     and each reports its progress from its own thread."""
     if callback is None:
@@ -41,7 +41,7 @@ class Folder:
         self.gpus = check_gpus(gpus, self.device) if gpus is not None else None
         self.threads = threads or config.default_threads()
         self.options = dict(options or {})
-        self.progress = _one_at_a_time(progress)
+        self.progress = one_at_a_time(progress)
         own = getattr(self.engine, "memory_budget", None)     # an engine with its own memory (a GPU's)
         # bytes one sequence may take, and the limit that sets it (None: the engine's own memory)
         self.budget, self.budget_limit = (own(), None) if own is not None else budget_and_limit()
