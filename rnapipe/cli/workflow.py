@@ -55,15 +55,18 @@ def run_profile(device: str | None, algorithm: str, variant: str | None, threads
     cores = threads or config.default_threads()
     # hybrid: the CPU engine runs beside the GPUs' feeding threads, as in --device hybrid
     cpu_threads = config.cpu_threads(cores, len(gpus or [0])) if device == "hybrid" else cores
-    ensemble = None
+    ensemble, gpu_threads = None, 1
     if partition:
+        from ..pipeline.ensemble import hybrid
         from ..pipeline.ensemble.request import Settings
 
         if algorithm != "zuker":
             raise UsageError("-p/--partition applies to --algorithm zuker only")
         ensemble = Settings()
+        if device == "hybrid":              # as --device hybrid -p folds: its threads on either side
+            cpu_threads, gpu_threads = hybrid.cpu_threads(cores, len(gpus or [0])), hybrid.GPU_HOST_THREADS
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
-                                  reprofile=not cached, say=say, ensemble=ensemble)
+                                  reprofile=not cached, say=say, ensemble=ensemble, gpu_threads=gpu_threads)
     loading.join()
     if output:
         profiling.write(data, output)

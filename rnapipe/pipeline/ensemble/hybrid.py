@@ -34,6 +34,12 @@ GPU_HOST_THREADS = 2           # host threads of each GPU's partition engine (it
 CPU_SPARE = 1                  # cores left out of the CPU engine for the stream's reading and writing threads
 
 
+def cpu_threads(cores: int, gpus: int) -> int:
+    """The CPU engine's threads beside ``gpus`` GPUs on ``cores`` cores (the profile of a hybrid run is made
+    with these)."""
+    return max(1, cores - gpus * GPU_HOST_THREADS - CPU_SPARE)
+
+
 def _shutdown(pools: list) -> None:
     for pool in pools:
         pool.shutdown(wait=False)
@@ -59,8 +65,7 @@ class EnsembleHybridFolder:
                    for g in (gpus or [0])]
         self.gpu_folders = list(gpu)
         n = len(self.gpu_folders)
-        self.cpu = cpu or EnsembleFolder(max(1, cores - n * GPU_HOST_THREADS - CPU_SPARE), options, progress,
-                                         self.ensemble, "cpu")
+        self.cpu = cpu or EnsembleFolder(cpu_threads(cores, n), options, progress, self.ensemble, "cpu")
         self.variant, self.options, self.threads = self.cpu.variant, self.cpu.options, cores
         self.profile = profile or load_or_measure(self.cpu, self.gpu_folders[0], reprofile=reprofile, say=say)
         self.cpu_cost, self.gpu_cost = self.profile.costs["cpu"], self.profile.costs["gpu"]

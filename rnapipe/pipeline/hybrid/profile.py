@@ -78,15 +78,16 @@ def load_or_measure(cpu, gpu=None, lengths=costmodel.LENGTHS, reprofile: bool = 
 
 def host_profile(algorithm: str, variant: str | None, threads: int, use_gpu: bool, gpus=None,
                  options: dict | None = None, lengths=costmodel.LENGTHS, reprofile: bool = False,
-                 say: Callable[[str], None] | None = None, ensemble=None) -> dict:
+                 say: Callable[[str], None] | None = None, ensemble=None, gpu_threads: int = 1) -> dict:
     """The host's profile as a JSON-ready dict: ``devices``, ``costs`` (a, b, c per device), ``calls``,
     ``samples``, ``longest`` (per device, None: no limit), ``threads`` (the CPU's). With ``ensemble``
-    (:class:`..ensemble.request.Settings`), the partition function's engines (Zuker), each GPU on one host
-    thread as a workflow's GPU job folds."""
+    (:class:`..ensemble.request.Settings`), the partition function's engines (Zuker), the GPU's with
+    ``gpu_threads`` host threads (a workflow's GPU job: one; the hybrid device: its own count)."""
     if ensemble is not None:
         from ..ensemble.folder import EnsembleFolder
         cpu = EnsembleFolder(threads, options, None, ensemble, "cpu")
-        gpu = EnsembleFolder(1, options, None, ensemble, "gpu", gpus) if use_gpu else None
+        gpu = EnsembleFolder(gpu_threads, options, None, ensemble, "gpu", gpus[:1] if gpus else None) \
+            if use_gpu else None
     else:
         cpu = Folder(algorithm, variant, "cpu", threads, None, options)
         gpu = Folder(algorithm, variant, "gpu", 1, gpus, options) if use_gpu else None
