@@ -64,7 +64,8 @@ def run_profile(device: str | None, algorithm: str, variant: str | None, threads
             raise UsageError("-p/--partition applies to --algorithm zuker only")
         ensemble = Settings()
         if device == "hybrid":              # as --device hybrid -p folds: its threads on either side
-            cpu_threads, gpu_threads = hybrid.cpu_threads(cores, len(gpus or [0])), hybrid.GPU_HOST_THREADS
+            n = len(gpus or [0])
+            cpu_threads, gpu_threads = hybrid.cpu_threads(cores, n), hybrid.gpu_threads(cores, n)
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
                                   reprofile=not cached, say=say, ensemble=ensemble, gpu_threads=gpu_threads)
     loading.join()

@@ -6,9 +6,10 @@ folds its records on the calling thread over its threads; the results are put ba
 
 The two partition engines give the same values to rounding (within 1e-9 relative; the MFE structures, from the
 MFE engines, bit for bit), not bit for bit: a record's printed probabilities can differ in the last digit with
-the device that folded it, so a rerun may split differently and print such a digit otherwise. Each GPU keeps
-``GPU_HOST_THREADS`` host threads for its engine's part on the host (the MEA structure, the derived values);
-the CPU engine takes the other cores, less ``CPU_SPARE`` for the stream's reading and writing threads."""
+the device that folded it, so a rerun may split differently and print such a digit otherwise. The CPU engine
+takes the cores less one a GPU (its feeding thread) and ``CPU_SPARE`` (the stream's reading and writing
+threads); each GPU's engine does its part on the host (the MEA structure, the derived values: a burst after
+each group's fill) on a share of all the cores, beside the CPU engine's threads."""
 
 from __future__ import annotations
 
@@ -30,14 +31,18 @@ from ..input.reader import LengthCheck
 from .folder import EnsembleFolder, packed_results
 from .request import Settings
 
-GPU_HOST_THREADS = 2           # host threads of each GPU's partition engine (its derived values, the MEA)
 CPU_SPARE = 1                  # cores left out of the CPU engine for the stream's reading and writing threads
 
 
 def cpu_threads(cores: int, gpus: int) -> int:
     """The CPU engine's threads beside ``gpus`` GPUs on ``cores`` cores (the profile of a hybrid run is made
     with these)."""
-    return max(1, cores - gpus * GPU_HOST_THREADS - CPU_SPARE)
+    return max(1, config.cpu_threads(cores, gpus) - CPU_SPARE)
+
+
+def gpu_threads(cores: int, gpus: int) -> int:
+    """Each GPU engine's host threads beside ``gpus`` GPUs on ``cores`` cores."""
+    return max(1, cores // max(1, gpus))
 
 
 def _shutdown(pools: list) -> None:
@@ -61,8 +66,9 @@ class EnsembleHybridFolder:
         cores = threads or config.default_threads()
         progress = one_at_a_time(progress)
         if gpu is None:
-            gpu = [EnsembleFolder(GPU_HOST_THREADS, options, progress, self.ensemble, "gpu", [g])
-                   for g in (gpus or [0])]
+            gpus = list(gpus or [0])
+            gpu = [EnsembleFolder(gpu_threads(cores, len(gpus)), options, progress, self.ensemble, "gpu", [g])
+                   for g in gpus]
         self.gpu_folders = list(gpu)
         n = len(self.gpu_folders)
         self.cpu = cpu or EnsembleFolder(cpu_threads(cores, n), options, progress, self.ensemble, "cpu")
