@@ -469,7 +469,18 @@ def test_workflow_with_fold_partition_plans_gpu_jobs(tmp_path):
     assert sorted(line.split("--gpus ")[1].split()[0] for line in gpu_jobs) == ["0", "1"]
     profile = [line for line in lines if " profile " in line and "--cached" in line]
     assert len(profile) == 1 and " -p " in profile[0] and "cpu+gpu.zuker.partition.json" in profile[0], profile
-    assert all(" --threads 1 " in line for line in gpu_jobs), gpu_jobs
+    assert all(" --threads 1 " in line for line in jobs), jobs             # --cores 2 for three jobs
+    # every job a like share of the cores (a GPU job computes its records' derived values on the host), and the
+    # profile times both engines on that share
+    dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out", "fold": fold,
+                                                  "jobs": "{cpu: 1, gpu: 2, gpus: [0, 1]}"}, "-n", "-p", "--cores",
+                                       "9"),
+                         env=environment(tmp_path), capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    lines = dry.stdout.splitlines()
+    jobs = [line for line in lines if " fold-job " in line]
+    assert len(jobs) == 3 and all(" --threads 3 " in line for line in jobs), jobs
+    assert [line for line in lines if " profile " in line and " -p --threads 3 " in line], lines
     # no CPU jobs: the GPU jobs share the cores (the host's part of the partition function)
     dry = subprocess.run(snakemake_cmd(tmp_path, {"inputs": "[in.fa]", "outdir": "out", "fold": fold,
                                                   "jobs": "{cpu: 0, gpu: 2, gpus: [0, 1]}"}, "-n", "-p", "--cores",

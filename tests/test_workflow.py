@@ -343,11 +343,11 @@ def test_resources_counts_gpus_only_when_asked(tmp_path, monkeypatch):
     run = rnapipe(["resources", "--json", "--cores", "8", "--cpu-jobs", "3", "--gpu-jobs", "2"], tmp_path,
                   environment(tmp_path))
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == {"gpus": None, "gpu_jobs": 2, "cpu_jobs": 3, "cpu_threads": 2}
+    assert json.loads(run.stdout) == {"gpus": None, "gpu_jobs": 2, "cpu_jobs": 3, "cpu_threads": 2, "gpu_threads": 1}
     run = rnapipe(["resources", "--json", "--cores", "8"], tmp_path, environment(tmp_path))
     here = gpu_count()
     assert json.loads(run.stdout) == {"gpus": here, "gpu_jobs": here, "cpu_jobs": 1,
-                                      "cpu_threads": max(1, 8 - here)}
+                                      "cpu_threads": max(1, 8 - here), "gpu_threads": 1}
     run = rnapipe(["resources", "--cores", "8", "--gpu-jobs", "0", "--cpu-jobs", "0"], tmp_path,
                   environment(tmp_path))
     assert run.returncode == 0 and "CPU threads per CPU job: 8" in run.stdout
@@ -356,10 +356,15 @@ def test_resources_counts_gpus_only_when_asked(tmp_path, monkeypatch):
         raise AssertionError("the GPUs were counted")
 
     monkeypatch.setattr(resources, "gpu_count", no_count)
-    assert resources.job_resources(4, 1, 0) == {"gpus": None, "gpu_jobs": 0, "cpu_jobs": 1, "cpu_threads": 4}
+    assert resources.job_resources(4, 1, 0) == {"gpus": None, "gpu_jobs": 0, "cpu_jobs": 1, "cpu_threads": 4,
+                                                "gpu_threads": 1}
     assert resources.job_resources(5, 2, 1)["cpu_threads"] == 2
+    # with the partition function every job a like share of the cores (a GPU job's derived values on the host)
+    assert [resources.job_resources(c, cpu, gpu, partition=True)[k] for c, cpu, gpu in ((32, 1, 2), (8, 0, 2),
+            (2, 2, 2), (9, 3, 0)) for k in ("cpu_threads", "gpu_threads")] == [10, 10, 4, 4, 1, 1, 3, 1]
     monkeypatch.setattr(resources, "gpu_count", lambda: 3)
-    assert resources.job_resources(10, 2, "auto") == {"gpus": 3, "gpu_jobs": 3, "cpu_jobs": 2, "cpu_threads": 3}
+    assert resources.job_resources(10, 2, "auto") == {"gpus": 3, "gpu_jobs": 3, "cpu_jobs": 2, "cpu_threads": 3,
+                                                      "gpu_threads": 1}
     assert resources.job_resources(10, 1, 1, count_gpus=True)["gpus"] == 3
 
 

@@ -466,8 +466,8 @@ def _add_resources_command(commands, algorithms) -> None:
                                   "GPU jobs and CPU threads of the workflow's fold jobs on this host (workflow)",
                                   "Print what the workflow's fold jobs take on this host: the GPUs CUDA shows "
                                   "(counted for --gpu-jobs auto or with --count-gpus), the GPU jobs (auto: one per "
-                                  "GPU), and each CPU job's threads: the cores less one per GPU job (which feeds "
-                                  "its GPU), shared by the CPU jobs.")
+                                  "GPU), and each job's threads: a GPU job one (it feeds its GPU), the CPU jobs "
+                                  "the other cores; with -p every job a like share of the cores.")
     resources.add_argument("--cores", type=_positive_int, metavar="N",
                            help="cores of the run (default: the usable physical cores)")
     resources.add_argument("--cpu-jobs", type=_nonnegative_int, default=1, metavar="N", help="default 1")
@@ -479,6 +479,8 @@ def _add_resources_command(commands, algorithms) -> None:
     resources.add_argument("--algorithm", choices=algorithms,
                            help="also tell whether this host's Numba cache holds the algorithm's CPU engine "
                            "compiled (JSON key cpu_compiled; null for an engine that does not tell)")
+    resources.add_argument("-p", "--partition", action="store_true",
+                           help="the fold has the partition function (the workflow's fold.partition)")
     resources.add_argument("--json", action="store_true", help="print one JSON object")
     resources.set_defaults(run=_resources)
 
@@ -514,7 +516,7 @@ def _resources(args) -> int:
     from . import workflow
 
     workflow.run_resources(args.cores or config.default_threads(), args.cpu_jobs, args.gpu_jobs, args.count_gpus,
-                           args.json, args.algorithm)
+                           args.json, args.algorithm, args.partition)
     return errors.EXIT_OK
 
 

@@ -66,6 +66,8 @@ def run_profile(device: str | None, algorithm: str, variant: str | None, threads
         if device == "hybrid":              # as --device hybrid -p folds: its threads on either side
             n = len(gpus or [0])
             cpu_threads, gpu_threads = hybrid.cpu_threads(cores, n), hybrid.gpu_threads(cores, n)
+        else:                               # as the workflow's jobs with fold.partition: alike
+            gpu_threads = cpu_threads
     data = profiling.host_profile(algorithm, variant, cpu_threads, use_gpu, gpus, options, lengths,
                                   reprofile=not cached, say=say, ensemble=ensemble, gpu_threads=gpu_threads)
     loading.join()
@@ -176,18 +178,18 @@ def run_merge(prepared: str, plan_dir: str, fold_dir: str, outputs: list[str], f
 
 
 def run_resources(cores: int, cpu_jobs: int, gpu_jobs: int | str, count_gpus: bool, as_json: bool,
-                  algorithm: str | None = None) -> None:
+                  algorithm: str | None = None, partition: bool = False) -> None:
     """What the workflow's fold jobs take on this host: one JSON object with ``as_json`` (the workflow reads
     it), else one line per item."""
     from ..pipeline.workflow.resources import job_resources
 
-    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus, algorithm)
+    found = job_resources(cores, cpu_jobs, gpu_jobs, count_gpus, algorithm, partition)
     if as_json:
         print(json.dumps(found))
         return
     gpus = "not counted" if found["gpus"] is None else found["gpus"]
     print(f"GPUs here: {gpus}\nGPU jobs: {found['gpu_jobs']}\nCPU jobs: {found['cpu_jobs']}\n"
-          f"CPU threads per CPU job: {found['cpu_threads']}")
+          f"CPU threads per CPU job: {found['cpu_threads']}\nthreads per GPU job: {found['gpu_threads']}")
     if algorithm is not None:
         said = {True: "yes", False: "no (the first fold on this machine compiles it)", None: "not told"}
         print(f"CPU engine compiled in Numba's cache: {said[found['cpu_compiled']]}")

@@ -106,8 +106,9 @@ def _main_process():
 def _resources():
     """rnapipe's reckoning of the fold jobs on this host (`rnapipe resources`, one process when the Snakefile is
     read): the GPUs CUDA shows (counted, which imports CuPy, only for jobs.gpu auto in the main process, or for
-    GPU jobs whose GPU numbers are not configured), the GPU jobs (auto: one per GPU) and each CPU job's threads
-    (the cores less one per GPU job, which feeds its GPU, shared by the CPU jobs)."""
+    GPU jobs whose GPU numbers are not configured), the GPU jobs (auto: one per GPU) and each job's threads (a
+    GPU job one, which feeds its GPU, the CPU jobs the other cores; with fold.partition every job a like
+    share)."""
     gpu_jobs = _gpu_jobs_asked()
     if gpu_jobs == "auto" and not _main_process() and os.environ.get(GPU_JOBS_VAR, "").isdigit():
         gpu_jobs = int(os.environ[GPU_JOBS_VAR])
@@ -117,6 +118,8 @@ def _resources():
         command.append("--count-gpus")
     if _main_process() and config["jobs"]["cpu"] > 0:
         command += ["--algorithm", ALGORITHM]            # is the CPU engine compiled here? (said at the start)
+    if PARTITION:
+        command.append("-p")                             # every fold job a like share of the cores
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=workflow.basedir + (os.pathsep + path if path else ""))
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -166,7 +169,8 @@ def say(text):
 
 def print_devices():
     if GPU_JOBS:
-        say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) an input")
+        say(f"{CPU_JOBS} CPU job(s) of {CPU_THREADS} thread(s) and {GPU_JOBS} GPU job(s) of "
+            f"{RESOURCES['gpu_threads']} an input")
     else:
         say(f"no GPU jobs (no GPU here, or jobs.gpu: 0): the workflow runs on the CPU only, "
             f"{CPU_JOBS} job(s) of {CPU_THREADS} thread(s) an input")
@@ -252,12 +256,10 @@ def fold_options(wildcards):
 
 
 def fold_threads(wildcards):
-    """A GPU job takes one core (it feeds its GPU); a CPU job CPU_THREADS. With fold.partition and no CPU jobs a
-    GPU job takes a share of the cores: its engine computes the MEA structure and the derived values on the
-    host, on the job's threads."""
-    if wildcards.device == "gpu":
-        return max(1, _cores() // GPU_JOBS) if PARTITION and CPU_JOBS == 0 else 1
-    return CPU_THREADS
+    """A GPU job takes one core (it feeds its GPU), a CPU job CPU_THREADS; with fold.partition every job a like
+    share of the cores (`rnapipe resources -p`): a GPU job's engine computes its records' MEA structures and
+    derived values on the host, on the job's threads."""
+    return RESOURCES["gpu_threads"] if wildcards.device == "gpu" else CPU_THREADS
 
 
 def gpu_of(wildcards):
