@@ -88,6 +88,18 @@ def test_cli_gpus_needs_device_gpu(tmp_path):
     assert not (tmp_path / "out.db").exists()
 
 
+def test_cli_auto_with_gpus_and_no_gpu_is_one_line(tmp_path):
+    """--device auto --gpus 0 asks for GPU 0: where there is none, one line says so (not a fold on the CPU)."""
+    from rnapipe.gpu.devices import gpu_available
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    fa = tmp_path / "x.fa"
+    fa.write_text(">a\nGGGAAACCC\n")
+    proc = rnapipe("fold", fa, "-o", tmp_path / "out.db", "--device", "auto", "--gpus", "0", cwd=tmp_path)
+    assert proc.returncode == EXIT_UNAVAILABLE and "needs an NVIDIA GPU" in one_error_line(proc)
+    assert not (tmp_path / "out.db").exists()
+
+
 @pytest.mark.parametrize("text", ["a,b", "0,0", "-1", ","])
 def test_cli_gpus_rejects_bad_lists(tmp_path, text):
     fa = tmp_path / "x.fa"

@@ -553,8 +553,6 @@ def test_dynamic_run_equals_the_cpu_run_in_every_format(tmp_path, small_chunks, 
 
 def plan_end(tc1, tg, chosen, threads, gpus=1, slow=1.0):
     """The batch's end if every prediction held: the CPU's threads loaded longest first, the GPUs the rest."""
-    from rnapipe.pipeline.hybrid import dynamic
-
     loads = [float(tc1[chosen][share].sum()) for share in balance.lpt(tc1[chosen], threads)] if len(chosen) else [0]
     rest = np.ones(len(tg), dtype=bool)
     rest[chosen] = False
@@ -562,8 +560,6 @@ def plan_end(tc1, tg, chosen, threads, gpus=1, slow=1.0):
 
 
 def test_lpt_spreads_every_record_once_within_its_bound():
-    from rnapipe.pipeline.hybrid import dynamic
-
     rng = random.Random(8)
     for _ in range(200):
         n, threads = rng.randint(1, 60), rng.randint(1, 16)
@@ -588,7 +584,7 @@ def test_the_plan_never_predicts_a_later_end_than_the_gpus_alone():
     for _ in range(150):
         n = rng.randint(1, 300)
         lens = np.array([rng.randint(20, 2500) for _ in range(n)], dtype=np.int64)
-        threads, gpus = rng.randint(1, 16), rng.randint(1, 3)
+        threads = rng.randint(1, 16)
         tc1 = Cost(rng.uniform(1e-11, 1e-9), 0.0, rng.uniform(0, 1e-4)).seconds(lens) * threads
         tg = Cost(rng.uniform(1e-13, 1e-10), 0.0, rng.uniform(0, 1e-5)).seconds(lens)
         slow = rng.choice([1.0, 1.05, 1.3])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..gpu.devices import gpu_available
 from .folding.folder import Folder
 
 
@@ -19,12 +20,12 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
     one), or on both ('hybrid': :class:`~.ensemble.hybrid.EnsembleHybridFolder`, a static split): the caller
     has refused what it does not take
     (:func:`~.ensemble.request.refusal`)."""
+    if device == "auto" and gpus is not None:
+        if not gpu_available():
+            device = "gpu"                      # GPUs asked for and none here: the GPU folder says so in one line
     if ensemble is not None:
         from .ensemble.folder import EnsembleFolder
-        if device == "auto" and gpus is not None:
-            device = "gpu"                      # the GPUs asked for (none here: the GPU folder says so)
-        elif device == "auto":
-            from ..gpu.devices import gpu_available
+        if device == "auto":
             device = "gpu" if gpu_available() else "cpu"
             if chosen is not None:
                 chosen(device, "a GPU is present" if device == "gpu" else "no GPU here")
