@@ -104,3 +104,39 @@ def test_the_child_imports_this_rnapipe_not_one_in_its_working_directory(tmp_pat
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == rnapipe.__file__
+
+
+def test_partition_compile_ahead_as_the_mfe_engines(monkeypatch, tmp_path):
+    """The partition function's CPU engine (rnapipe.cpu.partition.compile_ahead): a filled cache or one usable
+    core spawns no child; cold on two cores, one child (the MFE engine's fold) once a process, while this
+    process compiles its own pieces; `rnapipe fold -p` says it compiles only where the cache lacks the engine."""
+    from rnapipe import config
+    from rnapipe.cpu import ahead, partition
+    from rnapipe.model import Model
+
+    model = Model()
+    X, T = partition.exp_tables(model), model.tables()
+    partition.fold_batch(SEQUENCES[:1], model, 1)
+    assert partition.compiled()
+    spawned, here = [], []
+    monkeypatch.setattr(ahead, "compile_in_two", lambda mine, code: (spawned.append(code), here.append(mine)))
+    monkeypatch.setattr(config, "default_threads", lambda: 2)
+    monkeypatch.setattr(partition, "_AHEAD", ahead.Once())
+    partition.compile_ahead(X, T)
+    assert spawned == []                                        # filled cache
+    monkeypatch.setattr(ahead, "cached", lambda dispatcher, sig: False)       # as if cold
+    monkeypatch.setattr(config, "default_threads", lambda: 1)
+    monkeypatch.setattr(partition, "_AHEAD", ahead.Once())
+    partition.compile_ahead(X, T)
+    assert spawned == []                                        # one usable core
+    monkeypatch.setattr(config, "default_threads", lambda: 2)
+    monkeypatch.setattr(partition, "_AHEAD", ahead.Once())
+    partition.compile_ahead(X, T)
+    partition.compile_ahead(X, T)
+    assert len(spawned) == 1 and "compile_alone()" in spawned[0]
+    here[0]()                                                   # this process's pieces: they run (cache warm)
+    monkeypatch.undo()
+    (tmp_path / "in.fa").write_text(">a\nGGGGAAAACCCC\n")
+    proc = subprocess.run([sys.executable, "-m", "rnapipe", "fold", "in.fa", "-p", "-o", "out.tsv"], cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "compiling the partition function" not in proc.stderr, proc.stderr

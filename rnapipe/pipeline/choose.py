@@ -29,6 +29,11 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
             device = "gpu" if gpu_available() else "cpu"
             if chosen is not None:
                 chosen(device, "a GPU is present" if device == "gpu" else "no GPU here")
+        if device in ("cpu", "hybrid") and say is not None:
+            from ..cpu import partition
+            if not partition.compiled():
+                say("compiling the partition function's CPU engine first (once on this machine: about half a "
+                    "minute on 2 cores; later runs load it from Numba's cache)")
         if device == "hybrid":
             from .ensemble.hybrid import EnsembleHybridFolder
             return EnsembleHybridFolder(threads, gpus, options, progress, ensemble, reprofile, say)
