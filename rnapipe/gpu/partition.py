@@ -16,7 +16,9 @@ Per group of sequences of like length (as many as the GPU's memory takes, four (
 4. ``pf_summary`` and ``pf_pairs``: per nucleotide its unpaired probability, the centroid's and RNAfold -p's
    characters and the terms of the diversity and the centroid's distance, and the pairs of probability at least
    min(threshold, MEA's 1e-4/(1 + gamma)), copied back (not the n² matrix); then on the host the MEA structure and
-   the free energies by the CPU engine's functions (cpu.partition.derived_lists), over ``threads``.
+   the free energies by the CPU engine's functions (cpu.partition.derived_lists), over ``threads``, while the GPU
+   folds the next group (a group of many sequences is cut into up to PIECES pieces, :func:`pieces`, so that the
+   host's part of all but the last piece is hidden behind the GPU's work).
 
 Many sequences: a block a sequence walks a band's diagonals in one launch. Few (fewer than two a multiprocessor):
 one launch a diagonal, its cells over as many blocks as they fill.
@@ -118,6 +120,21 @@ def _groups(lens: np.ndarray, order: np.ndarray, budget: int) -> list[np.ndarray
     if start < len(order):
         groups.append(order[start:])
     return groups
+
+
+PIECES = 4                           # a group of many sequences is cut into up to this many pieces
+PIECE_BLOCKS = 8                     # a piece keeps at least this many sequences a multiprocessor
+
+
+def pieces(groups: list[np.ndarray], sms: int) -> list[np.ndarray]:
+    """``groups`` (:func:`_groups`) with each of at least 2·PIECE_BLOCKS sequences a multiprocessor cut into up to
+    PIECES runs of about equal counts, each of at least PIECE_BLOCKS a multiprocessor (a block a sequence keeps
+    the GPU full), so that the host's part of one (fold_batch) runs while the GPU folds the next."""
+    out = []
+    for group in groups:
+        parts = max(1, min(PIECES, len(group) // (PIECE_BLOCKS * sms)))
+        out += np.array_split(group, parts) if parts > 1 else [group]
+    return out
 
 
 class _Group:
@@ -384,21 +401,34 @@ def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 
     if bytes_needed(longest) > budget:
         raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} GiB of GPU "
                                    f"memory for the partition function; {budget / 2**30:.1f} GiB are free")
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for group in _groups(lens, order, budget):
+
+    def derive(idx: list[int], group_mfes: list, energies: list[float], g: _Group, h: dict) -> list:
+        rest = cpu.derived_lists(T, g.S, g.off1, g.lens, h["I"], h["J"], h["p"], h["first"], h["unpaired"],
+                                 h["centroid"], h["pseudo"], h["diversity"], h["distance"], threshold, gamma,
+                                 pool, threads)
+        return [cpu.assemble(X, (energies[m], mfe, np.frombuffer(db.encode("ascii"), dtype=np.uint8)) + values)
+                for m, ((mfe, db), values) in enumerate(zip(group_mfes, rest))]
+
+    def finish(idx: list[int], done) -> None:
+        for k, r in zip(idx, done.result()):
+            results[k] = r
+        if progress is not None:
+            progress(len(idx))
+
+    # each group's host part (derived_lists: the MEA structures, the energies) on a thread of its own while the
+    # GPU folds the next group; a group too large to leave the GPU busy meanwhile is cut (pieces)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool, ThreadPoolExecutor(1) as host:
+        waiting = None
+        for group in pieces(_groups(lens, order, budget), _sm_count()):
             idx = group.tolist()
             seqs = [sequences[k] for k in idx]
             group_mfes = [mfe_of[k] for k in idx]
             energies, g = _fold_group(seqs, group_mfes, X, T, tables, options)
             h = g.summary(min(threshold, 1e-4 / (1.0 + gamma)))
             g.free()
-            rest = cpu.derived_lists(T, g.S, g.off1, g.lens, h["I"], h["J"], h["p"], h["first"], h["unpaired"],
-                                     h["centroid"], h["pseudo"], h["diversity"], h["distance"], threshold, gamma,
-                                     pool, threads)
-            for m, (k, values) in enumerate(zip(idx, rest)):
-                mfe, db = group_mfes[m]
-                results[k] = cpu.assemble(X, (energies[m], mfe, np.frombuffer(db.encode("ascii"), dtype=np.uint8))
-                                          + values)
-            if progress is not None:
-                progress(len(idx))
+            if waiting is not None:
+                finish(*waiting)
+            waiting = (idx, host.submit(derive, idx, group_mfes, energies, g, h))
+        if waiting is not None:
+            finish(*waiting)
     return results

@@ -8,7 +8,8 @@ Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
 folds COUNT random sequences of MIN..MAX nt (seed SEED) with the emulated GPU engine and with the CPU engine and
 prints one JSON line: the largest relative difference of the ensemble free energies, the largest absolute
 difference of a pair probability (pairs above 1e-6), the number of sequences whose pair lists, centroid or MEA
-structures differ, and whether the many-sequences path (a block a sequence) was taken.
+structures differ, whether the many-sequences path (a block a sequence) was taken, and the engine's progress
+calls (one a group or piece) and the sequences they counted.
 
 The MFE comes from the CPU engine (the GPU MFE engine is not emulated); the multiprocessor count is 1, so two
 sequences or more take the many-sequences path and one takes a launch a diagonal.
@@ -142,7 +143,8 @@ def main(argv) -> int:
 
     rng = random.Random(seed)
     seqs = ["".join(rng.choice("ACGU") for _ in range(rng.randint(lo, hi))) for _ in range(count)]
-    gpu = gp.fold_batch(seqs, threads=2, threshold=1e-6)
+    seen = []
+    gpu = gp.fold_batch(seqs, threads=2, threshold=1e-6, progress=seen.append)
     cpu = cp.fold_batch(seqs, threads=2, threshold=1e-6)
     G = p = 0.0
     differ = 0
@@ -153,7 +155,8 @@ def main(argv) -> int:
             p = max(p, float(np.abs(a.p - b.p).max(initial=0.0)))
         if not same or a.centroid != b.centroid or a.mea != b.mea:
             differ += 1
-    print(json.dumps({"G": G, "p": p, "differ": differ, "many": count >= 2}))
+    print(json.dumps({"G": G, "p": p, "differ": differ, "many": count >= 2, "calls": len(seen),
+                      "folded": sum(seen)}))
     return 0
 
 
