@@ -141,3 +141,21 @@ def test_partition_compile_ahead_as_the_mfe_engines(monkeypatch, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rnapipe", "fold", "in.fa", "-p", "-o", "out.tsv"], cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=here), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "compiling the partition function" not in proc.stderr, proc.stderr
+
+
+def test_fold_p_on_a_gpu_says_when_its_host_part_compiles(monkeypatch):
+    """The folder of `rnapipe fold -p --device gpu` (choose.folder_for): one line where Numba's cache lacks the GPU
+    engine's host part (rnapipe.gpu.partition.host_compiled), none where the cache holds it or there is no GPU
+    (the folder then says that in one line)."""
+    from rnapipe.gpu import partition as gpu_partition
+    from rnapipe.pipeline import choose
+    from rnapipe.pipeline.ensemble import folder as ensemble_folder
+    from rnapipe.pipeline.ensemble.request import Settings
+
+    monkeypatch.setattr(ensemble_folder, "EnsembleFolder", lambda *a, **k: "the folder")
+    for gpu, compiled, lines in ((True, False, 1), (True, True, 0), (False, False, 0)):
+        monkeypatch.setattr(choose, "gpu_available", lambda: gpu)
+        monkeypatch.setattr(gpu_partition, "host_compiled", lambda: compiled)
+        said: list[str] = []
+        assert choose.folder_for("zuker", device="gpu", ensemble=Settings(), say=said.append) == "the folder"
+        assert len(said) == lines and all("compiling the partition function's host part" in s for s in said), said

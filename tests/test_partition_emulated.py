@@ -46,6 +46,7 @@ def test_emulated_kernels_match_the_cpu_engine(build_dir, count, seed, lo, hi, c
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["G"] < 1e-12 and got["p"] < 1e-12 and got["differ"] == 0, got
     assert got["calls"] == calls and got["folded"] == count, got
+    assert got["host_signature"], got       # host_compiled() looks for what the engine's own call compiles
 
 
 def test_pieces_cut_only_groups_that_keep_the_gpu_full():

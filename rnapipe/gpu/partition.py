@@ -103,6 +103,26 @@ def bytes_needed(n: int) -> int:
     return MATRICES * 8 * N * N + (2 * SLW + 16 + QW) * 8 * N
 
 
+def host_signature() -> tuple:
+    """The argument types :func:`cpu.derived_lists` gives the host part's largest piece (cpu._mea_range: the
+    MEA structures and the free energies) from a group's arrays."""
+    import numba
+
+    one = {t: np.zeros(1, dtype=t) for t in (np.int8, np.int32, np.int64, np.uint8, np.float64)}
+    args = (Model().tables(), one[np.int8], one[np.int64], one[np.int32], one[np.int32], one[np.int32],
+            one[np.float64], one[np.int64], one[np.uint8], 1.0, 0, 1, one[np.uint8], one[np.float64],
+            np.zeros((1, 2), dtype=np.int64))
+    return tuple(numba.typeof(a) for a in args)
+
+
+def host_compiled() -> bool:
+    """Whether Numba's cache holds the host part's largest piece compiled on this machine (True where that cannot
+    be told): a first run on a fresh machine compiles it (and the rest of the host part) for some 30 s."""
+    from ..cpu import ahead
+
+    return ahead.cached(cpu._mea_range, host_signature())
+
+
 def _sm_count() -> int:
     import cupy
     return cupy.cuda.Device().attributes["MultiProcessorCount"]

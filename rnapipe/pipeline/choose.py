@@ -34,6 +34,11 @@ def folder_for(algorithm: str, variant: str | None = None, device: str = "cpu", 
             if not partition.compiled():
                 say("compiling the partition function's CPU engine first (once on this machine: about half a "
                     "minute on 2 cores; later runs load it from Numba's cache)")
+        elif device == "gpu" and say is not None and gpu_available():
+            from ..gpu import partition as gpu_partition
+            if not gpu_partition.host_compiled():
+                say("compiling the partition function's host part first (once on this machine: about half a "
+                    "minute; later runs load it from Numba's cache)")
         if device == "hybrid":
             from .ensemble.hybrid import EnsembleHybridFolder
             return EnsembleHybridFolder(threads, gpus, options, progress, ensemble, reprofile, say)

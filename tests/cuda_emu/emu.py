@@ -9,7 +9,8 @@ folds COUNT random sequences of MIN..MAX nt (seed SEED) with the emulated GPU en
 prints one JSON line: the largest relative difference of the ensemble free energies, the largest absolute
 difference of a pair probability (pairs above 1e-6), the number of sequences whose pair lists, centroid or MEA
 structures differ, whether the many-sequences path (a block a sequence) was taken, and the engine's progress
-calls (one a group or piece) and the sequences they counted.
+calls (one a group or piece) and the sequences they counted, and whether ``host_signature()`` (what
+``host_compiled()`` looks up in Numba's cache) is among the types the fold compiled its host part for.
 
 The MFE comes from the CPU engine (the GPU MFE engine is not emulated); the multiprocessor count is 1, so two
 sequences or more take the many-sequences path and one takes a launch a diagonal.
@@ -156,7 +157,7 @@ def main(argv) -> int:
         if not same or a.centroid != b.centroid or a.mea != b.mea:
             differ += 1
     print(json.dumps({"G": G, "p": p, "differ": differ, "many": count >= 2, "calls": len(seen),
-                      "folded": sum(seen)}))
+                      "folded": sum(seen), "host_signature": gp.host_signature() in cp._mea_range.signatures}))
     return 0
 
 
