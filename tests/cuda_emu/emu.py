@@ -8,8 +8,8 @@ Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
 folds COUNT random sequences of MIN..MAX nt (seed SEED) with the emulated GPU engine and with the CPU engine and
 prints one JSON line: the largest relative difference of the ensemble free energies, the largest absolute
 difference of a pair probability (pairs above 1e-6), the number of sequences whose pair lists, centroid or MEA
-structures differ, whether the many-sequences path (a block a sequence) was taken, and the engine's progress
-calls (one a group or piece) and the sequences they counted, and whether ``host_signature()`` (what
+structures differ, whether the many-sequences path (a block a sequence) was taken, the engine's progress calls
+(one a group or piece) with the sequences they counted, and whether ``host_signature()`` (what
 ``host_compiled()`` looks up in Numba's cache) is among the types the fold compiled its host part for.
 
 The MFE comes from the CPU engine (the GPU MFE engine is not emulated); the multiprocessor count is 1, so two
