@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+import vienna_mfe
 from shared_data import shared_sequences
 
 from rnapipe.cpu import zuker
@@ -23,26 +24,16 @@ FULL = os.environ.get("RNAPIPE_FULL") == "1"
 THREADS = 2
 
 
-def _vienna(seqs, temperature=37.0, dangles=2):
-    md = RNA.md()
-    md.temperature = temperature
-    md.dangles = dangles
-    out = []
-    for s in seqs:
-        fc = RNA.fold_compound(s, md)
-        structure, mfe = fc.mfe()
-        out.append((round(mfe * 100), structure, fc))
-    return out
-
-
 def _assert_exact(seqs, temperature=37.0, dangles=2):
-    """Our MFE and dot-bracket are RNAfold's, and the structure evaluates to the MFE."""
+    """Our MFE and dot-bracket are RNAfold's, and the structure evaluates to the MFE (ViennaRNA's folds over two
+    processes: vienna_mfe)."""
     ours = zuker.fold_batch(seqs, "default", THREADS, {"temperature": temperature, "dangles": dangles})
-    theirs = _vienna(seqs, temperature, dangles)
-    wrong = []
-    for s, (e, db), (ref, ref_db, fc) in zip(seqs, ours, theirs):
+    for s, (e, db) in zip(seqs, ours):
         assert len(db) == len(s)
-        if e != ref or db != ref_db or round(fc.eval_structure(db) * 100) != ref:
+    theirs = vienna_mfe.fold_and_eval(seqs, [db for _, db in ours], temperature, dangles)
+    wrong = []
+    for s, (e, db), (ref, ref_db, ours_eval) in zip(seqs, ours, theirs):
+        if e != ref or db != ref_db or ours_eval != ref:
             wrong.append((s, e, ref, db, ref_db))
     assert not wrong, f"{len(wrong)} of {len(seqs)} differ; first (seq, ours, RNAfold's): {wrong[0]}"
 
