@@ -422,7 +422,7 @@ def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 
         raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} GiB of GPU "
                                    f"memory for the partition function; {budget / 2**30:.1f} GiB are free")
 
-    def derive(idx: list[int], group_mfes: list, energies: list[float], g: _Group, h: dict) -> list:
+    def derive(group_mfes: list, energies: list[float], g: _Group, h: dict) -> list:
         rest = cpu.derived_lists(T, g.S, g.off1, g.lens, h["I"], h["J"], h["p"], h["first"], h["unpaired"],
                                  h["centroid"], h["pseudo"], h["diversity"], h["distance"], threshold, gamma,
                                  pool, threads)
@@ -448,7 +448,7 @@ def fold_batch(sequences: list[str], model: Model | None = None, threads: int = 
             g.free()
             if waiting is not None:
                 finish(*waiting)
-            waiting = (idx, host.submit(derive, idx, group_mfes, energies, g, h))
+            waiting = (idx, host.submit(derive, group_mfes, energies, g, h))
         if waiting is not None:
             finish(*waiting)
     return results

@@ -1,8 +1,8 @@
 """The workflow's fold jobs as this host runs them: the GPU jobs (``auto``: one per GPU CUDA shows this
 process, ``CUDA_VISIBLE_DEVICES`` respected) and each job's threads (a GPU job one, to feed its GPU, and the CPU
 jobs the other cores; with the partition function every job a like share of the cores, as a GPU job computes its
-records' MEA structures and derived values on the host); and, asked for, whether this host's Numba cache holds the CPU engine
-compiled (a first run on a machine compiles it first). CuPy is imported only where the GPUs are counted."""
+records' MEA structures and derived values on the host); and, asked for, whether this host's Numba cache holds the
+CPU engine compiled (a first run on a machine compiles it first). CuPy is imported only where the GPUs are counted."""
 
 from __future__ import annotations
 
