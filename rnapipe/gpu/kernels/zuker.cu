@@ -549,7 +549,7 @@ __device__ __forceinline__ void zf_wait_consumed(int warp) {
 static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (3 * ZF_PLANE + 4 * 32 * ZF_TP + 35 * ZF_PW + 2 * 32 + 31 * ZF_SZP + 15 * 32 + 66 + \
+#define ZF_SHARED_WORDS (3 * ZF_PLANE + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 31 * ZF_SZP + 15 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
 #ifdef ZF_SHARED_BYTES                 // the dynamic shared memory the host launches with (zuker.py, FIN_LANES_SHARED)
 static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
@@ -683,13 +683,14 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
     int* sAux = zf_smem;                               // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
-    int* sWMc = sAux + 3 * ZF_PLANE;                   // WM of the tile [r][c]
+    // the four multiloop tiles follow one word, each row's word 32 then the next row's word -1: WM[i0 + r][j0 - 1]
+    // for sWMc's row r, INF for the others (their word -1 in the splits' loops is always beside an INF operand)
+    int* sWMc = sAux + 3 * ZF_PLANE + 1;               // WM of the tile [r][c]
     int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile [r][c]
     int* sWMd = sW1c + 32 * ZF_TP;                     // WM of tile (I, I) [r][c]
     int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
     int* sV = sW1d + 32 * ZF_TP;                       // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
-    int* sWMcol = sV + 35 * ZF_PW;                     // WM[i0 + r][j0 - 1]
-    int* sW1col = sWMcol + 32;                         // WM1[i0 + r][j0 - 1]
+    int* sW1col = sV + 35 * ZF_PW;                     // WM1[i0 + r][j0 - 1]
     int* sSZ = sW1col + 32;                            // SZ[n1][n2], 31 rows of ZF_SZP
     int* sCm = sSZ + 31 * ZF_SZP;                      // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
@@ -742,16 +743,22 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         sSc[tid] = x >= 0 && x <= n + 1 ? q.S[x] : 0;
     }
 #pragma unroll 4
-    for (int x = tid; x < 32 * 32; x += blockDim.x) {
-        const int r = x >> 5, c = x & 31;
-        sWMc[r * ZF_TP + c] = ZK_INF;
+    for (int x = tid; x < 32 * ZF_TP; x += blockDim.x) {
+        const int r = x / ZF_TP, c = x % ZF_TP;
+        // column 32 of row r - 1 (word -1 of row r; sWMc's row 0: the word before it) is WM's column j0 - 1
+        const int rn = r + 1, a1 = i0 + rn;
+        sWMc[r * ZF_TP + c] = c == 32 && D > 0 && rn < 32 && a1 <= n ? q.WM[(long long)a1 * N + j0 - 1] : ZK_INF;
         sW1c[r * ZF_TP + c] = ZK_INF;
-        if (D > 0) {
+        if (D > 0 && c < 32) {
             const int a = i0 + r, bb = i0 + c, k = j0 + r, l = j0 + c;
             sWMd[r * ZF_TP + c] = a <= n && bb <= n ? q.WM[(long long)a * N + bb] : ZK_INF;
             sW1d[r * ZF_TP + c] = k <= n && l <= n ? q.WM1T[(long long)l * N + k] : ZK_INF;
+        } else {
+            sWMd[r * ZF_TP + c] = ZK_INF;
+            sW1d[r * ZF_TP + c] = ZK_INF;
         }
     }
+    if (tid == 0) sWMc[-1] = D > 0 && i0 <= n ? q.WM[(long long)i0 * N + j0 - 1] : ZK_INF;
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
     for (int x = tid; x < 31 * ZF_SZP; x += blockDim.x) {
         const int a = x / ZF_SZP, c = x % ZF_SZP;
@@ -759,7 +766,6 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     }
     if (tid < 32) {
         const int a = i0 + tid;
-        sWMcol[tid] = D > 0 && a <= n ? q.WM[(long long)a * N + j0 - 1] : ZK_INF;
         sW1col[tid] = D > 0 && a <= n ? q.WM1T[(long long)(j0 - 1) * N + a] : ZK_INF;
         sCm[tid] = sCm[32 + tid] = sCm[64 + tid] = ZK_BIG;
         sRv[tid] = sWb[tid] = sXb[tid] = ZK_INF;
@@ -806,7 +812,42 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 #ifdef ZK_HC
         const int ufree = q.HC[i].up;
 #endif
-        const int hi1 = D == 0 ? c - 4 : min(31, j - 4 - i0);
+        if (D > 0) {
+            // No range tests: past each range one operand is INF. After i, k = i0 + kk: WM of tile (I, I) is INF for
+            // kk - 1 < r + 4 (never computed), WM1 of this tile for kk <= r (diagonals dl on, not yet made) and
+            // for j - k < 4; before j, k = j0 + kk: WM1 of tile (J, J) for kk > c - 4. So the sums outside the
+            // ranges are INF-based (above ZK_HALF_INF, as the slot's INF start), and X's k >= i + 5 holds by itself.
+            // Word -1 of a row: WM's column j0 - 1 in sWMc, INF elsewhere.
+            const int kb = part * KS;
+            const int* wl = sWl + r * ZF_TP + kb - 1;
+            const int* wc = sW1c + kb * ZF_TP + c;
+            const int* wr = sWMc + r * ZF_TP + kb - 1;
+            const int* wh = sW1h + kb * ZF_TP + c;
+            const int ra = (kb - r) * ml, rb = (kb + D * T - r) * ml;      // (k - i)·ML_base at h = 0
+#pragma unroll
+            for (int h = 0; h < KS; ++h) {
+                const int wm = wl[h], w = wc[h * ZF_TP];
+#ifdef ZK_HC
+                const int uu = kb + h - r <= ufree ? min(ra + h * ml, wm) : wm;
+#else
+                const int uu = min(ra + h * ml, wm);
+#endif
+                best = min(best, uu + w);
+                vmin = min(vmin, wm + w);
+                const int wm2 = wr[h], w2 = wh[h * ZF_TP];
+#ifdef ZK_HC
+                const int uu2 = kb + h + D * T - r <= ufree ? min(rb + h * ml, wm2) : wm2;
+#else
+                const int uu2 = min(rb + h * ml, wm2);
+#endif
+                best = min(best, uu2 + w2);
+                vmin = min(vmin, wm2 + w2);
+            }
+            atomicMin(&sWb[r], best);
+            atomicMin(&sXb[r], vmin);
+            return;
+        }
+        const int hi1 = c - 4;                           // D = 0: k in (i, j - 4] within the tile
 #pragma unroll
         for (int h = 0; h < KS; ++h) {
             const int kk = part * KS + h;
@@ -819,24 +860,6 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 #endif
                 best = zk_min(best, uu + w);
                 if (kk >= r + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
-            }
-        }
-        if (D > 0) {
-#pragma unroll
-            for (int h = 0; h < KS; ++h) {
-                const int kk = part * KS + h;
-                if (kk <= c - 4) {
-                    const int k = j0 + kk;
-                    const int wm = kk == 0 ? sWMcol[r] : sWMc[r * ZF_TP + kk - 1];
-                    const int w = sW1h[kk * ZF_TP + c];
-#ifdef ZK_HC
-                    const int uu = k - i <= ufree ? zk_min(zk_min((k - i) * ml, ZK_INF), wm) : wm;
-#else
-                    const int uu = zk_min(zk_min((k - i) * ml, ZK_INF), wm);
-#endif
-                    best = zk_min(best, uu + w);
-                    if (k >= i + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
-                }
             }
         }
         atomicMin(&sWb[r], best);
