@@ -805,12 +805,12 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     auto splits = [&](int dl, int part) {
         int t, maxu;
         const bool cell = diag_cell(dl, t, maxu);
-        const int r = lane, c = r + dl, i = i0 + r, j = j0 + c;
+        const int r = lane, c = r + dl;
         constexpr int KS = 32 / ZF_SPLITS;
         int best = ZK_INF, vmin = ZK_INF;
         if (!cell) return;
 #ifdef ZK_HC
-        const int ufree = q.HC[i].up;
+        const int ufree = q.HC[i0 + r].up;
 #endif
         if (D > 0) {
             // No range tests: past each range one operand is INF. After i, k = i0 + kk: WM of tile (I, I) is INF for
