@@ -1,0 +1,164 @@
+"""rnapipe.gpu.zuker.fold_batch with its CUDA kernels built for the CPU (g++ and zuker_shim.h) and numpy in CuPy's
+place, so that the GPU Zuker engine's kernels can be checked where there is no GPU (tests/test_zuker_emulated.py).
+
+Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
+
+    python tests/cuda_emu/zuker_emu.py BUILD_DIR COUNT SEED MIN MAX [OPTIONS_JSON]
+
+folds COUNT sequences of MIN..MAX nt (seed SEED; every other one random with 2 % N, the others built to fold
+into a multiloop) with the emulated GPU engine forced onto the tiled fill
+(``gpu_fill="tiled"``: zk_mid, zk_fin_lanes, the chunked W, the block traceback) and with the CPU engine, and prints one
+JSON line: how many sequences differ in MFE or structure, and the first few of them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import types
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import emu  # noqa: E402  (the stand-in CuPy and the launcher, shared with the partition function's emulation)
+
+# zk_fin_lanes' CUDA-only lines and what the shim does instead
+PATCHES = (
+    ("extern __shared__ int zf_smem[];", "int* zf_smem = emu_dyn_smem;"),
+    ('asm volatile("bar.arrive %0, 64;" :: "r"(w) : "memory");', "emu_bar_arrive(w);"),
+    ('asm volatile("bar.sync %0, 64;" :: "r"(warp) : "memory");', "emu_bar_sync(warp);"),
+)
+
+
+class Kernel(emu.Kernel):
+    """An emulated kernel called as CuPy calls a RawKernel, ``shared_mem=`` and 64-bit integers included."""
+
+    max_dynamic_shared_size_bytes = 1 << 20
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        args = tuple(ctypes.c_longlong(int(a)) if isinstance(a, np.int64) else a for a in args)
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        held = []
+        for a in args:
+            if isinstance(a, ctypes.c_longlong):
+                held.append(a)
+            elif isinstance(a, np.ndarray) and a.ndim >= 1:
+                held.append(ctypes.c_void_p(a.ctypes.data))
+            elif isinstance(a, (np.int32, int)):
+                held.append(ctypes.c_int(int(a)))
+            else:
+                raise TypeError(f"{self.name}: an argument of type {type(a).__name__}")
+        params = (ctypes.c_void_p * len(held))(*[ctypes.addressof(h) for h in held])
+        self.f(*(ctypes.c_uint(g) for g in grid), ctypes.c_uint(block[0]), params)
+
+
+def build(build_dir: str, options) -> ctypes.CDLL:
+    kdir = os.path.join(ROOT, "rnapipe", "gpu", "kernels")
+    text = open(os.path.join(kdir, "zuker.cu")).read()
+    for old, new in PATCHES:
+        if old not in text:
+            raise RuntimeError(f"zuker.cu no longer has {old!r}: update zuker_emu.py's PATCHES")
+        text = text.replace(old, new)
+    headers = "".join(open(os.path.join(kdir, h)).read() for h in sorted(os.listdir(kdir)) if h.endswith(".cuh"))
+    shims = "".join(open(os.path.join(HERE, f)).read() for f in ("shim.h", "zuker_shim.h", "zuker_emu.cpp"))
+    # ZK_MID_STAGES 2 copies with cp.async only on the device: the host build copies at once either way
+    options = [o for o in options if not o.startswith("-DZK_MID_STAGES")] + ["-DZK_MID_STAGES=1"]
+    key = hashlib.sha1((text + headers + shims + " ".join(options)).encode()).hexdigest()[:16]
+    so = os.path.join(build_dir, f"zuker_emu_{key}.so")
+    if not os.path.exists(so):
+        src = os.path.join(build_dir, f"src_{key}")
+        os.makedirs(src, exist_ok=True)
+        with open(os.path.join(src, "zuker_emu_src.cu"), "w") as f:
+            f.write(text)
+        subprocess.run(["g++", "-O1", "-std=c++20", "-shared", "-fPIC", "-pthread", "-w", *options,
+                        "-I", src, "-I", HERE, "-I", kdir, os.path.join(HERE, "zuker_emu.cpp"), "-o", so], check=True)
+    return ctypes.CDLL(so)
+
+
+def install(build_dir: str):
+    """The GPU Zuker engine's module with the emulated kernels."""
+    cp = emu.fake_cupy()
+
+    class Device:
+        id = 0
+        attributes = {"MultiProcessorCount": 1, "MaxSharedMemoryPerBlockOptin": 232448}
+
+        def __init__(self, *a):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def synchronize(self):
+            pass
+
+    cp.cuda.Device = Device
+    cp.cuda.memory = types.SimpleNamespace(OutOfMemoryError=type("OutOfMemoryError", (MemoryError,), {}))
+    sys.modules["cupy"] = cp
+    sys.path.insert(0, ROOT)
+    from rnapipe.gpu import devices, loader, zuker as gz
+
+    libs = {}
+
+    def function(filename, name, options=(), name_expressions=(), dynamic_shared=0):
+        if filename != gz.KERNELS:
+            raise RuntimeError(f"only {gz.KERNELS} is emulated here, not {filename}")
+        key = tuple(options)
+        if key not in libs:
+            libs[key] = build(build_dir, list(options))
+        return Kernel(libs[key], name)
+
+    loader.function = function
+    devices.memory_budget = lambda kept=0: 2**34
+    return gz
+
+
+def branched(rng: random.Random, lo: int, hi: int) -> str:
+    """A random sequence of lo..hi nt built to fold into a multiloop: an outer helix closing three to five hairpins
+    with short linkers, random flanks (the multiloop's split points then decide the MFE)."""
+    pairs = ("GC", "CG", "AU", "UA", "GU", "UG")
+
+    def helix(k: int, inner: str) -> str:
+        ps = [rng.choice(pairs) for _ in range(k)]
+        return "".join(p[0] for p in ps) + inner + "".join(p[1] for p in reversed(ps))
+
+    def loop(a: int, b: int) -> str:
+        return "".join(rng.choice("ACGU") for _ in range(rng.randint(a, b)))
+
+    inner = loop(0, 3).join(helix(rng.randint(4, 7), loop(4, 8)) for _ in range(rng.randint(3, 5)))
+    core = helix(rng.randint(4, 6), loop(1, 3) + inner + loop(1, 3))
+    total = rng.randint(max(lo, len(core)), max(hi, len(core)))
+    left = rng.randint(0, total - len(core))
+    return loop(left, left) + core + loop(total - len(core) - left, total - len(core) - left)
+
+
+def main(argv) -> int:
+    build_dir, count, seed, lo, hi = argv[0], *map(int, argv[1:5])
+    options = json.loads(argv[5]) if len(argv) > 5 else {}
+    gz = install(build_dir)
+    from rnapipe.cpu import zuker as cz
+
+    rng = random.Random(seed)
+    seqs = [branched(rng, lo, hi) if k % 2 else
+            "".join("N" if rng.random() < 0.02 else rng.choice("ACGU") for _ in range(rng.randint(lo, hi)))
+            for k in range(count)]
+    gpu = gz.fold_batch(seqs, "default", 2, dict(options, gpu_fill="tiled"))
+    cpu = cz.fold_batch(seqs, "default", 2, options)
+    differ = [k for k, (a, b) in enumerate(zip(gpu, cpu)) if tuple(a) != tuple(b)]
+    print(json.dumps({"count": len(seqs), "differ": len(differ), "first": [[seqs[k], list(gpu[k]), list(cpu[k])]
+                                                                           for k in differ[:2]]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,47 @@
+"""The GPU Zuker engine's kernels (rnapipe/gpu/kernels/zuker.cu) run on the CPU: built with g++ against
+tests/cuda_emu/zuker_shim.h (a block's threads as threads, barriers, named barriers, emulated warp votes and
+shuffles) and driven by the GPU engine's own host code (rnapipe.gpu.zuker.fold_batch with numpy for CuPy), forced
+onto the tiled fill (zk_mid, zk_fin_lanes, the chunked W, the block traceback) at lengths of several tiles; MFE and
+structure against the CPU engine (rnapipe.cpu.zuker), an independent implementation of the same recursions. Catches
+a wrong index or rule in the kernels where there is no GPU; says nothing of their speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+EMU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "zuker_emu.py")
+
+
+def _gxx_has_cxx20_barrier() -> bool:
+    if shutil.which("g++") is None:
+        return False
+    probe = subprocess.run(["g++", "-std=c++20", "-x", "c++", "-fsyntax-only", "-"], input="#include <barrier>\n",
+                           capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not _gxx_has_cxx20_barrier(), reason="no g++ with C++20 <barrier> here")
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory):
+    """One build of the emulated kernels (per option set) for the module's tests."""
+    return tmp_path_factory.mktemp("zuker_emu")
+
+
+@pytest.mark.parametrize("count, seed, lo, hi, options", [
+    (4, 2, 100, 170, {}),                            # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2
+    (2, 7, 90, 140, {"no_lp": True, "no_gu": True}),  # the kernels built with the pairing rules (-DZK_RULES)
+])
+def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options):
+    run = subprocess.run([sys.executable, EMU, str(build_dir), str(count), str(seed), str(lo), str(hi),
+                          json.dumps(options)], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["count"] == count and got["differ"] == 0, got
