@@ -530,7 +530,10 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #define ZF_WARPS 8
 #endif
 #define ZF_CHUNKS (ZF_WARPS - 5)        // warps 5 .. take the interior loops, a chunk each
-#define ZF_SPLITS (ZF_WARPS >= 8 ? 8 : 4)  // units of the near split points (the first ZF_SPLITS warps)
+#ifndef ZF_SPLITS                      // units of the near split points (the first ZF_SPLITS warps); -D for timing
+#define ZF_SPLITS (ZF_WARPS >= 8 ? 8 : 4)
+#endif
+static_assert(ZF_SPLITS <= ZF_WARPS, "zk_fin_lanes: a warp a unit of the split points");
 static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 13, "zk_fin_lanes: 6 to 13 warps");
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
 #define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
