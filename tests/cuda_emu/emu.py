@@ -74,18 +74,23 @@ def fake_cupy() -> types.ModuleType:
 
 
 class Kernel:
-    """One emulated kernel, called as a CuPy RawKernel is: ``kernel(grid, block, args)``."""
+    """One emulated kernel, called as a CuPy RawKernel is: ``kernel(grid, block, args)`` (``shared_mem``: the
+    dynamic shared memory, which the shim's kernels take from a buffer of their own)."""
+
+    max_dynamic_shared_size_bytes = 1 << 20
 
     def __init__(self, lib, name: str):
         self.f = getattr(lib, "run_" + name)
         self.name = name
 
-    def __call__(self, grid, block, args):
+    def __call__(self, grid, block, args, shared_mem=0):
         grid = tuple(grid) + (1,) * (3 - len(grid))
         held = []
         for a in args:
             if isinstance(a, np.ndarray) and a.ndim >= 1:
                 held.append(ctypes.c_void_p(a.ctypes.data))
+            elif isinstance(a, np.int64):
+                held.append(ctypes.c_longlong(int(a)))
             elif isinstance(a, (np.int32, int)):
                 held.append(ctypes.c_int(int(a)))
             elif isinstance(a, (np.float64, float)):

@@ -22,8 +22,6 @@ import subprocess
 import sys
 import types
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
@@ -35,28 +33,6 @@ PATCHES = (
     ('asm volatile("bar.arrive %0, 64;" :: "r"(w) : "memory");', "emu_bar_arrive(w);"),
     ('asm volatile("bar.sync %0, 64;" :: "r"(warp) : "memory");', "emu_bar_sync(warp);"),
 )
-
-
-class Kernel(emu.Kernel):
-    """An emulated kernel called as CuPy calls a RawKernel, ``shared_mem=`` and 64-bit integers included."""
-
-    max_dynamic_shared_size_bytes = 1 << 20
-
-    def __call__(self, grid, block, args, shared_mem=0):
-        args = tuple(ctypes.c_longlong(int(a)) if isinstance(a, np.int64) else a for a in args)
-        grid = tuple(grid) + (1,) * (3 - len(grid))
-        held = []
-        for a in args:
-            if isinstance(a, ctypes.c_longlong):
-                held.append(a)
-            elif isinstance(a, np.ndarray) and a.ndim >= 1:
-                held.append(ctypes.c_void_p(a.ctypes.data))
-            elif isinstance(a, (np.int32, int)):
-                held.append(ctypes.c_int(int(a)))
-            else:
-                raise TypeError(f"{self.name}: an argument of type {type(a).__name__}")
-        params = (ctypes.c_void_p * len(held))(*[ctypes.addressof(h) for h in held])
-        self.f(*(ctypes.c_uint(g) for g in grid), ctypes.c_uint(block[0]), params)
 
 
 def build(build_dir: str, options) -> ctypes.CDLL:
@@ -116,7 +92,7 @@ def install(build_dir: str):
         key = tuple(options)
         if key not in libs:
             libs[key] = build(build_dir, list(options))
-        return Kernel(libs[key], name)
+        return emu.Kernel(libs[key], name)
 
     loader.function = function
     devices.memory_budget = lambda kept=0: 2**34
