@@ -6,26 +6,10 @@ the kernels where there is no GPU; says nothing of their speed."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-
 import pytest
+from emulated import needs_gxx, run
 
-EMU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "emu.py")
-
-
-def _gxx_has_cxx20_barrier() -> bool:
-    if shutil.which("g++") is None:
-        return False
-    probe = subprocess.run(["g++", "-std=c++20", "-x", "c++", "-fsyntax-only", "-"], input="#include <barrier>\n",
-                           capture_output=True, text=True)
-    return probe.returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not _gxx_has_cxx20_barrier(), reason="no g++ with C++20 <barrier> here")
+pytestmark = needs_gxx
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +24,7 @@ def build_dir(tmp_path_factory):
     (16, 6, 8, 20, 2),      # cut into pieces (8 sequences a multiprocessor; one here), each one's host part
 ])                          # beside the next one's fill
 def test_emulated_kernels_match_the_cpu_engine(build_dir, count, seed, lo, hi, calls):
-    run = subprocess.run([sys.executable, EMU, str(build_dir), str(count), str(seed), str(lo), str(hi)],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = json.loads(run.stdout.strip().splitlines()[-1])
+    got = run("emu.py", build_dir, count, seed, lo, hi, timeout=600)
     assert got["G"] < 1e-12 and got["p"] < 1e-12 and got["differ"] == 0, got
     assert got["calls"] == calls and got["folded"] == count, got
     assert got["host_signature"], got       # host_compiled() looks for what the engine's own call compiles

@@ -8,25 +8,11 @@ a wrong index or rule in the kernels where there is no GPU; says nothing of thei
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import pytest
+from emulated import needs_gxx, run
 
-EMU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "zuker_emu.py")
-
-
-def _gxx_has_cxx20_barrier() -> bool:
-    if shutil.which("g++") is None:
-        return False
-    probe = subprocess.run(["g++", "-std=c++20", "-x", "c++", "-fsyntax-only", "-"], input="#include <barrier>\n",
-                           capture_output=True, text=True)
-    return probe.returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not _gxx_has_cxx20_barrier(), reason="no g++ with C++20 <barrier> here")
+pytestmark = needs_gxx
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +26,5 @@ def build_dir(tmp_path_factory):
     (2, 7, 90, 140, {"no_lp": True, "no_gu": True}),  # the kernels built with the pairing rules (-DZK_RULES)
 ])
 def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options):
-    run = subprocess.run([sys.executable, EMU, str(build_dir), str(count), str(seed), str(lo), str(hi),
-                          json.dumps(options)], capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = json.loads(run.stdout.strip().splitlines()[-1])
+    got = run("zuker_emu.py", build_dir, count, seed, lo, hi, json.dumps(options))
     assert got["count"] == count and got["differ"] == 0, got

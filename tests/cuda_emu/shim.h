@@ -89,3 +89,10 @@ void launch(void (*k)(A...), unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     for (auto& th : ts) th.join();
     for (auto* b : wb) delete b;
 }
+
+// run_<name>(grid x, y, z, block x, params) for ctypes: the params as cudaLaunchKernel takes them, pointers to the
+// arguments (emu.py's Kernel)
+#define EMU_EXPORT(name) \
+    extern "C" void run_##name(unsigned gx, unsigned gy, unsigned gz, unsigned bx, void** p) { \
+        launch(name, gx, gy, gz, bx, p);                                                        \
+    }

@@ -3,19 +3,15 @@
 // memory and named barriers given to the shim.
 #include "zuker_shim.h"
 #include "zuker_emu_src.cu"
-#define EXPORT(name) \
-    extern "C" void run_##name(unsigned gx, unsigned gy, unsigned gz, unsigned bx, void** p) { \
-        launch(name, gx, gy, gz, bx, p);                                                        \
-    }
-EXPORT(zk_fill_block)
-EXPORT(zk_fill_diag)
-EXPORT(zk_exterior)
-EXPORT(zk_traceback)
-EXPORT(zk_mid)
-EXPORT(zk_fin)
-EXPORT(zk_fin_flat)
-EXPORT(zk_fin_lanes)
-EXPORT(zk_traceback_block)
-EXPORT(zk_ext_cross)
-EXPORT(zk_ext_seq)
-EXPORT(zk_fill_inf)
+EMU_EXPORT(zk_fill_block)
+EMU_EXPORT(zk_fill_diag)
+EMU_EXPORT(zk_exterior)
+EMU_EXPORT(zk_traceback)
+EMU_EXPORT(zk_mid)
+EMU_EXPORT(zk_fin)
+EMU_EXPORT(zk_fin_flat)
+EMU_EXPORT(zk_fin_lanes)
+EMU_EXPORT(zk_traceback_block)
+EMU_EXPORT(zk_ext_cross)
+EMU_EXPORT(zk_ext_seq)
+EMU_EXPORT(zk_fill_inf)
