@@ -1,8 +1,9 @@
 """The GPU Zuker engine's kernels (rnapipe/gpu/kernels/zuker.cu) run on the CPU: built with g++ against
 tests/cuda_emu/zuker_shim.h (a block's threads as threads, barriers, named barriers, emulated warp votes and
 shuffles) and driven by the GPU engine's own host code (rnapipe.gpu.zuker.fold_batch with numpy for CuPy), forced
-onto the tiled fill (zk_mid, zk_fin_lanes, the chunked W, the block traceback) at lengths of several tiles; MFE and
-structure against the CPU engine (rnapipe.cpu.zuker), an independent implementation of the same recursions. Catches
+onto the tiled fill (zk_mid, zk_fin_lanes, the chunked W, the block traceback) at lengths of several tiles, with the
+default model, the pairing rules, hard constraints and SHAPE data (each a build of its own); MFE and structure
+against the CPU engine (rnapipe.cpu.zuker), an independent implementation of the same recursions. Catches
 a wrong index or rule in the kernels where there is no GPU; says nothing of their speed."""
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def build_dir(tmp_path_factory):
 @pytest.mark.parametrize("count, seed, lo, hi, options", [
     (4, 2, 100, 170, {}),                            # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2
     (2, 7, 90, 140, {"no_lp": True, "no_gu": True}),  # the kernels built with the pairing rules (-DZK_RULES)
+    (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}),   # hard constraints (-DZK_HC)
+    (2, 14, 90, 140, {"with_shape": True}),                                     # SHAPE terms (-DZK_SHAPE)
 ])
 def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options):
     got = run("zuker_emu.py", build_dir, count, seed, lo, hi, json.dumps(options))

@@ -5,6 +5,8 @@ Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
 
     python tests/cuda_emu/zuker_emu.py BUILD_DIR COUNT SEED MIN MAX [OPTIONS_JSON]
 
+(OPTIONS_JSON: the engines' options, and "with_constraints" / "with_shape": true for random constraint lines or
+SHAPE terms as well)
 folds COUNT sequences of MIN..MAX nt (seed SEED; every other one random with 2 % N, the others built to fold
 into a multiloop) with the emulated GPU engine forced onto the tiled fill
 (``gpu_fill="tiled"``: zk_mid, zk_fin_lanes, the chunked W, the block traceback) and with the CPU engine, and prints one
@@ -121,6 +123,8 @@ def branched(rng: random.Random, lo: int, hi: int) -> str:
 def main(argv) -> int:
     build_dir, count, seed, lo, hi = argv[0], *map(int, argv[1:5])
     options = json.loads(argv[5]) if len(argv) > 5 else {}
+    with_constraints = options.pop("with_constraints", False)
+    with_shape = options.pop("with_shape", False)
     gz = install(build_dir)
     from rnapipe.cpu import zuker as cz
 
@@ -128,8 +132,17 @@ def main(argv) -> int:
     seqs = [branched(rng, lo, hi) if k % 2 else
             "".join("N" if rng.random() < 0.02 else rng.choice("ACGU") for _ in range(rng.randint(lo, hi)))
             for k in range(count)]
-    gpu = gz.fold_batch(seqs, "default", 2, dict(options, gpu_fill="tiled"))
-    cpu = cz.fold_batch(seqs, "default", 2, options)
+    data = {}
+    if with_constraints:        # tests/seqgen.py's random lines (the kernels built with -DZK_HC)
+        sys.path.insert(0, os.path.dirname(HERE))
+        from seqgen import random_constraint
+        data["constraints"] = [random_constraint(q, rng) for q in seqs]
+    if with_shape:              # random reactivities through Deigan et al.'s terms (-DZK_SHAPE)
+        from rnapipe.constraints import deigan
+        data["shape"] = [deigan([round(rng.expovariate(1.5), 3) if rng.random() < 0.9 else -1.0 for _ in q], 1.8, -0.6)
+                         for q in seqs]
+    gpu = gz.fold_batch(seqs, "default", 2, dict(options, gpu_fill="tiled"), **data)
+    cpu = cz.fold_batch(seqs, "default", 2, options, **data)
     differ = [k for k, (a, b) in enumerate(zip(gpu, cpu)) if tuple(a) != tuple(b)]
     print(json.dumps({"count": len(seqs), "differ": len(differ), "first": [[seqs[k], list(gpu[k]), list(cpu[k])]
                                                                            for k in differ[:2]]}))
