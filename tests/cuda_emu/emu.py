@@ -101,6 +101,12 @@ class Kernel:
         self.f(*(ctypes.c_uint(g) for g in grid), ctypes.c_uint(block[0]), params)
 
 
+def gxx(cpp: str, so: str, options, include_dirs) -> None:
+    """Build tests/cuda_emu/CPP (a driver that includes the shim and the kernels) into the shared library SO."""
+    subprocess.run(["g++", "-O1", "-std=c++20", "-shared", "-fPIC", "-pthread", "-w", *options,
+                    *(x for d in include_dirs for x in ("-I", d)), os.path.join(HERE, cpp), "-o", so], check=True)
+
+
 def build(build_dir: str, options) -> ctypes.CDLL:
     src = os.path.join(ROOT, "rnapipe", "gpu", "kernels", "partition.cu")
     text = open(src).read()
@@ -108,9 +114,7 @@ def build(build_dir: str, options) -> ctypes.CDLL:
     key = hashlib.sha1((text + open(os.path.join(HERE, "shim.h")).read() + " ".join(options)).encode()).hexdigest()
     so = os.path.join(build_dir, f"partition_emu_{key[:16]}.so")
     if not os.path.exists(so):
-        subprocess.run(["g++", "-O1", "-std=c++20", "-shared", "-fPIC", "-pthread", "-w", *options, *extra,
-                        "-I", HERE, "-I", os.path.dirname(src), os.path.join(HERE, "emu.cpp"), "-o", so],
-                       check=True)
+        gxx("emu.cpp", so, [*options, *extra], [HERE, os.path.dirname(src)])
     return ctypes.CDLL(so)
 
 

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import random
-import subprocess
 import sys
 import types
 
@@ -55,8 +54,7 @@ def build(build_dir: str, options) -> ctypes.CDLL:
         os.makedirs(src, exist_ok=True)
         with open(os.path.join(src, "zuker_emu_src.cu"), "w") as f:
             f.write(text)
-        subprocess.run(["g++", "-O1", "-std=c++20", "-shared", "-fPIC", "-pthread", "-w", *options,
-                        "-I", src, "-I", HERE, "-I", kdir, os.path.join(HERE, "zuker_emu.cpp"), "-o", so], check=True)
+        emu.gxx("zuker_emu.cpp", so, options, [src, HERE, kdir])
     return ctypes.CDLL(so)
 
 
