@@ -30,6 +30,9 @@ inline int emu_warp(int v, F f) {
 inline int __shfl_xor_sync(unsigned, int v, int o) {
     return emu_warp(v, [o](int w0, int l) { return g_ivote[w0 + (l ^ o)]; });
 }
+inline int __shfl_down_sync(unsigned, int v, int o) {      // lanes past 31 - o read their own value, as on a GPU
+    return emu_warp(v, [o](int w0, int l) { return g_ivote[w0 + (l + o < 32 ? l + o : l)]; });
+}
 inline unsigned __ballot_sync(unsigned, int p) {
     return (unsigned)emu_warp(p != 0, [](int w0, int) {
         unsigned r = 0;

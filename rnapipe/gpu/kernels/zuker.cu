@@ -506,16 +506,16 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 //   * for the 11 loops of zk_interior: pair types and V of the cells within 4 of the tile, and the codes;
 //   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (for D = 0 the
 //     tile itself), WM and WM1 of the tile, and column j0 - 1 of WM and WM1 (tile (I, J-1)).
-// A cell's loops read the cells two diagonals back and more, but its WM and WM1 read the diagonal just before. So
-// per cell diagonal dl, two steps between block barriers:
-//   * phase A (the first ZF_SPLITS warps): the near split points of dl's cells (32 / ZF_SPLITS of each segment);
-//   * phase B's interval: warp 0 finishes dl's cells (V, WM1, WM and X from the partial results, stored as zk_store
-//     stores them and into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1 its
-//     cells' table terms for phase B and the middle's slots, warps 2-4 the rest of V (the hairpin and VM, the 11
-//     loops of zk_interior), warps 5 .. the interior loops in ZF_CHUNKS chunks (zf_base's list, (n1, n2) known at
-//     compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the
-//     cells listed as having loops; each kind's minimum into sCm by a shared atomicMin. Their writes wait on a
-//     named barrier a warp until warp 0 has read and reset the partial results of dl.
+// A cell's loops read the cells two diagonals back and more; of its near split points only one (k = i + 1: WM1 of
+// cell (i + 1, j)) reads the diagonal just before. So per cell diagonal dl, one interval between block barriers:
+// warp 0 finishes dl's cells (V, WM1, WM and X from the partial results and the split point k = i + 1, stored as
+// zk_store stores them and into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1
+// its cells' table terms for phase B and the middle's slots, warps 2-4 the rest of V (the hairpin and VM, the 11
+// loops of zk_interior), warps 5 .. the interior loops in ZF_CHUNKS chunks (zf_base's list, (n1, n2) known at
+// compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the cells
+// listed as having loops; and, spread over warps ZF_SPLIT_W0 .., the other near split points in ZF_SPLITS units.
+// Each kind's minimum goes into shared memory by a shared atomicMin; those writes wait on a named barrier a warp
+// until warp 0 has read and reset the partial results of dl.
 // Each value is the minimum over zk_fin_flat's candidates: the same value wherever it is finite (below
 // ZK_HALF_INF; a value above it, which every reader takes as INF, may differ:
 // zk_fin_flat also adds up the loops that cannot form, which this kernel leaves out).
@@ -530,10 +530,13 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #define ZF_WARPS 8
 #endif
 #define ZF_CHUNKS (ZF_WARPS - 5)        // warps 5 .. take the interior loops, a chunk each
-#ifndef ZF_SPLITS                      // units of the near split points (the first ZF_SPLITS warps); -D for timing
-#define ZF_SPLITS (ZF_WARPS >= 8 ? 8 : 4)
+#ifndef ZF_SPLITS                      // units of the near split points; -D for timing
+#define ZF_SPLITS 8
 #endif
-static_assert(ZF_SPLITS <= ZF_WARPS, "zk_fin_lanes: a warp a unit of the split points");
+#ifndef ZF_SPLIT_W0                    // the units go round warps ZF_SPLIT_W0 .. ZF_WARPS - 1; -D for timing
+#define ZF_SPLIT_W0 1
+#endif
+static_assert(ZF_SPLIT_W0 >= 1 && ZF_SPLIT_W0 < ZF_WARPS, "zk_fin_lanes: warp 0 takes no split-point unit");
 static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 13, "zk_fin_lanes: 6 to 13 warps");
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
 #define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
@@ -773,6 +776,10 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         sCm[tid] = sCm[32 + tid] = sCm[64 + tid] = ZK_BIG;
         sRv[tid] = sWb[tid] = sXb[tid] = ZK_INF;
     }
+    int w1last = ZK_INF;                               // (warp 0) the lane's WM1 of the diagonal before (INF: none)
+#ifdef ZK_HC
+    const int hc_up = i0 + lane <= n ? q.HC[i0 + lane].up : 0;   // the most unpaired nucleotides after row lane's i
+#endif
     const int* sWl = D == 0 ? sWMc : sWMd;             // WM of the split points after i: tile (I, I)
     const int* sW1h = D == 0 ? sW1c : sW1d;            // WM1 of those before j: tile (J, J)
     // the lane's cell on cell diagonal dl (row lane, column lane + dl): whether it is one, its pair type t and the
@@ -803,33 +810,38 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     constexpr int dlend = T;
 #endif
 
-    // ---- phase A of diagonal dl: the near split points (zk_wm_near), unit part = warp of ZF_SPLITS. After i,
-    // k = i0 + kk for kk in (r, 31] (with D = 0 up to c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4].
-    auto splits = [&](int dl, int part) {
+    // ---- the near split points (zk_wm_near) of diagonal dn's cells, unit part of ZF_SPLITS, computed in the interval
+    // of diagonal dn - 1 beside the other producers: after i, k = i0 + kk for kk in (r + 1, 31] (with D = 0 up to
+    // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]. Every operand is on diagonal dn - 2 or before,
+    // except WM1 of k = i + 1 (cell (i + 1, j), diagonal dn - 1, made by warp 0 in this interval): phase B adds that
+    // split point itself. best / vmin: the unit's minima for WM and X (ZK_INF: none), written after the wait.
+    auto splits = [&](int dn, int part, int& best, int& vmin) {
         int t, maxu;
-        const bool cell = diag_cell(dl, t, maxu);
-        const int r = lane, c = r + dl;
+        const bool cell = diag_cell(dn, t, maxu);
+        const int r = lane, c = r + dn;
         constexpr int KS = 32 / ZF_SPLITS;
-        int best = ZK_INF, vmin = ZK_INF;
+        best = ZK_INF;
+        vmin = ZK_INF;
         if (!cell) return;
 #ifdef ZK_HC
-        const int ufree = q.HC[i0 + r].up;
+        const int ufree = hc_up;
 #endif
         if (D > 0) {
             // No range tests: past each range one operand is INF. After i, k = i0 + kk: WM of tile (I, I) is INF for
-            // kk - 1 < r + 4 (never computed), WM1 of this tile for kk <= r (diagonals dl on, not yet made) and
-            // for j - k < 4; before j, k = j0 + kk: WM1 of tile (J, J) for kk > c - 4. So the sums outside the
-            // ranges are INF-based (above ZK_HALF_INF, as the slot's INF start), and X's k >= i + 5 holds by itself.
-            // Word -1 of a row: WM's column j0 - 1 in sWMc, INF elsewhere.
+            // kk - 1 < r + 4 (never computed), WM1 of this tile for kk <= r (diagonals dn on, not yet made) and
+            // for j - k < 4; kk = r + 1 is left out (phase B's). Before j, k = j0 + kk: WM1 of tile (J, J) is INF for
+            // kk > c - 4. So the sums outside the ranges are INF-based (above ZK_HALF_INF, as the slot's INF start),
+            // and X's k >= i + 5 holds by itself. Word -1 of a row: WM's column j0 - 1 in sWMc, INF elsewhere.
             const int kb = part * KS;
             const int* wl = sWl + r * ZF_TP + kb - 1;
             const int* wc = sW1c + kb * ZF_TP + c;
             const int* wr = sWMc + r * ZF_TP + kb - 1;
             const int* wh = sW1h + kb * ZF_TP + c;
             const int ra = (kb - r) * ml, rb = (kb + D * T - r) * ml;      // (k - i)·ML_base at h = 0
+            const int hn = r + 1 - kb;                                     // h of kk = r + 1
 #pragma unroll
             for (int h = 0; h < KS; ++h) {
-                const int wm = wl[h], w = wc[h * ZF_TP];
+                const int wm = wl[h], w = h == hn ? ZK_INF : wc[h * ZF_TP];
 #ifdef ZK_HC
                 const int uu = kb + h - r <= ufree ? min(ra + h * ml, wm) : wm;
 #else
@@ -846,15 +858,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                 best = min(best, uu2 + w2);
                 vmin = min(vmin, wm2 + w2);
             }
-            atomicMin(&sWb[r], best);
-            atomicMin(&sXb[r], vmin);
             return;
         }
-        const int hi1 = c - 4;                           // D = 0: k in (i, j - 4] within the tile
+        const int hi1 = c - 4;                           // D = 0: k in (i + 1, j - 4] within the tile
 #pragma unroll
         for (int h = 0; h < KS; ++h) {
             const int kk = part * KS + h;
-            if (kk > r && kk <= hi1) {
+            if (kk > r + 1 && kk <= hi1) {
                 const int wm = sWl[r * ZF_TP + kk - 1], w = sW1c[kk * ZF_TP + c];
 #ifdef ZK_HC
                 const int uu = kk - r <= ufree ? zk_min((kk - r) * ml, wm) : wm;
@@ -865,8 +875,24 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                 if (kk >= r + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
             }
         }
-        atomicMin(&sWb[r], best);
-        atomicMin(&sXb[r], vmin);
+    };
+    // the split-point units of warp w (1 ..): units u with ZF_SPLIT_W0 + u % (ZF_WARPS - ZF_SPLIT_W0) == w; their
+    // minima for diagonal dn, to write after the warp's wait
+    auto split_units = [&](int dn, int& best, int& vmin) {
+        best = ZK_INF;
+        vmin = ZK_INF;
+#pragma unroll
+        for (int u = 0; u < ZF_SPLITS; ++u) {
+            if (ZF_SPLIT_W0 + u % (ZF_WARPS - ZF_SPLIT_W0) != warp) continue;
+            int b1, v1;
+            splits(dn, u, b1, v1);
+            best = min(best, b1);
+            vmin = min(vmin, v1);
+        }
+    };
+    auto split_write = [&](int best, int vmin) {
+        if (best < ZK_INF) atomicMin(&sWb[lane], best);
+        if (vmin < ZK_INF) atomicMin(&sXb[lane], vmin);
     };
 
     // ---- the interval of phase B of diagonal db. Warp 0 finishes db's cells from the partial results, having
@@ -880,6 +906,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         const int r = lane, c = r + db, i = i0 + r, j = j0 + c;
         int rv = ZK_INF, cm0 = ZK_BIG, cm1 = ZK_BIG, cm2 = ZK_BIG, o0 = 0, o1 = 0, o2 = 0, ms = 0;
         int ad0 = ZK_INF, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF, wb = ZK_INF, xb = ZK_INF;
+        // WM1 of cell (i + 1, j), made on diagonal db - 1 by lane r + 1 (none for r = 31: k = i0 + 32 is not tile I's)
+        const int w1n = __shfl_down_sync(0xffffffffu, w1last, 1);
         if (cell) {
             rv = sRv[r]; cm0 = sCm[r]; cm1 = sCm[32 + r]; cm2 = sCm[64 + r];
             o0 = sO[r]; o1 = sO[32 + r]; o2 = sO[64 + r]; ms = sMs[r];
@@ -890,7 +918,14 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             sRv[r] = sWb[r] = sXb[r] = ZK_INF;
         }
         zf_consumed();
+        w1last = ZK_INF;
         if (!cell) return;
+        // the split point k = i + 1 that the units leave out: i unpaired, then WM1[i + 1][j] (INF where it is none)
+#ifdef ZK_HC
+        if (r < 31 && hc_up >= 1) wb = zk_min(wb, ml + w1n);
+#else
+        if (r < 31) wb = zk_min(wb, ml + w1n);
+#endif
         int v = ZK_INF;
         if (t) {
             v = rv;
@@ -937,11 +972,14 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         }
         sWMc[r * ZF_TP + c] = wm;
         sW1c[r * ZF_TP + c] = w1;
+        w1last = w1;
         if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
     };
 
     // warp 1: the table terms of diagonal dn's cells for phase B, and the middle's slots
     auto terms = [&](int dn) {
+        int sb, sx;
+        split_units(dn, sb, sx);
         int t, maxu;
         const bool cell = diag_cell(dn, t, maxu);
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
@@ -963,6 +1001,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             }
         }
         zf_wait_consumed(warp);
+        split_write(sb, sx);
         if (cell) {
             sO[r] = o0; sO[32 + r] = o1; sO[64 + r] = o2; sMs[r] = ms;
             sAd[r] = ad0; sAd[32 + r] = ad1; sAd[64 + r] = ad2;
@@ -972,6 +1011,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 
     // warps 2-4: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit u = 1 .. 3
     auto rest = [&](int dn, int u) {
+        int sb, sx;
+        split_units(dn, sb, sx);
         int t, maxu;
         diag_cell(dn, t, maxu);
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
@@ -1004,12 +1045,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             }
         }
         zf_wait_consumed(warp);
+        split_write(sb, sx);
         if (t) atomicMin(&sRv[r], v);
     };
 
     // warps 5 ..: chunk ch of the base loops for diagonal dn's listed cells, eight a pass, four lanes a cell (lane
     // d = lane & 3 grows each base loop by d); the four lanes' minima to sCm
     auto chunks = [&](int dn, int ch) {
+        int sb, sx;
+        split_units(dn, sb, sx);
         const int nl = sNlist[dn & 1], d = lane & 3;
         const int* list = sList + (dn & 1) * 32;
         bool waited = false;
@@ -1037,6 +1081,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 2));
             if (!waited) {
                 zf_wait_consumed(warp);
+                split_write(sb, sx);
                 waited = true;
             }
             if (d == 0 && k < nl) {
@@ -1045,14 +1090,20 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
                 atomicMin(&sCm[64 + rr], m2);
             }
         }
-        if (!waited) zf_wait_consumed(warp);
+        if (!waited) {
+            zf_wait_consumed(warp);
+            split_write(sb, sx);
+        }
     };
 
+    // the interval of db, then a barrier. The last warp also lists the cells of diagonal db + 2 (its buffer was
+    // read by the chunks of db, in the interval before)
     auto interval = [&](int db) {
         if (warp == 0) phase_b(db);
         else if (warp == 1) terms(db + 1);
         else if (warp <= 4) rest(db + 1, warp - 1);
         else chunks(db + 1, warp - 5);
+        if (warp == ZF_WARPS - 1) list_cells(db + 2);
     };
 
     __syncthreads();
@@ -1061,9 +1112,6 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     interval(dl0 - 1);                                 // warp 0 has no diagonal to finish yet
     __syncthreads();
     for (int dl = dl0; dl < dlend; ++dl) {
-        if (warp < ZF_SPLITS) splits(dl, warp);
-        if (warp == ZF_WARPS - 1) list_cells(dl + 1);  // the other buffer (the chunks of dl have read theirs)
-        __syncthreads();
         interval(dl);
         __syncthreads();
     }
