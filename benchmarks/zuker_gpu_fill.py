@@ -14,7 +14,7 @@ benchmarks/zuker_gpu.py for what a user gets).
 --variants: '+'-joined macro names passed as -D to zk_fin_lanes' build (``base``: none), for timing the kernel with a
 stage switched off by an ``#ifdef`` of one's own; such a fill's results are wrong, so V[1][n] of the first sequence
 is printed beside each time as a check that the unchanged variants agree. --smem-extra adds bytes to zk_fin_lanes'
-launch (fewer blocks an SM); --carveout sets its preferred shared-memory carve-out (percent of the largest), the
+launch (fewer blocks an SM); --warps sets its warps a block (build and launch); --carveout sets its preferred shared-memory carve-out (percent of the largest), the
 rest of the 256 KB going to L1.
 """
 
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 
-def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int | None) -> None:
+def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int | None, warps: int | None) -> None:
     """In a process with ``tree`` first on sys.path: print one JSON line per length."""
     sys.path.insert(0, tree)
     import cupy
@@ -45,6 +45,8 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
         table_for,
     )
 
+    if warps is not None:                                   # the tree's FIN_LANES_WARPS: the build's and the launch's
+        gz.FIN_LANES_WARPS = warps
     model = gz._gpu_model({})
     extra = tuple(f"-D{x}" for x in variant.split("+") if x and x != "base")
     for spec in lengths.split(","):
@@ -116,10 +118,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--smem-extra", type=int, default=0)
     ap.add_argument("--carveout", type=int, default=None)
+    ap.add_argument("--warps", type=int, default=None, help="zk_fin_lanes' warps a block (the trees' FIN_LANES_WARPS)")
     ap.add_argument("--child", nargs=2, metavar=("TREE", "VARIANT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.lengths, args.child[1], args.smem_extra, args.carveout)
+        child(args.child[0], args.lengths, args.child[1], args.smem_extra, args.carveout, args.warps)
         return
     trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
     variants = args.variants.split(",")
@@ -132,6 +135,8 @@ def main() -> None:
                        "--smem-extra", str(args.smem_extra)]
                 if args.carveout is not None:
                     cmd += ["--carveout", str(args.carveout)]
+                if args.warps is not None:
+                    cmd += ["--warps", str(args.warps)]
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]))
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree, check=False)
                 if proc.returncode:

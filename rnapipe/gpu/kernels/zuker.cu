@@ -529,7 +529,10 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #ifndef ZF_WARPS
 #define ZF_WARPS 8
 #endif
-#define ZF_CHUNKS (ZF_WARPS - 5)        // warps 5 .. take the interior loops, a chunk each
+#ifndef ZF_SPLIT_ONLY                  // the last ZF_SPLIT_ONLY warps take split-point units only; -D for timing
+#define ZF_SPLIT_ONLY 0
+#endif
+#define ZF_CHUNKS (ZF_WARPS - 5 - ZF_SPLIT_ONLY)   // warps 5 .. take the interior loops, a chunk each
 #ifndef ZF_SPLITS                      // units of the near split points; -D for timing
 #define ZF_SPLITS 8
 #endif
@@ -881,9 +884,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     auto split_units = [&](int dn, int& best, int& vmin) {
         best = ZK_INF;
         vmin = ZK_INF;
-#pragma unroll
-        for (int u = 0; u < ZF_SPLITS; ++u) {
-            if (ZF_SPLIT_W0 + u % (ZF_WARPS - ZF_SPLIT_W0) != warp) continue;
+        if (warp < ZF_SPLIT_W0) return;
+#pragma unroll 1
+        for (int u = warp - ZF_SPLIT_W0; u < ZF_SPLITS; u += ZF_WARPS - ZF_SPLIT_W0) {
             int b1, v1;
             splits(dn, u, b1, v1);
             best = min(best, b1);
@@ -977,9 +980,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     };
 
     // warp 1: the table terms of diagonal dn's cells for phase B, and the middle's slots
-    auto terms = [&](int dn) {
-        int sb, sx;
-        split_units(dn, sb, sx);
+    auto terms = [&](int dn, int sb, int sx) {
         int t, maxu;
         const bool cell = diag_cell(dn, t, maxu);
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
@@ -1010,9 +1011,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     };
 
     // warps 2-4: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit u = 1 .. 3
-    auto rest = [&](int dn, int u) {
-        int sb, sx;
-        split_units(dn, sb, sx);
+    auto rest = [&](int dn, int u, int sb, int sx) {
         int t, maxu;
         diag_cell(dn, t, maxu);
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
@@ -1051,9 +1050,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 
     // warps 5 ..: chunk ch of the base loops for diagonal dn's listed cells, eight a pass, four lanes a cell (lane
     // d = lane & 3 grows each base loop by d); the four lanes' minima to sCm
-    auto chunks = [&](int dn, int ch) {
-        int sb, sx;
-        split_units(dn, sb, sx);
+    auto chunks = [&](int dn, int ch, int sb, int sx) {
         const int nl = sNlist[dn & 1], d = lane & 3;
         const int* list = sList + (dn & 1) * 32;
         bool waited = false;
@@ -1099,10 +1096,16 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     // the interval of db, then a barrier. The last warp also lists the cells of diagonal db + 2 (its buffer was
     // read by the chunks of db, in the interval before)
     auto interval = [&](int db) {
+        int sb, sx;
+        split_units(db + 1, sb, sx);
         if (warp == 0) phase_b(db);
-        else if (warp == 1) terms(db + 1);
-        else if (warp <= 4) rest(db + 1, warp - 1);
-        else chunks(db + 1, warp - 5);
+        else if (warp == 1) terms(db + 1, sb, sx);
+        else if (warp <= 4) rest(db + 1, warp - 1, sb, sx);
+        else if (warp < 5 + ZF_CHUNKS) chunks(db + 1, warp - 5, sb, sx);
+        else {
+            zf_wait_consumed(warp);
+            split_write(sb, sx);
+        }
         if (warp == ZF_WARPS - 1) list_cells(db + 2);
     };
 
