@@ -532,7 +532,12 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #ifndef ZF_SPLIT_ONLY                  // the last ZF_SPLIT_ONLY warps take split-point units only; -D for timing
 #define ZF_SPLIT_ONLY 0
 #endif
-#define ZF_CHUNKS (ZF_WARPS - 5 - ZF_SPLIT_ONLY)   // warps 5 .. take the interior loops, a chunk each
+#ifndef ZF_RESTS                       // warps of the rest of V (2 to 5); -D for timing
+#define ZF_RESTS 3
+#endif
+static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 5, "zk_fin_lanes: 2 to 5 warps for the rest of V");
+#define ZF_C0 (2 + ZF_RESTS)             // the first chunk warp
+#define ZF_CHUNKS (ZF_WARPS - ZF_C0 - ZF_SPLIT_ONLY)   // warps ZF_C0 .. take the interior loops, a chunk each
 #ifndef ZF_SPLITS                      // units of the near split points; -D for timing
 #define ZF_SPLITS 8
 #endif
@@ -686,6 +691,48 @@ __device__ __forceinline__ int zf_special(const int* P, const signed char* sPT, 
                   sV[(r + n1) * ZF_PW + c + 3 - n2] + (C == 0 ? sstack : 0);
     return ok ? e : ZK_INF;
 }
+
+// The rest of V in ZF_RESTS units (warps 2 .. ZF_RESTS + 1): the unit of the hairpin (what 11), of the multiloop
+// closed by the cell (12) and of special loop C (0 .. 10)
+ZK_CHD int zf_rest_unit(int what) {
+    return ZF_RESTS == 2 ? (what >= 11 || what < 4 ? 1 : 2)
+         : ZF_RESTS == 3 ? (what >= 11 || what < 3 ? 1 : what < 7 ? 2 : 3)
+         : ZF_RESTS == 4 ? (what >= 11 ? 1 : what < 4 ? 2 : what < 7 ? 3 : 4)
+         : (what == 11 ? 1 : what == 12 || what < 2 ? 2 : what < 5 ? 3 : what < 8 ? 4 : 5);
+}
+#define ZF_REST_SPECIAL(C, SS) \
+    if constexpr (zf_rest_unit(C) == U) \
+        v = zk_min(v, zf_special<C>(P, sPT, sV, sSr, sSc, r, c, t, maxu, SS ZF_HC_BOUNDS_ARG));
+// Unit U's part of the rest of V for the cell (i, j) (row r, column c of the tile) of pair type t != 0
+template <int U>
+__device__ __forceinline__ int zf_rest(const int* P, const ZkSeq& q, long long N, const signed char* sPT, const int* sV,
+                                       const signed char* sSr, const signed char* sSc, int r, int c, int i, int j,
+                                       int t, int maxu ZF_HC_BOUNDS) {
+    const bool closes = zk_closes(P, t);
+    int v = ZK_INF;
+    if constexpr (zf_rest_unit(11) == U) {
+        if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(P, q.S, i, j);
+    }
+    if constexpr (zf_rest_unit(12) == U) {
+        if (closes) {
+            const int m = q.VMX[i * N + j];            // made by cell (i + 1, j - 1), two diagonals back
+            if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(P, q.S, i, j));
+        }
+    }
+    ZF_REST_SPECIAL(0, ZK_SSTACK(q.SS, i, j))
+    ZF_REST_SPECIAL(1, 0)
+    ZF_REST_SPECIAL(2, 0)
+    ZF_REST_SPECIAL(3, 0)
+    ZF_REST_SPECIAL(4, 0)
+    ZF_REST_SPECIAL(5, 0)
+    ZF_REST_SPECIAL(6, 0)
+    ZF_REST_SPECIAL(7, 0)
+    ZF_REST_SPECIAL(8, 0)
+    ZF_REST_SPECIAL(9, 0)
+    ZF_REST_SPECIAL(10, 0)
+    return v;
+}
+#undef ZF_REST_SPECIAL
 
 extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, 3)   // three blocks an SM (shared memory allows three)
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
@@ -1017,30 +1064,22 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
         int v = ZK_INF;
         if (t) {
-            const bool closes = zk_closes(b.P, t);
 #ifdef ZK_HC
             const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;
 #endif
-            if (u == 1) {
-                if (closes ZK_AND_HC_RUN(q, i + 1, j - i - 1)) v = zk_hairpin(b.P, q.S, i, j);
-                if (closes) {
-                    const int m = q.VMX[i * N + j];        // made by cell (i + 1, j - 1), two diagonals back
-                    if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(b.P, q.S, i, j));
-                }
-                v = zk_min(v, zf_special<0>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, ZK_SSTACK(q.SS, i, j)
-                                            ZF_HC_BOUNDS_ARG));
-                v = zk_min(v, zf_special<1>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                v = zk_min(v, zf_special<2>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-            } else if (u == 2) {
-                v = zf_special<3>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
-                v = zk_min(v, zf_special<4>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                v = zk_min(v, zf_special<5>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                v = zk_min(v, zf_special<6>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-            } else {
-                v = zf_special<7>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG);
-                v = zk_min(v, zf_special<8>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                v = zk_min(v, zf_special<9>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
-                v = zk_min(v, zf_special<10>(b.P, sPT, sV, sSr, sSc, r, c, t, maxu, 0 ZF_HC_BOUNDS_ARG));
+            switch (u) {
+            case 1: v = zf_rest<1>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+            case 2: v = zf_rest<2>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#if ZF_RESTS > 2
+            case 3: v = zf_rest<3>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_RESTS > 3
+            case 4: v = zf_rest<4>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_RESTS > 4
+            case 5: v = zf_rest<5>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#endif
+            default: break;
             }
         }
         zf_wait_consumed(warp);
@@ -1100,8 +1139,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         split_units(db + 1, sb, sx);
         if (warp == 0) phase_b(db);
         else if (warp == 1) terms(db + 1, sb, sx);
-        else if (warp <= 4) rest(db + 1, warp - 1, sb, sx);
-        else if (warp < 5 + ZF_CHUNKS) chunks(db + 1, warp - 5, sb, sx);
+        else if (warp < ZF_C0) rest(db + 1, warp - 1, sb, sx);
+        else if (warp < ZF_C0 + ZF_CHUNKS) chunks(db + 1, warp - ZF_C0, sb, sx);
         else {
             zf_wait_consumed(warp);
             split_write(sb, sx);
