@@ -535,7 +535,7 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 #ifndef ZF_RESTS                       // warps of the rest of V (2 to 5); -D for timing
 #define ZF_RESTS 3
 #endif
-static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 5, "zk_fin_lanes: 2 to 5 warps for the rest of V");
+static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 8, "zk_fin_lanes: 2 to 8 warps for the rest of V");
 #define ZF_C0 (2 + ZF_RESTS)             // the first chunk warp
 #define ZF_CHUNKS (ZF_WARPS - ZF_C0 - ZF_SPLIT_ONLY)   // warps ZF_C0 .. take the interior loops, a chunk each
 #ifndef ZF_SPLITS                      // units of the near split points; -D for timing
@@ -545,7 +545,7 @@ static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 5, "zk_fin_lanes: 2 to 5 warps for th
 #define ZF_SPLIT_W0 1
 #endif
 static_assert(ZF_SPLIT_W0 >= 1 && ZF_SPLIT_W0 < ZF_WARPS, "zk_fin_lanes: warp 0 takes no split-point unit");
-static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 13, "zk_fin_lanes: 6 to 13 warps");
+static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 16, "zk_fin_lanes: 6 to 16 warps");
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
 #define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
@@ -698,7 +698,8 @@ ZK_CHD int zf_rest_unit(int what) {
     return ZF_RESTS == 2 ? (what >= 11 || what < 4 ? 1 : 2)
          : ZF_RESTS == 3 ? (what >= 11 || what < 3 ? 1 : what < 7 ? 2 : 3)
          : ZF_RESTS == 4 ? (what >= 11 ? 1 : what < 4 ? 2 : what < 7 ? 3 : 4)
-         : (what == 11 ? 1 : what == 12 || what < 2 ? 2 : what < 5 ? 3 : what < 8 ? 4 : 5);
+         : ZF_RESTS == 5 ? (what == 11 ? 1 : what == 12 || what < 2 ? 2 : what < 5 ? 3 : what < 8 ? 4 : 5)
+         : (what == 11 ? 1 : what == 12 ? 2 : 3 + what * (ZF_RESTS - 2) / 11);
 }
 #define ZF_REST_SPECIAL(C, SS) \
     if constexpr (zf_rest_unit(C) == U) \
@@ -734,7 +735,10 @@ __device__ __forceinline__ int zf_rest(const int* P, const ZkSeq& q, long long N
 }
 #undef ZF_REST_SPECIAL
 
-extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, 3)   // three blocks an SM (shared memory allows three)
+#ifndef ZF_MINB                        // blocks an SM the registers must allow; -D for timing
+#define ZF_MINB 3
+#endif
+extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // three blocks an SM (shared memory allows three)
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
@@ -1078,6 +1082,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 #endif
 #if ZF_RESTS > 4
             case 5: v = zf_rest<5>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_RESTS > 5
+            case 6: v = zf_rest<6>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_RESTS > 6
+            case 7: v = zf_rest<7>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
+#endif
+#if ZF_RESTS > 7
+            case 8: v = zf_rest<8>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
 #endif
             default: break;
             }
