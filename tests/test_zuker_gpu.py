@@ -68,14 +68,14 @@ def test_tiled_fill_and_block_traceback(fill, traceback):
 
 @pytest.mark.parametrize("tile,fin,warps", [(64, "zk_fin_flat", 8), (32, "zk_fin", 8), (32, "zk_fin_flat", 4),
                                             (32, "zk_fin_flat", 16), (32, "zk_fin_flat", 8),
-                                            (32, "zk_fin_lanes", 6), (32, "zk_fin_lanes", 12)])
+                                            (32, "zk_fin_lanes", 6), (32, "zk_fin_lanes", 16)])
 def test_tiled_fill_other_tiles_and_cell_kernels(monkeypatch, tile, fin, warps):
     """The tile finishers (zk_fin_lanes, the default; zk_fin_flat; zk_fin) at other tile sizes and warp counts."""
     gpu = _gpu()
     monkeypatch.setattr(gpu, "TILE", tile)
     monkeypatch.setattr(gpu, "FIN_KERNEL", fin)
     monkeypatch.setattr(gpu, "FIN_WARPS", warps)
-    if fin == "zk_fin_lanes":                           # 6 to 13 warps (zk_fin_lanes' roles)
+    if fin == "zk_fin_lanes":                           # 6 to 16 warps (zk_fin_lanes' roles)
         monkeypatch.setattr(gpu, "FIN_LANES_WARPS", warps)
     _assert_same(_random_seqs(8, 600, 2_000, seed=13) + _random_seqs(40, 1, 200, seed=14),
                  {"gpu_fill": "tiled", "gpu_traceback": "block"})

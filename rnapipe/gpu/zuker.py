@@ -104,7 +104,7 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 # zk_fin_flat (a warp per cell, its interior loops spread evenly over the lanes) or zk_fin (zk_v_partial's
 # loops): the same results
 FIN_KERNEL = "zk_fin_lanes"
-FIN_LANES_WARPS = 8           # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 13; those past 5 take the interior loops)
+FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 16; the split points' own warps from 12)
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
 # each kind, a word and four 32 x 33 multiloop tiles, V's 35 x 36 window, a column, the size terms (31 rows of 33),
 # fifteen per-cell rows, two diagonals' lists of cells with interior loops and their lengths, then bytes: pair types

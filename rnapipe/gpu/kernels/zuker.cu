@@ -526,14 +526,18 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
                                         // read 32 different banks
 #define ZF_PLANE (ZF_A * ZF_PA)
 #define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
+// The warps of a block (the host's FIN_LANES_WARPS): warp 0 finishes the cells, warp 1 computes the table terms,
+// warps 2 .. ZF_RESTS + 1 the rest of V, then ZF_CHUNKS warps the interior loops and ZF_SPLIT_ONLY warps the near
+// split points (ZF_SPLITS units round warps ZF_SPLIT_W0 ..). Each producer is a chain of dependent table reads or
+// shared loads whose latency the others' work covers: more of them in flight, shorter intervals.
 #ifndef ZF_WARPS
-#define ZF_WARPS 8
+#define ZF_WARPS 12
 #endif
-#ifndef ZF_SPLIT_ONLY                  // the last ZF_SPLIT_ONLY warps take split-point units only; -D for timing
-#define ZF_SPLIT_ONLY 0
+#ifndef ZF_SPLIT_ONLY                  // -D for timing
+#define ZF_SPLIT_ONLY (ZF_WARPS >= 12 ? 2 : 0)
 #endif
-#ifndef ZF_RESTS                       // warps of the rest of V (2 to 5); -D for timing
-#define ZF_RESTS 3
+#ifndef ZF_RESTS                       // 2 to 8; -D for timing
+#define ZF_RESTS (ZF_WARPS >= 12 ? 5 : 3)
 #endif
 static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 8, "zk_fin_lanes: 2 to 8 warps for the rest of V");
 #define ZF_C0 (2 + ZF_RESTS)             // the first chunk warp
@@ -542,7 +546,7 @@ static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 8, "zk_fin_lanes: 2 to 8 warps for th
 #define ZF_SPLITS 8
 #endif
 #ifndef ZF_SPLIT_W0                    // the units go round warps ZF_SPLIT_W0 .. ZF_WARPS - 1; -D for timing
-#define ZF_SPLIT_W0 1
+#define ZF_SPLIT_W0 (ZF_SPLIT_ONLY > 0 ? ZF_WARPS - ZF_SPLIT_ONLY : 1)
 #endif
 static_assert(ZF_SPLIT_W0 >= 1 && ZF_SPLIT_W0 < ZF_WARPS, "zk_fin_lanes: warp 0 takes no split-point unit");
 static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 16, "zk_fin_lanes: 6 to 16 warps");
@@ -658,11 +662,20 @@ __device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc,
 #if ZF_CHUNKS > 7
         ZF_CASE(7)
 #endif
+#if ZF_CHUNKS > 8
+        ZF_CASE(8)
+#endif
+#if ZF_CHUNKS > 9
+        ZF_CASE(9)
+#endif
+#if ZF_CHUNKS > 10
+        ZF_CASE(10)
+#endif
         default: break;
     }
 }
 #undef ZF_CASE
-static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 8, "ZF_CHUNKS: 1 to 8");
+static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 11, "ZF_CHUNKS: 1 to 11");
 
 #ifdef ZK_HC
 #define ZF_HC_BOUNDS , int a5, int a3           // at most a5 unpaired after i, a3 before j (zk_v_flat's ZK_HC_LOOP)
