@@ -14,8 +14,9 @@ benchmarks/zuker_gpu.py for what a user gets).
 --variants: '+'-joined macro names passed as -D to zk_fin_lanes' build (``base``: none), for timing the kernel with a
 stage switched off by an ``#ifdef`` of one's own; such a fill's results are wrong, so V[1][n] of the first sequence
 is printed beside each time as a check that the unchanged variants agree. --smem-extra adds bytes to zk_fin_lanes'
-launch (fewer blocks an SM); --warps sets its warps a block (build and launch); --carveout sets its preferred shared-memory carve-out (percent of the largest), the
-rest of the 256 KB going to L1.
+launch (fewer blocks an SM); --warps sets its warps a block (build and launch; the roles by ZF_RESTS, ZF_SPLIT_ONLY
+and ZF_SPLIT_W0, which --variants sets); --carveout sets its preferred shared-memory carve-out (percent of the
+largest), the rest of the 256 KB going to L1.
 """
 
 from __future__ import annotations

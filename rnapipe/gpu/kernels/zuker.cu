@@ -510,9 +510,9 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // cell (i + 1, j)) reads the diagonal just before. So per cell diagonal dl, one interval between block barriers:
 // warp 0 finishes dl's cells (V, WM1, WM and X from the partial results and the split point k = i + 1, stored as
 // zk_store stores them and into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1
-// its cells' table terms for phase B and the middle's slots, warps 2-4 the rest of V (the hairpin and VM, the 11
-// loops of zk_interior), warps 5 .. the interior loops in ZF_CHUNKS chunks (zf_base's list, (n1, n2) known at
-// compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the cells
+// its cells' table terms for phase B and the middle's slots, the next ZF_RESTS warps the rest of V (the hairpin and
+// VM, the 11 loops of zk_interior), the next ZF_CHUNKS the interior loops in chunks (zf_base's list, (n1, n2) known
+// at compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the cells
 // listed as having loops; and, spread over warps ZF_SPLIT_W0 .., the other near split points in ZF_SPLITS units.
 // Each kind's minimum goes into shared memory by a shared atomicMin; those writes wait on a named barrier a warp
 // until warp 0 has read and reset the partial results of dl.
@@ -964,9 +964,10 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 
     // ---- the interval of phase B of diagonal db. Warp 0 finishes db's cells from the partial results, having
     // first read and reset them (then zf_consumed); meanwhile the other warps compute what diagonal dn = db + 1
-    // needs from the diagonals up to db - 1 (a cell's loops read cells two diagonals back and more): warp 1 its
-    // table terms for phase B, warps 2-4 the rest of V (the hairpin, VM and the 11 loops of zk_interior), warps
-    // 5 .. the interior loops (ZF_CHUNKS units). Each writes its results after zf_wait_consumed (its own barrier).
+    // needs from the diagonals up to db - 1 (a cell's loops read cells two diagonals back and more, its split
+    // points but k = i + 1 too): warp 1 its table terms for phase B, warps 2 .. ZF_C0 - 1 the rest of V, the chunk
+    // warps the interior loops, the split-point units their part. Each writes its results after zf_wait_consumed
+    // (its own barrier).
     auto phase_b = [&](int db) {
         int t = 0, maxu;
         const bool cell = db >= dl0 && diag_cell(db, t, maxu);
@@ -1074,7 +1075,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         }
     };
 
-    // warps 2-4: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit u = 1 .. 3
+    // warps 2 .. ZF_C0 - 1: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit
+    // u = 1 .. ZF_RESTS (zf_rest)
     auto rest = [&](int dn, int u, int sb, int sx) {
         int t, maxu;
         diag_cell(dn, t, maxu);
@@ -1113,7 +1115,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         if (t) atomicMin(&sRv[r], v);
     };
 
-    // warps 5 ..: chunk ch of the base loops for diagonal dn's listed cells, eight a pass, four lanes a cell (lane
+    // warps ZF_C0 ..: chunk ch of the base loops for diagonal dn's listed cells, eight a pass, four lanes a cell (lane
     // d = lane & 3 grows each base loop by d); the four lanes' minima to sCm
     auto chunks = [&](int dn, int ch, int sb, int sx) {
         const int nl = sNlist[dn & 1], d = lane & 3;
