@@ -23,7 +23,7 @@ def build_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize("count, seed, lo, hi, options", [
-    (4, 2, 100, 170, {}),                            # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2
+    (4, 3, 100, 170, {}),                            # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2
     (2, 7, 90, 140, {"no_lp": True, "no_gu": True}),  # the kernels built with the pairing rules (-DZK_RULES)
     (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}),   # hard constraints (-DZK_HC)
     (2, 14, 90, 140, {"with_shape": True}),                                     # SHAPE terms (-DZK_SHAPE)
