@@ -905,7 +905,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             const int* wr = sWMc + r * ZF_TP + kb - 1;
             const int* wh = sW1h + kb * ZF_TP + c;
             const int ra = (kb - r) * ml, rb = (kb + D * T - r) * ml;      // (k - i)·ML_base at h = 0
-            const int hn = r + 1 - kb;                                     // h of kk = r + 1
+            // two words warp 0 writes in this interval (diagonal dn - 1) are read as INF instead: WM1 of kk = r + 1
+            // (phase B's split point) and WM of column c - 1 (kk = c, whose WM1 of tile (J, J) is INF anyway)
+            const int hn = r + 1 - kb, hw = c - kb;                        // h of kk = r + 1 and of kk = c
 #pragma unroll
             for (int h = 0; h < KS; ++h) {
                 const int wm = wl[h], w = h == hn ? ZK_INF : wc[h * ZF_TP];
@@ -916,7 +918,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 #endif
                 best = min(best, uu + w);
                 vmin = min(vmin, wm + w);
-                const int wm2 = wr[h], w2 = wh[h * ZF_TP];
+                const int wm2 = h == hw ? ZK_INF : wr[h], w2 = wh[h * ZF_TP];
 #ifdef ZK_HC
                 const int uu2 = kb + h + D * T - r <= ufree ? min(rb + h * ml, wm2) : wm2;
 #else
