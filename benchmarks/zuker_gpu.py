@@ -109,14 +109,16 @@ def main() -> None:
     rng = random.Random(2026)
     dev = device_name()
     # Warm-up: the kernels of every planned length (their launch settings depend on the longest sequence of
-    # a batch), Numba compile of the CPU engine, pool start.
+    # a batch), Numba compile of the CPU engine, pool start (the last two not with --no-cpu).
     for L, _, _ in plan:
         if L <= 1_000:
             gpu.fold_batch([random_rna(L, rng) for _ in range(8)], "default", cores, {})
     gpu.fold_batch([random_rna(130, rng) for _ in range(8)] + [random_rna(700, rng)], "default", cores, {})
-    cpu.fold_batch([random_rna(50, rng)], "default", cores, {})
-    pool = mp.get_context("fork").Pool(cores)
-    pool.map(_rnafold, [random_rna(30, rng) for _ in range(cores)])
+    pool = None                                  # --no-cpu: neither the CPU engine nor RNAfold (no viennarna needed)
+    if not args.no_cpu:
+        cpu.fold_batch([random_rna(50, rng)], "default", cores, {})
+        pool = mp.get_context("fork").Pool(cores)
+        pool.map(_rnafold, [random_rna(30, rng) for _ in range(cores)])
 
     rows = []
     last = None     # (L, seconds per sequence, count) of the last GPU measurement
@@ -177,7 +179,8 @@ def main() -> None:
             row["rnafold_mfe_equal"] = sum(a[0] == b[0] for a, b in zip(ours, rna))
         rows.append(row)
         print(row, flush=True)
-    pool.close()
+    if pool is not None:
+        pool.close()
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     import rnapipe
