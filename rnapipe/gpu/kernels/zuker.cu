@@ -747,6 +747,18 @@ __device__ __forceinline__ int zf_rest(const int* P, const ZkSeq& q, long long N
     return v;
 }
 #undef ZF_REST_SPECIAL
+// zf_rest<u> for the unit u (1 .. ZF_RESTS) a warp takes
+template <int U>
+__device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, long long N, const signed char* sPT,
+                                          const int* sV, const signed char* sSr, const signed char* sSc, int r, int c,
+                                          int i, int j, int t, int maxu ZF_HC_BOUNDS) {
+    if constexpr (U <= ZF_RESTS) {
+        if (u == U) return zf_rest<U>(P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG);
+        return zf_rest_at<U + 1>(u, P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG);
+    } else {
+        return ZK_INF;
+    }
+}
 
 #ifndef ZF_MINB                        // blocks an SM the registers must allow; -D for timing
 #define ZF_MINB 3
@@ -1088,29 +1100,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
 #ifdef ZK_HC
             const int a5 = q.HC[i + 1].up, a3 = q.HC[j - 1].dn;
 #endif
-            switch (u) {
-            case 1: v = zf_rest<1>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-            case 2: v = zf_rest<2>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#if ZF_RESTS > 2
-            case 3: v = zf_rest<3>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_RESTS > 3
-            case 4: v = zf_rest<4>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_RESTS > 4
-            case 5: v = zf_rest<5>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_RESTS > 5
-            case 6: v = zf_rest<6>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_RESTS > 6
-            case 7: v = zf_rest<7>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#endif
-#if ZF_RESTS > 7
-            case 8: v = zf_rest<8>(b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG); break;
-#endif
-            default: break;
-            }
+            v = zf_rest_at<1>(u, b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG);
         }
         zf_wait_consumed(warp);
         split_write(sb, sx);
