@@ -1069,9 +1069,10 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             o0 = zk_au(b.P, t);
             o1 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, t, si1, sj1);
             o2 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, t, si1, sj1);
-            ms = zk_multi_stem_at(b.P, q.S, i, j);
-            const int tt = ZK_TYPE(q.S, i, j), rt = zk_rtype(tt);
+            // the codes of i - 1, i, j and j + 1 from the shared copies (sSr: i0 - 1 .., sSc: j0 - 5 ..)
             const int aa = sSc[c + 6], bb = sSr[r];
+            const int tt = ZK_TYPE_OF(sSr[r + 1], sSc[c + 5]), rt = zk_rtype(tt);
+            ms = zk_multi_stem_of(b.P, tt, bb, aa);
             ad0 = zk_closes(b.P, tt) ? zk_au(b.P, tt) : ZK_INF;
             ad1 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
             ad2 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);

@@ -136,14 +136,16 @@ struct alignas(16) ZkHc {
 #define ZK_HC_UP(hc, k) ((hc)[k].up)
 #define ZK_HC_DN(hc, k) ((hc)[k].dn)
 ZK_HD int zk_nonstandard(int t) { return t ? t : 7; }
-#define ZK_TYPE(S, i, j) zk_nonstandard(zk_ptype((S)[i], (S)[j]))
+#define ZK_TYPE_OF(a, b) zk_nonstandard(zk_ptype(a, b))
 #else
 #define ZK_HC_PARAM
 #define ZK_HC_ARG(hc)
 #define ZK_HC_BATCH_PARAM
 #define ZK_HC_BATCH_NAME
-#define ZK_TYPE(S, i, j) zk_ptype((S)[i], (S)[j])
+#define ZK_TYPE_OF(a, b) zk_ptype(a, b)
 #endif
+// ZK_TYPE_OF: the energy functions' type of a pair of codes a, b; ZK_TYPE: of the pair i.j of the codes S
+#define ZK_TYPE(S, i, j) ZK_TYPE_OF((S)[i], (S)[j])
 
 // The pairing rules, as rnapipe.cpu.zuker applies them (its module docstring). Built without ZK_RULES (the
 // default model) these are constants and the code is the plain model's: no rule costs the default anything.
@@ -323,11 +325,15 @@ ZK_HD int zk_exterior_stem_at(const int* P, const signed char* S, int n, int i, 
     return zk_stem(P, ZK_OFF_MISMATCH_EXTERIOR, t, n5d, n3d);
 }
 
-ZK_HD int zk_multi_stem_at(const int* P, const signed char* S, int i, int j) {
-    int t = ZK_TYPE(S, i, j);
+// A multiloop stem's term: of the pair i.j from the codes S (zk_multi_stem_at), or from its type t and the codes
+// a = S[i - 1], b = S[j + 1] beside it (zk_multi_stem_of)
+ZK_HD int zk_multi_stem_of(const int* P, int t, int a, int b) {
     int e = zk_sc(P, ZK_ML_INTERN);
     if (zk_sc(P, ZK_DANGLES) == 0) return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, -1, -1);
-    return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, S[i - 1], S[j + 1]);
+    return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, a, b);
+}
+ZK_HD int zk_multi_stem_at(const int* P, const signed char* S, int i, int j) {
+    return zk_multi_stem_of(P, ZK_TYPE(S, i, j), S[i - 1], S[j + 1]);
 }
 
 ZK_HD int zk_multi_closing(const int* P, const signed char* S, int i, int j) {
