@@ -1,9 +1,11 @@
 // shim.h plus what rnapipe/gpu/kernels/zuker.cu uses beyond partition.cu, for tests/cuda_emu/zuker_emu.py: integer
-// warp shuffles, votes and reductions, __syncwarp, the named barriers of zk_fin_lanes (bar.arrive / bar.sync of 64
-// threads: warp 0 arrives, warp w waits) and the dynamic shared memory of a block (one block runs at a time).
+// warp shuffles, votes and reductions, __constant__ tables, __syncwarp, the named barriers of zk_fin_lanes
+// (bar.arrive / bar.sync of 64 threads: warp 0 arrives, warp w waits) and the dynamic shared memory of a block (one
+// block runs at a time).
 #pragma once
 #include "shim.h"
 #define __host__
+#define __constant__
 #define __align__(n) __attribute__((aligned(n)))
 struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }

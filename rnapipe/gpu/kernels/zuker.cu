@@ -522,8 +522,9 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // ------------------------------------------------------------------------------------------------------
 #if ZK_TILE == 32                      // zk_fin_lanes: a warp's lanes are a tile's 32 rows (or a diagonal's listed cells)
 #define ZF_A (32 + ZK_MAXLOOP)          // rows and columns of the auxiliaries' window (62)
-#define ZF_PA ZF_A                      // its row pitch: even, so the lanes of a cell diagonal (stride ZF_PA + 1)
-                                        // read 32 different banks
+#define ZF_PA 65                        // its row pitch: the chunk units' four lanes a cell (words row * 66 + d * 65
+                                        // or row * 66 - d, eight listed cells) share banks less than at 62 (on random
+                                        // sequences 1.78 shared wavefronts a load against 2.22)
 #define ZF_PLANE (ZF_A * ZF_PA)
 #define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
 // The warps of a block (the host's FIN_LANES_WARPS): warp 0 finishes the cells, warp 1 computes the table terms,
@@ -551,7 +552,6 @@ static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 8, "zk_fin_lanes: 2 to 8 warps for th
 static_assert(ZF_SPLIT_W0 >= 1 && ZF_SPLIT_W0 < ZF_WARPS, "zk_fin_lanes: warp 0 takes no split-point unit");
 static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 16, "zk_fin_lanes: 6 to 16 warps");
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
-#define ZF_SZP 33                       // row pitch of the size terms (a cell's 4 lanes: 4 banks)
 static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
 
 // Named barriers 1 .. ZF_WARPS - 1 within phase B's interval, barrier w between warp 0 and warp w only: warp 0 has
@@ -567,12 +567,8 @@ __device__ __forceinline__ void zf_wait_consumed(int warp) {
 static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (3 * ZF_PLANE + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 31 * ZF_SZP + 15 * 32 + 66 + \
+#define ZF_SHARED_WORDS (3 * ZF_PLANE + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 4 * ZF_NBASE + 15 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
-#ifdef ZF_SHARED_BYTES                 // the dynamic shared memory the host launches with (zuker.py, FIN_LANES_SHARED)
-static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
-#endif
-
 // The interior loops four lanes a cell. zk_loop_entry's list is covered by ZF_NBASE base loops, each taken by the
 // cell's four lanes with its n1 (along a window column) or its n2 (along a row) grown by the lane's d = 0 .. 3, in the
 // same kind (min(n1, n2): 0, 1 or >= 2):
@@ -601,13 +597,29 @@ ZK_CHD int zf_entry(int e, int what) {            // base loop e by s, then n1: 
 }
 #define ZF_NBASE 133
 static_assert(zf_entry(ZF_NBASE - 1, 0) == ZK_MAXLOOP && zf_entry(ZF_NBASE, 0) == -1, "base loop count");
+// The base loops in a table (constant memory) for the size terms' load: n1 | s << 5 | direction << 10 each
+struct ZfBases { unsigned short e[ZF_NBASE]; };
+ZK_CHD ZfBases zf_bases() {
+    ZfBases t{};
+    int k = 0;
+    for (int s = 0; s <= ZK_MAXLOOP; ++s)
+        for (int n1 = 0; n1 <= s; ++n1) {
+            const int d = zf_base(n1, s - n1);
+            if (d >= 0 && k < ZF_NBASE) t.e[k++] = (unsigned short)(n1 | s << 5 | d << 10);
+        }
+    return t;
+}
+__constant__ ZfBases zf_base_tab = zf_bases();
+#ifdef ZF_SHARED_BYTES                 // the dynamic shared memory the host launches with (zuker.py, FIN_LANES_SHARED)
+static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
+#endif
 
-// Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szr /
-// szc the size terms' base likewise, mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c:
+// Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szb
+// its size terms (word 4 E of szb: base loop E grown by the lane's d), mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c:
 // the most unpaired nucleotides after i and before j, less d on the side the loop grows. m0, m1, m2: the minima of
 // the three kinds.
 template <bool B, int E, int E0, int E1>
-__device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int* szr, const int* szc, int mu,
+__device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     if constexpr (E < E1) {
         constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
@@ -616,7 +628,7 @@ __device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int
         if constexpr (E == E0 || zf_entry(E - 1, 0) != s) {
             if (s > mu) return;                          // the list is sorted by s
         }
-        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + (dir ? szc : szr)[n1 * ZF_SZP + n2];
+        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + szb[4 * E];
         bool ok = true;
         if constexpr (B) ok = dir ? n1 <= a5c && n2 <= a3c : n1 <= a5r && n2 <= a3r;
         if (ok) {
@@ -624,20 +636,20 @@ __device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int
             else if constexpr (kind == 1) m1 = min(m1, x);
             else m2 = min(m2, x);
         }
-        zf_loops<B, E + 1, E0, E1>(wr, wc, szr, szc, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+        zf_loops<B, E + 1, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
     }
 }
 
 template <bool B, int C>
-__device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int* szr, const int* szc, int mu,
+__device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     constexpr int E0 = C * ZF_NBASE / ZF_CHUNKS, E1 = (C + 1) * ZF_NBASE / ZF_CHUNKS;
-    zf_loops<B, E0, E0, E1>(wr, wc, szr, szc, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+    zf_loops<B, E0, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
 }
 
-#define ZF_CASE(C) case C: zf_chunk<B, C % ZF_CHUNKS>(wr, wc, szr, szc, mu, m0, m1, m2, a5r, a3r, a5c, a3c); break;
+#define ZF_CASE(C) case C: zf_chunk<B, C % ZF_CHUNKS>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c); break;
 template <bool B>
-__device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc, const int* szr, const int* szc,
+__device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc, const int* szb,
                                             int mu, int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     switch (c) {
         ZF_CASE(0)
@@ -776,8 +788,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
     int* sV = sW1d + 32 * ZF_TP;                       // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
     int* sW1col = sV + 35 * ZF_PW;                     // WM1[i0 + r][j0 - 1]
-    int* sSZ = sW1col + 32;                            // SZ[n1][n2], 31 rows of ZF_SZP
-    int* sCm = sSZ + 31 * ZF_SZP;                      // per cell of the diagonal: the chunks' minima of three kinds
+    int* sSZB = sW1col + 32;                           // the size terms by base loop: word 4 e + d, e grown by d
+    int* sCm = sSZB + 4 * ZF_NBASE;                    // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
     int* sWb = sRv + 32;                               // WM's near split points
     int* sXb = sWb + 32;                               // X's
@@ -845,9 +857,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     }
     if (tid == 0) sWMc[-1] = D > 0 && i0 <= n ? q.WM[(long long)i0 * N + j0 - 1] : ZK_INF;
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
-    for (int x = tid; x < 31 * ZF_SZP; x += blockDim.x) {
-        const int a = x / ZF_SZP, c = x % ZF_SZP;
-        sSZ[x] = c < 32 ? ZK_LDG(SZg + a * 32 + c) : ZK_INF;
+    for (int x = tid; x < 4 * ZF_NBASE; x += blockDim.x) {
+        // SZ[n1][n2] of base loop x / 4 grown by d = x % 4 (INF past the largest loop: no lane takes it)
+        const int w = zf_base_tab.e[x >> 2], d = x & 3, s = (w >> 5) & 31, dir = w >> 10;
+        const int n1 = (w & 31) + (dir ? 0 : d), n2 = s - (w & 31) + (dir ? d : 0);
+        sSZB[x] = s + d <= ZK_MAXLOOP ? ZK_LDG(SZg + n1 * 32 + n2) : ZK_INF;
     }
     if (tid < 32) {
         const int a = i0 + tid;
@@ -1124,11 +1138,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             const int a5 = k < nl ? q.HC[i0 + rr + 1].up : ZK_MAXLOOP;
             const int a3 = k < nl ? q.HC[j0 + rr + dn - 1].dn : ZK_MAXLOOP;
             if (__any_sync(0xffffffffu, a5 < mx || a3 < mx))
-                zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
+                zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, sSZB + d, mu, m0, m1, m2,
                                   a5 - d, a3, a5, a3 - d);
             else
 #endif
-                zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, sSZ + d * ZF_SZP, sSZ + d, mu, m0, m1, m2,
+                zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, sSZB + d, mu, m0, m1, m2,
                                    0, 0, 0, 0);
             m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
             m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
