@@ -522,9 +522,11 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // ------------------------------------------------------------------------------------------------------
 #if ZK_TILE == 32                      // zk_fin_lanes: a warp's lanes are a tile's 32 rows (or a diagonal's listed cells)
 #define ZF_A (32 + ZK_MAXLOOP)          // rows and columns of the auxiliaries' window (62)
-#define ZF_PA 65                        // its row pitch: the chunk units' four lanes a cell (words row * 66 + d * 65
-                                        // or row * 66 - d, eight listed cells) share banks less than at 62 (on random
-                                        // sequences 1.78 shared wavefronts a load against 2.22)
+#ifndef ZF_PA                           // its row pitch (62 to 65; -D for timing): at 65 the chunk units' four lanes
+#define ZF_PA 65                        // a cell (words row * 66 + d * 65 or row * 66 - d, eight listed cells) share
+#endif                                  // banks less than at 62 (benchmarks/zuker_fin_banks.py: 1.78 shared
+                                        // wavefronts a load against 2.22 on random sequences)
+static_assert(ZF_PA >= ZF_A, "zk_fin_lanes: the window's rows are 62 words");
 #define ZF_PLANE (ZF_A * ZF_PA)
 #define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
 // The warps of a block (the host's FIN_LANES_WARPS): warp 0 finishes the cells, warp 1 computes the table terms,
