@@ -105,11 +105,11 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 # loops): the same results
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 16; the split points' own warps from 12)
-# zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the auxiliaries' 62 x 62 window of
-# each kind (rows of 65 words), a word and four 32 x 33 multiloop tiles, V's 35 x 36 window, a column, the size terms
-# (4 of each of the 133 base loops), fifteen per-cell rows, two diagonals' lists of cells with interior loops and
-# their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,116 bytes: three blocks an SM)
-FIN_LANES_SHARED = 4 * (3 * 62 * 65 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 4 * 133 + 15 * 32 + 66) + 36 * 36 + 80
+# zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the size terms (4 of each of the 133
+# base loops), the auxiliaries' 62 x 62 window of each kind (rows of 65 words), a word and four 32 x 33 multiloop
+# tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists of cells with interior loops and
+# their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,372 bytes: three blocks an SM)
+FIN_LANES_SHARED = 4 * (4 * 133 + 3 * 62 * 65 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + 36 * 36 + 80
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)

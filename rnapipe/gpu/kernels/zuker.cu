@@ -569,7 +569,7 @@ __device__ __forceinline__ void zf_wait_consumed(int warp) {
 static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (3 * ZF_PLANE + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 4 * ZF_NBASE + 15 * 32 + 66 + \
+#define ZF_SHARED_WORDS (4 * ZF_NBASE + 3 * ZF_PLANE + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 17 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
 // The interior loops four lanes a cell. zk_loop_entry's list is covered by ZF_NBASE base loops, each taken by the
 // cell's four lanes with its n1 (along a window column) or its n2 (along a row) grown by the lane's d = 0 .. 3, in the
@@ -617,9 +617,9 @@ static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_S
 #endif
 
 // Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szb
-// its size terms (word 4 E of szb: base loop E grown by the lane's d), mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c:
-// the most unpaired nucleotides after i and before j, less d on the side the loop grows. m0, m1, m2: the minima of
-// the three kinds.
+// its size terms (word 4 E of szb: base loop E grown by the lane's d), mu = maxu - d; with B (hard constraints
+// bounding the loop), a5r, a3r / a5c, a3c: the most unpaired nucleotides after i and before j, less d on the side the
+// loop grows. m0, m1, m2: the minima of the three kinds.
 template <bool B, int E, int E0, int E1>
 __device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
@@ -642,10 +642,17 @@ __device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int
     }
 }
 
+// chunk C's first base loop: chunk 0 has ZF_CH0 of them (the smallest loops), the others an even share of the rest
+#ifndef ZF_CH0                         // -D for timing
+#define ZF_CH0 (ZF_NBASE / ZF_CHUNKS)
+#endif
+ZK_CHD int zf_chunk_lo(int c) {
+    return c == 0 ? 0 : c >= ZF_CHUNKS ? ZF_NBASE : ZF_CH0 + (c - 1) * (ZF_NBASE - ZF_CH0) / (ZF_CHUNKS - 1);
+}
 template <bool B, int C>
 __device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
-    constexpr int E0 = C * ZF_NBASE / ZF_CHUNKS, E1 = (C + 1) * ZF_NBASE / ZF_CHUNKS;
+    constexpr int E0 = zf_chunk_lo(C), E1 = zf_chunk_lo(C + 1);
     zf_loops<B, E0, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
 }
 
@@ -690,6 +697,7 @@ __device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc,
 }
 #undef ZF_CASE
 static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 11, "ZF_CHUNKS: 1 to 11");
+static_assert(ZF_CHUNKS == 1 || (ZF_CH0 >= 1 && ZF_NBASE - ZF_CH0 >= ZF_CHUNKS - 1), "ZF_CH0: a base loop a chunk");
 
 #ifdef ZK_HC
 #define ZF_HC_BOUNDS , int a5, int a3           // at most a5 unpaired after i, a3 before j (zk_v_flat's ZK_HC_LOOP)
@@ -744,7 +752,10 @@ __device__ __forceinline__ int zf_rest(const int* P, const ZkSeq& q, long long N
     if constexpr (zf_rest_unit(12) == U) {
         if (closes) {
             const int m = q.VMX[i * N + j];            // made by cell (i + 1, j - 1), two diagonals back
-            if (m < ZK_HALF_INF) v = zk_min(v, m + zk_multi_closing(P, q.S, i, j));
+            if (m < ZK_HALF_INF) {                     // the codes of i, i + 1, j - 1, j from sSr / sSc
+                const int tt = ZK_TYPE_OF(sSr[r + 1], sSc[c + 5]);
+                v = zk_min(v, m + zk_multi_closing_of(P, tt, sSr[r + 2], sSc[c + 4]));
+            }
         }
     }
     ZF_REST_SPECIAL(0, ZK_SSTACK(q.SS, i, j))
@@ -774,6 +785,10 @@ __device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, l
     }
 }
 
+#ifdef ZF_TRACE                        // -D for benchmarks/zuker_fin_trace.py: each warp's clock at the start of each
+__device__ unsigned int zf_trace[32][66][ZF_WARPS][2];   // interval and at its part's end (row 65: the block's)
+#endif
+
 #ifndef ZF_MINB                        // blocks an SM the registers must allow; -D for timing
 #define ZF_MINB 3
 #endif
@@ -781,7 +796,8 @@ extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // three 
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
-    int* sAux = zf_smem;                               // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
+    int* sSZB = zf_smem;                               // the size terms by base loop: word 4 e + d, e grown by d
+    int* sAux = sSZB + 4 * ZF_NBASE;                   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
     // the four multiloop tiles follow one word, each row's word 32 then the next row's word -1: WM[i0 + r][j0 - 1]
     // for sWMc's row r, INF for the others (their word -1 in the splits' loops is always beside an INF operand)
     int* sWMc = sAux + 3 * ZF_PLANE + 1;               // WM of the tile [r][c]
@@ -790,14 +806,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
     int* sV = sW1d + 32 * ZF_TP;                       // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
     int* sW1col = sV + 35 * ZF_PW;                     // WM1[i0 + r][j0 - 1]
-    int* sSZB = sW1col + 32;                           // the size terms by base loop: word 4 e + d, e grown by d
-    int* sCm = sSZB + 4 * ZF_NBASE;                    // per cell of the diagonal: the chunks' minima of three kinds
+    int* sCm = sW1col + 32;                            // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
     int* sWb = sRv + 32;                               // WM's near split points
     int* sXb = sWb + 32;                               // X's
-    int* sPw = sXb + 32;                               // the middle's WM slot
-    int* sPx = sPw + 32;                               // the middle's X slot
-    int* sO = sPx + 32;                                // the closing pair's parts of the three kinds of loop
+    int* sPw = sXb + 32;                               // the middle's WM slot, diagonal dl in row dl & 1
+    int* sPx = sPw + 2 * 32;                           // the middle's X slot, the same
+    int* sO = sPx + 2 * 32;                            // the closing pair's parts of the three kinds of loop
     int* sMs = sO + 3 * 32;                            // zk_multi_stem_at of the cell
     int* sAd = sMs + 32;                               // the cell's parts as an inner pair (INF: it is none)
     int* sList = sAd + 3 * 32;                         // two diagonals' cells with interior loops: r | maxu << 8
@@ -909,15 +924,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
     // of diagonal dn - 1 beside the other producers: after i, k = i0 + kk for kk in (r + 1, 31] (with D = 0 up to
     // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]. Every operand is on diagonal dn - 2 or before,
     // except WM1 of k = i + 1 (cell (i + 1, j), diagonal dn - 1, made by warp 0 in this interval): phase B adds that
-    // split point itself. best / vmin: the unit's minima for WM and X (ZK_INF: none), written after the wait.
+    // split point itself. best / vmin: the unit's minima for WM and X (ZK_INF: none), written after the wait. For a
+    // lane whose cell (i, j) is one (split_units tests it).
     auto splits = [&](int dn, int part, int& best, int& vmin) {
-        int t, maxu;
-        const bool cell = diag_cell(dn, t, maxu);
         const int r = lane, c = r + dn;
         constexpr int KS = 32 / ZF_SPLITS;
         best = ZK_INF;
         vmin = ZK_INF;
-        if (!cell) return;
 #ifdef ZK_HC
         const int ufree = hc_up;
 #endif
@@ -936,25 +949,23 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             // two words warp 0 writes in this interval (diagonal dn - 1) are read as INF instead: WM1 of kk = r + 1
             // (phase B's split point) and WM of column c - 1 (kk = c, whose WM1 of tile (J, J) is INF anyway)
             const int hn = r + 1 - kb, hw = c - kb;                        // h of kk = r + 1 and of kk = c
+            // min over the split points of min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j] is the lesser of the two
+            // minima, of (k - i)·ML_base + WM1[k][j] (best) and of WM[i][k-1] + WM1[k][j] (vmin, X's)
 #pragma unroll
             for (int h = 0; h < KS; ++h) {
                 const int wm = wl[h], w = h == hn ? ZK_INF : wc[h * ZF_TP];
-#ifdef ZK_HC
-                const int uu = kb + h - r <= ufree ? min(ra + h * ml, wm) : wm;
-#else
-                const int uu = min(ra + h * ml, wm);
-#endif
-                best = min(best, uu + w);
-                vmin = min(vmin, wm + w);
                 const int wm2 = h == hw ? ZK_INF : wr[h], w2 = wh[h * ZF_TP];
 #ifdef ZK_HC
-                const int uu2 = kb + h + D * T - r <= ufree ? min(rb + h * ml, wm2) : wm2;
+                if (kb + h - r <= ufree) best = min(best, ra + h * ml + w);
+                if (kb + h + D * T - r <= ufree) best = min(best, rb + h * ml + w2);
 #else
-                const int uu2 = min(rb + h * ml, wm2);
+                best = min(best, ra + h * ml + w);
+                best = min(best, rb + h * ml + w2);
 #endif
-                best = min(best, uu2 + w2);
+                vmin = min(vmin, wm + w);
                 vmin = min(vmin, wm2 + w2);
             }
+            best = min(best, vmin);
             return;
         }
         const int hi1 = c - 4;                           // D = 0: k in (i + 1, j - 4] within the tile
@@ -979,6 +990,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         best = ZK_INF;
         vmin = ZK_INF;
         if (warp < ZF_SPLIT_W0) return;
+        int t, maxu;
+        if (!diag_cell(dn, t, maxu)) return;
 #pragma unroll 1
         for (int u = warp - ZF_SPLIT_W0; u < ZF_SPLITS; u += ZF_WARPS - ZF_SPLIT_W0) {
             int b1, v1;
@@ -1010,7 +1023,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             rv = sRv[r]; cm0 = sCm[r]; cm1 = sCm[32 + r]; cm2 = sCm[64 + r];
             o0 = sO[r]; o1 = sO[32 + r]; o2 = sO[64 + r]; ms = sMs[r];
             ad0 = sAd[r]; ad1 = sAd[32 + r]; ad2 = sAd[64 + r];
-            if (D >= 2) { pw = sPw[r]; px = sPx[r]; }
+            if (D >= 2) { pw = sPw[(db & 1) * 32 + r]; px = sPx[(db & 1) * 32 + r]; }
             wb = sWb[r]; xb = sXb[r];
             sCm[r] = sCm[32 + r] = sCm[64 + r] = ZK_BIG;
             sRv[r] = sWb[r] = sXb[r] = ZK_INF;
@@ -1074,12 +1087,26 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
     };
 
-    // warp 1: the table terms of diagonal dn's cells for phase B, and the middle's slots
+    // (warp 1, D >= 2) the middle's slots of diagonal dn's cells (zk_mid's WM and VMX, made before this launch)
+    // copied into row dn & 1 of sPw / sPx asynchronously (cp.async where ZK_MID_ASYNC): issued in the interval of
+    // dn - 2 once phase B has read that row (diagonal dn - 2's), waited for at the end of the interval of dn - 1
+    auto slots = [&](int dn) {
+        int t, maxu;
+        if (D >= 2 && diag_cell(dn, t, maxu)) {
+            const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
+            zk_cp4(&sPw[(dn & 1) * 32 + r], &q.WM[i * N + j]);
+            if (i > 1 && j < n) zk_cp4(&sPx[(dn & 1) * 32 + r], &q.VMX[(i - 1) * N + j + 1]);
+            else sPx[(dn & 1) * 32 + r] = ZK_INF;
+        }
+        zk_cp_commit();
+    };
+    // warp 1: the table terms of diagonal dn's cells for phase B; then the slots of dn (issued an interval before)
+    // complete and those of dn + 1 go out
     auto terms = [&](int dn, int sb, int sx) {
         int t, maxu;
         const bool cell = diag_cell(dn, t, maxu);
-        const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
-        int o0 = 0, o1 = 0, o2 = 0, ms = 0, ad0 = 0, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF;
+        const int r = lane, c = r + dn;
+        int o0 = 0, o1 = 0, o2 = 0, ms = 0, ad0 = 0, ad1 = 0, ad2 = 0;
         if (cell) {
             const int si1 = sSr[r + 2], sj1 = sSc[c + 4];
             o0 = zk_au(b.P, t);
@@ -1092,18 +1119,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             ad0 = zk_closes(b.P, tt) ? zk_au(b.P, tt) : ZK_INF;
             ad1 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR_1N, rt, aa, bb);
             ad2 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
-            if (D >= 2) {
-                pw = q.WM[i * N + j];
-                px = i > 1 && j < n ? q.VMX[(i - 1) * N + j + 1] : ZK_INF;
-            }
         }
         zf_wait_consumed(warp);
         split_write(sb, sx);
         if (cell) {
             sO[r] = o0; sO[32 + r] = o1; sO[64 + r] = o2; sMs[r] = ms;
             sAd[r] = ad0; sAd[32 + r] = ad1; sAd[64 + r] = ad2;
-            if (D >= 2) { sPw[r] = pw; sPx[r] = px; }
         }
+        zk_cp_wait<0>();
+        slots(dn + 1);
     };
 
     // warps 2 .. ZF_C0 - 1: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit
@@ -1185,15 +1209,31 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         if (warp == ZF_WARPS - 1) list_cells(db + 2);
     };
 
+#ifdef ZF_TRACE                        // tile diagonal 5, four tile rows of the first eight sequences
+    const bool traced = D == 5 && blockIdx.x < 4 && s0 + blockIdx.y < 8;
+    const int tb = blockIdx.x * 8 + s0 + blockIdx.y;
+    if (traced && lane == 0) zf_trace[tb][65][warp][0] = clock();
+#endif
+    if (warp == 1) slots(dl0);
     __syncthreads();
     if (warp == ZF_WARPS - 1) list_cells(dl0);
     __syncthreads();
     interval(dl0 - 1);                                 // warp 0 has no diagonal to finish yet
     __syncthreads();
     for (int dl = dl0; dl < dlend; ++dl) {
+#ifdef ZF_TRACE
+        const unsigned int c0 = clock();
+#endif
         interval(dl);
+#ifdef ZF_TRACE
+        if (traced && lane == 0) { zf_trace[tb][dl - dl0][warp][0] = c0; zf_trace[tb][dl - dl0][warp][1] = clock(); }
+#endif
         __syncthreads();
     }
+    if (warp == 1) zk_cp_wait<0>();                    // no copy outlives the block
+#ifdef ZF_TRACE
+    if (traced && lane == 0) zf_trace[tb][65][warp][1] = clock();
+#endif
 }
 
 #endif  // ZK_TILE == 32

@@ -336,11 +336,15 @@ ZK_HD int zk_multi_stem_at(const int* P, const signed char* S, int i, int j) {
     return zk_multi_stem_of(P, ZK_TYPE(S, i, j), S[i - 1], S[j + 1]);
 }
 
-ZK_HD int zk_multi_closing(const int* P, const signed char* S, int i, int j) {
-    int t = zk_rtype(ZK_TYPE(S, i, j));
+// from the type tt of (i, j) (ZK_TYPE) and the codes si1 = S[i + 1], sj1 = S[j - 1] (zk_fin_lanes: its shared copies)
+ZK_HD int zk_multi_closing_of(const int* P, int tt, int si1, int sj1) {
+    int t = zk_rtype(tt);
     int e = zk_sc(P, ZK_ML_CLOSING) + zk_sc(P, ZK_ML_INTERN);
     if (zk_sc(P, ZK_DANGLES) == 0) return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, -1, -1);
-    return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, S[j - 1], S[i + 1]);
+    return e + zk_stem(P, ZK_OFF_MISMATCH_MULTI, t, sj1, si1);
+}
+ZK_HD int zk_multi_closing(const int* P, const signed char* S, int i, int j) {
+    return zk_multi_closing_of(P, ZK_TYPE(S, i, j), S[i + 1], S[j - 1]);
 }
 
 ZK_HD int zk_min(int a, int b) { return a < b ? a : b; }
