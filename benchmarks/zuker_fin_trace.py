@@ -12,7 +12,6 @@ length is the last one's), then the block's cycles before its first interval and
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 
@@ -29,20 +28,14 @@ def main() -> None:
 
     from rnapipe.gpu import loader
     from rnapipe.gpu import zuker as gz
-    from rnapipe.gpu.zuker_tables import hc_option, rules_option, shape_option, table_for
+    from rnapipe.gpu.zuker_tables import hc_option, rules_option, shape_option
+    from zuker_gpu_fill import tiled_inputs                 # this folder's: the same sequences and launch
 
     L, count = args.length, args.count
     if L < 6 * gz.TILE + 1:
         raise SystemExit(f"--length must be above {6 * gz.TILE} nt (tile diagonal 5 is traced)")
     model = gz._gpu_model({})
-    rng = random.Random(L)
-    seqs = ["".join(rng.choice("ACGU") for _ in range(L)) for _ in range(count)]
-    lens = np.array([len(s) for s in seqs], dtype=np.int32)
-    N = lens.astype(np.int64) + 2
-    soff, moff, total = gz._offsets(N), gz._offsets(N * N), int((N * N).sum())
-    mats = gz._matrices(7 * total)
-    launch = ((table_for(model, L), cupy.asarray(gz._codes(seqs)), cupy.asarray(soff), cupy.asarray(lens),
-               cupy.asarray(moff)) + tuple(mats[m * total:(m + 1) * total] for m in range(7)))
+    launch, mats, total, _ = tiled_inputs(gz, model, L, count)
     kernels = dict(gz._kernels(model))
     opts = ((f"-DZK_TILE={gz.TILE}", f"-DZK_MID_STAGES={gz.MID_STAGES}") + rules_option(model)
             + shape_option(None) + hc_option(None) + (f"-DZF_WARPS={gz.FIN_LANES_WARPS}",

@@ -31,6 +31,26 @@ import sys
 from pathlib import Path
 
 
+def tiled_inputs(gz, model, L: int, count: int):
+    """``count`` random ACGU sequences of ``L`` nt (seeded by L) laid out for the tiled fill's launches with
+    rnapipe.gpu.zuker ``gz``: the launch arguments, the matrices' one array, its words a matrix and the matrices'
+    offsets."""
+    import cupy
+    import numpy as np
+
+    from rnapipe.gpu.zuker_tables import table_for
+
+    rng = random.Random(L)
+    seqs = ["".join(rng.choice("ACGU") for _ in range(L)) for _ in range(count)]
+    lens = np.array([len(s) for s in seqs], dtype=np.int32)
+    N = lens.astype(np.int64) + 2
+    soff, moff, total = gz._offsets(N), gz._offsets(N * N), int((N * N).sum())
+    mats = gz._matrices(7 * total)
+    args = ((table_for(model, L), cupy.asarray(gz._codes(seqs)), cupy.asarray(soff), cupy.asarray(lens),
+             cupy.asarray(moff)) + tuple(mats[m * total:(m + 1) * total] for m in range(7)))
+    return args, mats, total, moff
+
+
 def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int | None, warps: int | None) -> None:
     """In a process with ``tree`` first on sys.path: print one JSON line per length."""
     sys.path.insert(0, tree)
@@ -43,7 +63,6 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
         hc_option,
         rules_option,
         shape_option,
-        table_for,
     )
 
     if warps is not None:                                   # the tree's FIN_LANES_WARPS: the build's and the launch's
@@ -52,15 +71,8 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
     extra = tuple(f"-D{x}" for x in variant.split("+") if x and x != "base")
     for spec in lengths.split(","):
         L, count = (int(x) for x in spec.split(":"))
-        rng = random.Random(L)
-        seqs = ["".join(rng.choice("ACGU") for _ in range(L)) for _ in range(count)]
-        lens = np.array([len(s) for s in seqs], dtype=np.int32)
-        N = lens.astype(np.int64) + 2
-        soff, moff, total = gz._offsets(N), gz._offsets(N * N), int((N * N).sum())
-        mats = gz._matrices(7 * total)
+        args, mats, total, moff = tiled_inputs(gz, model, L, count)
         V = mats[:total]
-        args = ((table_for(model, L), cupy.asarray(gz._codes(seqs)), cupy.asarray(soff), cupy.asarray(lens),
-                 cupy.asarray(moff)) + tuple(mats[m * total:(m + 1) * total] for m in range(7)))
         kernels = dict(gz._kernels(model))
         opts = ((f"-DZK_TILE={gz.TILE}", f"-DZK_MID_STAGES={gz.MID_STAGES}") + rules_option(model)
                 + shape_option(None) + hc_option(None))
