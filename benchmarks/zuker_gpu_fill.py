@@ -51,7 +51,8 @@ def tiled_inputs(gz, model, L: int, count: int):
     return args, mats, total, moff
 
 
-def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int | None, warps: int | None) -> None:
+def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int | None, warps: int | None,
+          lineinfo: bool = False) -> None:
     """In a process with ``tree`` first on sys.path: print one JSON line per length."""
     sys.path.insert(0, tree)
     import cupy
@@ -68,7 +69,7 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
     if warps is not None:                                   # the tree's FIN_LANES_WARPS: the build's and the launch's
         gz.FIN_LANES_WARPS = warps
     model = gz._gpu_model({})
-    extra = tuple(f"-D{x}" for x in variant.split("+") if x and x != "base")
+    extra = tuple(f"-D{x}" for x in variant.split("+") if x and x != "base") + (("-lineinfo",) if lineinfo else ())
     for spec in lengths.split(","):
         L, count = (int(x) for x in spec.split(":"))
         args, mats, total, moff = tiled_inputs(gz, model, L, count)
@@ -132,10 +133,12 @@ def main() -> None:
     ap.add_argument("--smem-extra", type=int, default=0)
     ap.add_argument("--carveout", type=int, default=None)
     ap.add_argument("--warps", type=int, default=None, help="zk_fin_lanes' warps a block (the trees' FIN_LANES_WARPS)")
+    ap.add_argument("--lineinfo", action="store_true",
+                    help="build zk_fin_lanes with -lineinfo (for Nsight Compute; ncu_source_lines.py)")
     ap.add_argument("--child", nargs=2, metavar=("TREE", "VARIANT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.lengths, args.child[1], args.smem_extra, args.carveout, args.warps)
+        child(args.child[0], args.lengths, args.child[1], args.smem_extra, args.carveout, args.warps, args.lineinfo)
         return
     trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
     variants = args.variants.split(",")
@@ -150,6 +153,8 @@ def main() -> None:
                     cmd += ["--carveout", str(args.carveout)]
                 if args.warps is not None:
                     cmd += ["--warps", str(args.warps)]
+                if args.lineinfo:
+                    cmd += ["--lineinfo"]
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]))
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree, check=False)
                 if proc.returncode:
