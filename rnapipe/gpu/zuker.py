@@ -272,21 +272,22 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
     count = len(seqs)
-    P = table_for(model, n_max)
     N = lens.astype(np.int64) + 2
-    soff = _offsets(N)
+    total = int((N * N).sum())
     moff = _offsets(N * N)
+    mats = _matrices(7 * total)
+    # INF everywhere (3x cupy's fill on tens of GB) first: the GPU writes while the host makes the rest below
+    k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
+    V, WM, WM1T, VI, V1N, VAU, VMX = (mats[m * total:(m + 1) * total] for m in range(7))
+    P = table_for(model, n_max)
+    soff = _offsets(N)
     woff = soff
     stoff = _offsets(3 * (3 * lens.astype(np.int64) + 8))
     codes = _codes(seqs)
-    total = int((N * N).sum())
     d_S = cupy.asarray(codes)
     d_soff = cupy.asarray(soff)
     d_lens = cupy.asarray(lens)
     d_moff = cupy.asarray(moff)
-    mats = _matrices(7 * total)
-    k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))    # 3x cupy's fill on tens of GB
-    V, WM, WM1T, VI, V1N, VAU, VMX = (mats[m * total:(m + 1) * total] for m in range(7))
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
     if shape is not None:                                  # ZK_SHAPE: the terms, laid out as the codes
         ss = np.zeros(int(N.sum()), dtype=np.int32)
@@ -324,7 +325,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
         return out
     stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
     pts = cupy.zeros(int(N.sum()), dtype=cupy.int32)
-    out = cupy.zeros(int(N.sum()), dtype=cupy.uint8)
+    out = cupy.full(int(N.sum()), 10, dtype=cupy.uint8)    # each structure and two '\n' (the codes' layout)
     mfe = cupy.zeros(count, dtype=cupy.int32)
     status = cupy.zeros(count, dtype=cupy.int32)
     tb_args = args + (np.int32(0), np.int32(count), W, d_woff, stacks, cupy.asarray(stoff), pts, out, mfe, status)
@@ -338,7 +339,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     _phase("traceback", t)
     if bad.size:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad.size} sequence(s)")
-    return [(int(mfe_h[s]), out_h[soff[s]:soff[s] + lens[s]].tobytes().decode("ascii")) for s in range(count)]
+    return list(zip(mfe_h.tolist(), out_h.tobytes().decode("ascii").split("\n\n")[:count]))
 
 
 def _gpu_model(options: dict) -> Model:
