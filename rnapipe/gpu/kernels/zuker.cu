@@ -603,12 +603,8 @@ static_assert(zf_entry(ZF_NBASE - 1, 0) == ZK_MAXLOOP && zf_entry(ZF_NBASE, 0) =
 struct ZfBases { unsigned short e[ZF_NBASE]; };
 ZK_CHD ZfBases zf_bases() {
     ZfBases t{};
-    int k = 0;
-    for (int s = 0; s <= ZK_MAXLOOP; ++s)
-        for (int n1 = 0; n1 <= s; ++n1) {
-            const int d = zf_base(n1, s - n1);
-            if (d >= 0 && k < ZF_NBASE) t.e[k++] = (unsigned short)(n1 | s << 5 | d << 10);
-        }
+    for (int e = 0; e < ZF_NBASE; ++e)
+        t.e[e] = (unsigned short)(zf_entry(e, 1) | zf_entry(e, 0) << 5 | zf_entry(e, 2) << 10);
     return t;
 }
 __constant__ ZfBases zf_base_tab = zf_bases();
