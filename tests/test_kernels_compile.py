@@ -23,7 +23,8 @@ def test_kernels_are_shipped():
 
 
 ARCHS = ["sm_80", "sm_90"]
-SHORT_EXTRA = ["-DZ2_RING16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]     # the short kernels' int16 ring, own traceback
+# the short kernels' int16 ring with its 16-bit WM / WM1 copies, own traceback, two sequences a block
+SHORT_EXTRA = ["-DZ2_RING16", "-DZ2_PM16", "-DZ2_XCHUNK=16", "-DZ2_TB_APART", "-DZ2_SEQS=2"]
 HC_EXTRA = [[], ["-DZK_RULES"], ["-DZK_RULES", "-DZK_SHAPE"], ["-DZ2_HC_BOUNDED"],
             ["-DZK_RULES", "-DZK_SHAPE", "-DZ2_HC_BOUNDED"]]
 HC_IDS = ["hc", "hc+rules", "hc+rules+shape", "hc+enforce", "hc+rules+shape+enforce"]

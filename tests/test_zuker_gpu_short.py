@@ -191,6 +191,30 @@ def test_int16_ring_overflow_refolds(monkeypatch):
     assert ours == cpu.fold_batch(seqs, "default", THREADS, {})
 
 
+def test_pm16_overflow_refolds(monkeypatch):
+    """With the range of the 16-bit copies of WM and WM1 (Z2_PM16, the multiloop units' reads) cut to [-50, 50]
+    dcal/mol nearly every sequence leaves it: each is folded again with the int32 build, and every result is still
+    the CPU engine's, in order."""
+    short = _short()
+    monkeypatch.setitem(short.TUNING, "options", ("-DZ2_PM_LO=-50", "-DZ2_PM_HI=50"))
+    seqs = _random_seqs(300, 150, short.smem_max_n() or 232, seed=61)
+    assert _direct(seqs) == cpu.fold_batch(seqs, "default", THREADS, {})
+
+
+def test_pm16_on_and_off_and_gc_rich_identical_to_cpu(monkeypatch):
+    """Random and GC-rich sequences of 181-400 nt (the most stable folds, whose values come near or past the
+    16-bit ranges and go back to the int32 build) with and without the 16-bit copies of WM and WM1: the CPU
+    engine's results."""
+    short = _short()
+    rng = random.Random(62)
+    seqs = _random_seqs(120, 181, min(400, short.smem_max_n() or 232), seed=63)
+    seqs += ["".join(rng.choice("GGGCCCAU") for _ in range(rng.randint(181, 400))) for _ in range(60)]
+    ref = cpu.fold_batch(seqs, "default", THREADS, {})
+    assert _direct(seqs) == ref
+    monkeypatch.setitem(short.TUNING, "pm16", False)
+    assert _direct(seqs) == ref
+
+
 def test_int16_ring_is_used_only_where_exact(monkeypatch):
     short = _short()
     from rnapipe.model import Model

@@ -76,8 +76,9 @@ LT_MAX = 496                  # ZS_LT_MAX: entries at most
 MAXLOOP = 30
 
 # Set by a benchmark or for debugging: "threads" forces the block size, "options" adds nvcc options,
-# "smem_launch" = (threads, min blocks per SM, ring16[, chunks[, sequences per block]]) forces
-# zs_fold_smem's launch and ring, "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
+# "smem_launch" = (threads, min blocks per SM, ring16[, chunks[, sequences per block[, split points per
+# multiloop unit]]]) forces zs_fold_smem's launch and ring, "pm16" (bool) its 16-bit copies of WM and WM1 with
+# the int16 ring, "tb_apart" (bool) puts its traceback in zs_tb_smem or in the fill kernel,
 # "events" (a list) receives the kernel's milliseconds per launch (CUDA events), "fill" fills the pool
 # with a value before the launch, "keep" (any value) is replaced by the pool, status and results of the
 # last launch, and a traceback failure is then not raised, "cupy_call" (any value) launches the kernels
@@ -93,10 +94,10 @@ def pool_words(n):
 
 
 def smem_pool_words(n):
-    """The same for zs_fold_smem (z2_pool_words): V, WM, WM1, XT, W (n + 2) and the stack; its auxiliaries
-    stay in shared memory."""
+    """The same for zs_fold_smem (z2_pool_words): V, WM, WM1, XT, W (n + 2), the stack, and WM and WM1 in 16
+    bits ((n + 2)² int16 each, the builds with Z2_PM16); its auxiliaries stay in shared memory."""
     N = n + 2
-    return 4 * N * N + N + 3 * n + 8
+    return 5 * N * N + N + 3 * n + 8
 
 
 def _words(n):
@@ -129,21 +130,23 @@ def _shared_bytes(max_n: int) -> int:
 # zs_fold_smem's launch by the batch's longest sequence, chosen by timing on an H100 (benchmarks/RESULTS.md;
 # at <= 80 nt 5 blocks of two sequences and 192 threads: 64 registers per thread, and the shared memory of 5
 # fits at 80 nt):
-# (longest n, threads, minimum blocks per SM, interior-loop chunks, sequences per block), with the int16
-# ring and with the int32 one. Short sequences have few cells per diagonal, so more, smaller blocks share a
-# multiprocessor; the int16 ring halves the largest part of the shared memory, so more blocks fit. Fewer,
-# longer chunks of interior loops (Z2_CHUNKS) mean fewer work units per diagonal. Sequences side by side in
-# one block (Z2_SEQS) share the units whose lanes go over pairable cells, which a short diagonal leaves
-# mostly idle.
+# (longest n, threads, minimum blocks per SM, interior-loop chunks, sequences per block, split points per
+# multiloop unit), with the int16 ring and with the int32 one. Short sequences have few cells per diagonal, so
+# more, smaller blocks share a multiprocessor; the int16 ring halves the largest part of the shared memory, so
+# more blocks fit. Fewer, longer chunks of interior loops (Z2_CHUNKS) mean fewer work units per diagonal.
+# Sequences side by side in one block (Z2_SEQS) share the units whose lanes go over pairable cells, which a
+# short diagonal leaves mostly idle. A multiloop unit's split points (Z2_XCHUNK) are loads from global memory
+# in flight together: beyond 180 nt 16 of them, where those loads reach past the L2.
 # Beyond 180 nt a block of 512 threads (two fit a multiprocessor up to about 440 nt), beyond 260 one of 1,024:
 # a diagonal's units then have the warps to go round.
-SMEM_LAUNCH16 = ((80, 192, 5, 3, 2), (120, 256, 3, 4, 2), (180, 256, 4, 4, 1), (260, 512, 2, 4, 1),
-                 (10**9, 1024, 1, 4, 1))
+SMEM_LAUNCH16 = ((80, 192, 5, 3, 2, 8), (120, 256, 3, 4, 2, 8), (180, 256, 4, 4, 1, 8), (260, 512, 2, 4, 1, 16),
+                 (10**9, 1024, 1, 4, 1, 16))
 # with hard constraints (their words and bounds make each chunk's loops dearer) three chunks up to 120 nt
-SMEM_LAUNCH16_HC = ((80, 192, 5, 3, 2), (120, 256, 3, 3, 2), (180, 256, 4, 4, 1), (260, 512, 2, 4, 1),
-                    (10**9, 1024, 1, 4, 1))
-SMEM_LAUNCH32 = ((80, 128, 4, 3, 1), (232, 256, 2, 4, 1), (10**9, 1024, 1, 4, 1))
+SMEM_LAUNCH16_HC = ((80, 192, 5, 3, 2, 8), (120, 256, 3, 3, 2, 8), (180, 256, 4, 4, 1, 8),
+                    (260, 512, 2, 4, 1, 16), (10**9, 1024, 1, 4, 1, 16))
+SMEM_LAUNCH32 = ((80, 128, 4, 3, 1, 8), (232, 256, 2, 4, 1, 8), (10**9, 1024, 1, 4, 1, 8))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
+PM16 = True                    # with the int16 ring, the multiloop units read WM and WM1 in 16 bits (Z2_PM16)
 TB_APART = True                # zs_fold_smem's traceback in a kernel of its own (zs_tb_smem), a warp per sequence
 TB_THREADS = 128
 HC_SMEM = True                 # zs_fold_smem with hard constraints: the block's words copied to shared memory
@@ -156,19 +159,22 @@ def _smem_launch(max_n: int, ring16: bool, hc: bool = False,
     sequence is max_n (hc: a build with hard constraints, their words in shared memory where HC_SMEM; enforce:
     under --enforceConstraint, the only case where a bound refuses an interior loop: Z2_HC_BOUNDED)."""
     table = (SMEM_LAUNCH16_HC if hc else SMEM_LAUNCH16) if ring16 else SMEM_LAUNCH32
-    threads, blocks, chunks, seqs = next(x[1:] for x in table if max_n <= x[0])
-    if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks[, seqs]])
+    threads, blocks, chunks, seqs, xchunk = next(x[1:] for x in table if max_n <= x[0])
+    if "smem_launch" in TUNING:        # (threads, blocks, ring16[, chunks[, seqs[, xchunk]]])
         forced = TUNING["smem_launch"]
         threads, blocks = forced[:2]
         chunks = forced[3] if len(forced) > 3 else chunks
         seqs = forced[4] if len(forced) > 4 else seqs
+        xchunk = forced[5] if len(forced) > 5 else xchunk
     hc_smem = hc and _hc_smem()
     while seqs > 1 and _smem_shared_bytes(max_n, ring16, seqs, hc_smem) > _shared_limit():
         seqs -= 1                      # a block's shared memory must fit the GPU (the int32 ring, long sequences)
     apart = TUNING.get("tb_apart", TB_APART)
+    pm16 = ring16 and TUNING.get("pm16", PM16)
     return threads, seqs, ((f"-DZ2_MAX_THREADS={threads}", f"-DZ2_MIN_BLOCKS={blocks}", f"-DZ2_CHUNKS={chunks}",
-                            f"-DZ2_SEQS={seqs}")
-                           + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_TB_APART",) if apart else ())
+                            f"-DZ2_SEQS={seqs}", f"-DZ2_XCHUNK={xchunk}")
+                           + (("-DZ2_RING16",) if ring16 else ()) + (("-DZ2_PM16",) if pm16 else ())
+                           + (("-DZ2_TB_APART",) if apart else ())
                            + (("-DZ2_HC_SMEM",) if hc_smem else ())
                            + (("-DZ2_HC_BOUNDED",) if hc and enforce else ()))
 

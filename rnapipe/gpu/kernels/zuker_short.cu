@@ -431,11 +431,44 @@ ZK_HD int z2_shared_bytes(int max_n) {
 }
 
 // The pool of one sequence: V, WM, WM1, XT ((n+2)^2 int32 each, zuker_short.cuh's layout), W (n+2), the
-// stack.
-ZK_HD long long z2_pool_words(int n) {
+// stack; then, from word z2_pm16_at(n), WM and WM1 again in 16 bits ((n+2)^2 int16 each, the same layout),
+// written and read only by builds with Z2_PM16.
+ZK_HD long long z2_pm16_at(int n) {
     long long N = n + 2;
     return 4 * N * N + N + 3LL * n + 8;
 }
+ZK_HD long long z2_pool_words(int n) {
+    long long N = n + 2;
+    return z2_pm16_at(n) + N * N;
+}
+
+// Z2_PM16 (with the int16 ring only): the multiloop's split points (the PM units) read WM and WM1 from their
+// 16-bit copies. Those reads are most of the kernel's global traffic, and from about 180 nt on one diagonal's
+// reads span more than the L2 holds for the blocks in flight, so their latency is the PM units'; half the bytes
+// mean more of them hit. A value is stored exact if it lies in [Z2_PM_LO, Z2_PM_HI]; any finite value outside
+// sets the block's overflow flag (status 2: the host folds the sequence again with the int32 build, which has no
+// copies), and INF (>= ZK_HALF_INF) is stored as Z2_PM_SENT. A PM unit adds two stored values in 32 bits: two
+// exact ones make at most 2 * Z2_PM_HI = 12,000, a sum with a sentinel at least Z2_PM_SENT + Z2_PM_LO = 12,767,
+// so a minimum >= Z2_PM_INF_AT is INF.
+#ifdef Z2_PM16
+#ifndef Z2_RING16
+#error "Z2_PM16 needs Z2_RING16: a value out of range sends the sequence back to the int32 build"
+#endif
+#ifndef Z2_PM_LO                       // -D for the tests (a narrow range: most sequences go back)
+#define Z2_PM_LO (-20000)
+#endif
+#ifndef Z2_PM_HI
+#define Z2_PM_HI 6000
+#endif
+#define Z2_PM_SENT 32767
+#define Z2_PM_INF_AT 12500
+static_assert(2 * Z2_PM_HI < Z2_PM_INF_AT && Z2_PM_INF_AT <= Z2_PM_SENT + Z2_PM_LO, "Z2_PM16's ranges");
+__device__ __forceinline__ short z2_pm_store(int v, bool& overflow) {
+    if (v >= ZK_HALF_INF) return (short)Z2_PM_SENT;
+    if (v < Z2_PM_LO || v > Z2_PM_HI) overflow = true;
+    return (short)v;
+}
+#endif
 
 #ifndef Z2_MAX_THREADS
 #define Z2_MAX_THREADS 256
@@ -665,7 +698,11 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                     int k, i;
                     z2_cell(sLen, dn, active ? f - xp * cells_n : 0, k, i);
                     const int N = sLen[k] + 2;
+#ifdef Z2_PM16
+                    const short* wm = (const short*)(sBase[k] + z2_pm16_at(sLen[k]));   // WM; WM1 follows it
+#else
                     const int* wm = sBase[k] + N * N;                        // WM; WM1 follows it
+#endif
                     const int xa = x_lo + xp * Z2_XCHUNK;
                     const int xb = min(xa + Z2_XCHUNK - 1, x_hi);
                     const int oa = (xa - 1) * N + i;                          // WM[i][i+x-1], x = xa ...
@@ -678,6 +715,9 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                             else m = min(m, wm[oa + c * N] + wm[ob + c * (1 - N)]);
                         }
                     m = min(m, m_);
+#ifdef Z2_PM16
+                    if (m >= Z2_PM_INF_AT) m = ZK_INF;
+#endif
                     if (active) atomicMin(&sPM[(dn & 3) * R + k * N0 + i], m);
                     continue;
                 }
@@ -846,6 +886,11 @@ extern "C" __global__ void __launch_bounds__(Z2_MAX_THREADS, Z2_MIN_BLOCKS) zs_f
                 const int pm = pm_row[e];
                 const int wm = pm < ZK_HALF_INF ? zk_min(wmb, pm) : wmb;
                 q.WM[o] = wm;
+#ifdef Z2_PM16
+                short* w16 = (short*)(sBase[k] + z2_pm16_at(q.n));
+                w16[o] = z2_pm_store(wm, overflow);
+                w16[N * N + o] = z2_pm_store(w1, overflow);
+#endif
             }
             int* pm_next = sPM + ((d + 2) & 3) * R;      // PM of d-2, read above: d+2's next
             for (int x = tid; x < R; x += T) pm_next[x] = ZK_INF;
