@@ -84,11 +84,11 @@ VARIANTS = ("default",)
 
 KERNELS = "zuker.cu"
 TURN = 3
-SHORT_MAX_N = 400             # the short kernels up to here at most (None: as far as zs_fold_smem goes), the tiled
+SHORT_MAX_N = 480             # the short kernels up to here at most (None: as far as zs_fold_smem goes), the tiled
                               # fill (LONG_FILL) beyond; zk_fill_block and zs_fold only where forced (gpu_fill).
                               # Where the two cross on an H100 (4,096 random sequences a length, each fill forced:
-                              # zs_fold_smem 12 % ahead at 380 nt, even at 400, the tiled fill 9 % ahead at 420;
-                              # benchmarks/RESULTS.md)
+                              # zs_fold_smem 12 % ahead at 440 nt, 4-5 % at 470-480, the tiled fill 2-5 % ahead
+                              # at 500; benchmarks/RESULTS.md)
 FILL_THREADS = 256            # 8 warps: 8 cells of an anti-diagonal at a time per sequence
 DIAG_WARPS = 4                # warps (cells) per block of zk_fill_diag
 HOST_TRACEBACK_N = 8000       # thread traceback only up to here: one GPU thread walks every scan alone

@@ -137,13 +137,14 @@ def _shared_bytes(max_n: int) -> int:
 # Sequences side by side in one block (Z2_SEQS) share the units whose lanes go over pairable cells, which a
 # short diagonal leaves mostly idle. A multiloop unit's split points (Z2_XCHUNK) are loads from global memory
 # in flight together: beyond 180 nt 16 of them, where those loads reach past the L2.
-# Beyond 180 nt a block of 512 threads (two fit a multiprocessor up to about 440 nt), beyond 260 one of 1,024:
-# a diagonal's units then have the warps to go round.
-SMEM_LAUNCH16 = ((80, 192, 5, 3, 2, 8), (120, 256, 3, 4, 2, 8), (180, 256, 4, 4, 1, 8), (260, 512, 2, 4, 1, 16),
+# Beyond 180 nt a block of 512 threads (two fit a multiprocessor up to about 440 nt), beyond 350 one of 1,024:
+# a diagonal's units then have the warps to go round (on an H100 with the 16-bit copies of WM and WM1, 512 x 2
+# is 15 % ahead at 340 nt, even at 355, 6 % behind at 370; benchmarks/RESULTS.md).
+SMEM_LAUNCH16 = ((80, 192, 5, 3, 2, 8), (120, 256, 3, 4, 2, 8), (180, 256, 4, 4, 1, 8), (350, 512, 2, 4, 1, 16),
                  (10**9, 1024, 1, 4, 1, 16))
 # with hard constraints (their words and bounds make each chunk's loops dearer) three chunks up to 120 nt
 SMEM_LAUNCH16_HC = ((80, 192, 5, 3, 2, 8), (120, 256, 3, 3, 2, 8), (180, 256, 4, 4, 1, 8),
-                    (260, 512, 2, 4, 1, 16), (10**9, 1024, 1, 4, 1, 16))
+                    (350, 512, 2, 4, 1, 16), (10**9, 1024, 1, 4, 1, 16))
 SMEM_LAUNCH32 = ((80, 128, 4, 3, 1, 8), (232, 256, 2, 4, 1, 8), (10**9, 1024, 1, 4, 1, 8))
 RING16 = True                  # the int16 ring where the model allows it (_ring16_ok)
 PM16 = True                    # with the int16 ring, the multiloop units read WM and WM1 in 16 bits (Z2_PM16)

@@ -35,17 +35,17 @@ import numpy as np
 from ..._version import __version__
 from ...io.writers import atomic_output
 
-# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 400 nt (rnapipe.gpu.zuker.
+# lengths timed by a profile (nt): the GPU's Zuker engine changes its fill after 480 nt (rnapipe.gpu.zuker.
 # SHORT_MAX_N: zs_fold_smem to the tiled fill, where the two cross; zs_fold, up to 600, only where forced), both
 # sides are timed (tests/test_hybrid.py checks these against the engine's own limits)
-LENGTHS = (30, 68, 120, 200, 232, 300, 400, 401, 500, 600, 601, 800, 1200, 1600)
+LENGTHS = (30, 68, 120, 200, 232, 300, 400, 480, 481, 600, 601, 800, 1200, 1600)
 # lengths the CPU is timed at where the profile's lengths are the default ones: its cost is a smooth fit of three
-# terms, which a few lengths from short to long determine; 500 and 600 keep a timed K for --device auto
+# terms, which a few lengths from short to long determine; 480 and 600 keep a timed K for --device auto
 # (:func:`.auto.best_gain`) in the range where the GPU's fills meet
-CPU_LENGTHS = (30, 68, 200, 500, 600, 1200)
+CPU_LENGTHS = (30, 68, 200, 480, 600, 1200)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
 COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
-GPU_FILLS = 4                  # in each profile's key: the GPU engine's fills, counted up when one changes speed, so
+GPU_FILLS = 5                  # in each profile's key: the GPU engine's fills, counted up when one changes speed, so
                                # that a profile timed with the old ones is remade
 TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather per batch)
 
