@@ -7,7 +7,7 @@
 Per length L (random uniform ACGU, seed 2026): sequences/s end to end through rnapipe.gpu.zuker.fold_batch
 (Python strings in, (MFE, dot-bracket) tuples out) with the block fill forced (before: zk_fill_block, W and
 traceback launches) and the short path forced (after: zs_fold_smem up to its limit, zs_fold beyond up to 600 nt,
-in chunks on two streams; fold_batch itself takes the tiled fill past zs_fold_smem's limit), best of --repeat; the kernel's own time
+in chunks on several streams; fold_batch itself takes the tiled fill past zs_fold_smem's limit), best of --repeat; the kernel's own time
 (CUDA events around the launch); whether the two agree on every sequence (the block fill is the path
 verified against the CPU engine); and the floor: inner-loop add-min evaluations per sequence
 (benchmarks/zuker_gpu.py's inner_evaluations) over --rate, with the fraction of it reached end to end

@@ -1,6 +1,6 @@
 """rnapipe.gpu.zuker.fold_packed (packed sequences in, packed results out: the streaming CLI's path) and
 zuker_short.fold_group_packed: identical to the CPU engine, in input order, with empty sequences, mixed
-kernels (short, block, tiled), the int16 ring's refold, chunks on two streams and out-of-memory splits."""
+kernels (short, block, tiled), the int16 ring's refold, chunks on several streams and out-of-memory splits."""
 
 from __future__ import annotations
 

@@ -224,10 +224,10 @@ def test_int16_ring_is_used_only_where_exact(monkeypatch):
 
 
 @pytest.mark.parametrize("pool_bytes", [None, 2_000_000])
-def test_chunks_on_two_streams(monkeypatch, pool_bytes):
-    """A group split into many chunks (both kernels, two streams sharing one device pool per stream, one
-    chunk's host work overlapping the next ones' kernels; chunks cut by CHUNK or by the pool's size):
-    results identical to the CPU engine and in order."""
+def test_chunks_on_several_streams(monkeypatch, pool_bytes):
+    """A group split into many chunks (both kernels, STREAMS streams, the chunks of each sharing one device
+    pool, one chunk's host work overlapping the next ones' kernels; chunks cut by CHUNK or by the pool's
+    size): results identical to the CPU engine and in order."""
     short = _short()
     monkeypatch.setattr(short, "CHUNK", 37)
     if pool_bytes:

@@ -45,7 +45,7 @@ Matrices in global memory are diagonal-major (cell (i, j) at (j - i)·(n + 2) + 
 threads read neighbouring words. The host side is vectorised: the sequences go over as one ASCII buffer
 (the kernel encodes them), the structures come back as one buffer, one newline apart, and are split by
 str.split, no per-base or per-sequence slicing in Python; a large group goes in chunks (small ones first
-and last) on two streams, all launched at once and collected as they finish, so that the host's work on
+and last) on STREAMS streams, all launched at once and collected as they finish, so that the host's work on
 one chunk overlaps the kernels of the next. Each stream's chunks share one device array (matrices, then
 the chunk's input and output), kept by the calling thread for its next group (:func:`release` gives it
 back; fold_batch does before the longer sequences' fills). Per chunk the host does little: the offsets of
@@ -287,7 +287,7 @@ def fold_group(seqs: list[str], model: Model, lens: np.ndarray | None = None,
     """Fold non-empty sequences given longest first (lens: their lengths, if the caller has them; shape: their
     SHAPE stacking terms, int32 per nucleotide, or None; constraints: their constraint lines, or None): those
     longer than smem_max_n() with zs_fold, the rest with zs_fold_smem. A large group goes in chunks
-    (:func:`chunk_sizes`), all launched at once on two streams and collected in order, so that the host's
+    (:func:`chunk_sizes`), all launched at once on STREAMS streams and collected in order, so that the host's
     work on one chunk (sequences in, structures out) overlaps the kernels of the next ones; the chunks of
     one stream share one device pool (the stream orders them)."""
     count = len(seqs)
@@ -351,8 +351,12 @@ def _run_group(group: "_Group", collect) -> None:
 CHUNK = 8192                  # sequences per chunk in the middle of a large group, at most
 SMEM_MIN_CHUNK = 512           # zs_fold_smem's chunks may take more than STREAM_POOL_BYTES to hold this many
                                # sequences (at 500 nt 4 MB each): a few waves of one-block multiprocessors
-STREAM_POOL_BYTES = 512 << 20  # device pool of one stream's chunks, at most (fewer sequences per chunk
+STREAM_POOL_BYTES = 1 << 30   # device pool of one stream's chunks, at most (fewer sequences per chunk
                                # when they are long); kept between groups (_stream_pools)
+STREAMS = 3                    # streams the chunks go round: while one chunk's kernels end (a partial last wave
+                               # of blocks) the next ones' fill the GPU. On an H100, 3 streams of 1 GB against 2 of
+                               # 512 MB: +2 to +5.5 % from 68 to 300 nt, +0.3 to +1.2 % at 400-480
+                               # (benchmarks/RESULTS.md)
 
 
 def chunk_sizes(count: int, most: int | None = None) -> list[int]:
@@ -421,7 +425,7 @@ def _streams():
 def _streams_on(device: int):
     import cupy
     with cupy.cuda.Device(device):
-        return [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+        return [cupy.cuda.Stream(non_blocking=True) for _ in range(STREAMS)]
 
 
 def size_entries(T) -> np.ndarray:
