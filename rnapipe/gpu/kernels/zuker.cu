@@ -652,46 +652,18 @@ __device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int
     zf_loops<B, E0, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
 }
 
-#define ZF_CASE(C) case C: zf_chunk<B, C % ZF_CHUNKS>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c); break;
-template <bool B>
+// zf_chunk<B, C> for the chunk c a warp takes (C counts up from 0 to ZF_CHUNKS - 1)
+template <bool B, int C = 0>
 __device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc, const int* szb,
                                             int mu, int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
-    switch (c) {
-        ZF_CASE(0)
-#if ZF_CHUNKS > 1
-        ZF_CASE(1)
-#endif
-#if ZF_CHUNKS > 2
-        ZF_CASE(2)
-#endif
-#if ZF_CHUNKS > 3
-        ZF_CASE(3)
-#endif
-#if ZF_CHUNKS > 4
-        ZF_CASE(4)
-#endif
-#if ZF_CHUNKS > 5
-        ZF_CASE(5)
-#endif
-#if ZF_CHUNKS > 6
-        ZF_CASE(6)
-#endif
-#if ZF_CHUNKS > 7
-        ZF_CASE(7)
-#endif
-#if ZF_CHUNKS > 8
-        ZF_CASE(8)
-#endif
-#if ZF_CHUNKS > 9
-        ZF_CASE(9)
-#endif
-#if ZF_CHUNKS > 10
-        ZF_CASE(10)
-#endif
-        default: break;
+    if constexpr (C < ZF_CHUNKS) {
+        if (c == C) {
+            zf_chunk<B, C>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+            return;
+        }
+        zf_chunk_at<B, C + 1>(c, wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
     }
 }
-#undef ZF_CASE
 static_assert(ZF_CHUNKS >= 1 && ZF_CHUNKS <= 11, "ZF_CHUNKS: 1 to 11");
 static_assert(ZF_CHUNKS == 1 || (ZF_CH0 >= 1 && ZF_NBASE - ZF_CH0 >= ZF_CHUNKS - 1), "ZF_CH0: a base loop a chunk");
 
