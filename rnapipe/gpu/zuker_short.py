@@ -350,7 +350,7 @@ def _run_group(group: "_Group", collect) -> None:
 
 CHUNK = 8192                  # sequences per chunk in the middle of a large group, at most
 SMEM_MIN_CHUNK = 512           # zs_fold_smem's chunks may take more than STREAM_POOL_BYTES to hold this many
-                               # sequences (at 500 nt 4 MB each): a few waves of one-block multiprocessors
+                               # sequences (at 480 nt 4.6 MB each): a few waves of one-block multiprocessors
 STREAM_POOL_BYTES = 1 << 30   # device pool of one stream's chunks, at most (fewer sequences per chunk
                                # when they are long); kept between groups (_stream_pools)
 STREAMS = 3                    # streams the chunks go round: while one chunk's kernels end (a partial last wave
