@@ -1,5 +1,5 @@
 """The GPU partition function's kernels (rnapipe/gpu/kernels/partition.cu) run on the CPU: built with g++ against
-tests/cuda_emu/shim.h (a block's threads as threads, barriers, emulated warp shuffles) and driven by the GPU
+tests/cuda_emu/shim.h (a block's threads as fibers, barriers, emulated warp shuffles) and driven by the GPU
 engine's own host code (rnapipe.gpu.partition.fold_batch with numpy for CuPy), their results against the CPU engine
 (rnapipe.cpu.partition), an independent implementation of the same recursions. Catches a wrong index or rule in
 the kernels where there is no GPU; says nothing of their speed."""

@@ -1,5 +1,5 @@
 """The GPU Zuker engine's kernels (rnapipe/gpu/kernels/zuker.cu) run on the CPU: built with g++ against
-tests/cuda_emu/zuker_shim.h (a block's threads as threads, barriers, named barriers, emulated warp votes and
+tests/cuda_emu/zuker_shim.h (a block's threads as fibers, barriers, named barriers, emulated warp votes and
 shuffles) and driven by the GPU engine's own host code (rnapipe.gpu.zuker.fold_batch with numpy for CuPy), forced
 onto the tiled fill (zk_mid, zk_fin_lanes, the chunked W, the block traceback) at lengths of several tiles, with the
 default model, the pairing rules, hard constraints and SHAPE data (each a build of its own); MFE and structure

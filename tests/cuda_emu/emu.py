@@ -103,7 +103,7 @@ class Kernel:
 
 def gxx(cpp: str, so: str, options, include_dirs) -> None:
     """Build tests/cuda_emu/CPP (a driver that includes the shim and the kernels) into the shared library SO."""
-    subprocess.run(["g++", "-O1", "-std=c++20", "-shared", "-fPIC", "-pthread", "-w", *options,
+    subprocess.run(["g++", "-O1", "-std=c++20", "-shared", "-fPIC", "-w", *options,
                     *(x for d in include_dirs for x in ("-I", d)), os.path.join(HERE, cpp), "-o", so], check=True)
 
 

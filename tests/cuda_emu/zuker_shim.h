@@ -11,18 +11,18 @@ struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline int g_ivote[4096];
 inline int emu_dyn_smem[65536];
-inline std::barrier<> g_named[16] = {std::barrier<>(64), std::barrier<>(64), std::barrier<>(64), std::barrier<>(64),
-                                     std::barrier<>(64), std::barrier<>(64), std::barrier<>(64), std::barrier<>(64),
-                                     std::barrier<>(64), std::barrier<>(64), std::barrier<>(64), std::barrier<>(64),
-                                     std::barrier<>(64), std::barrier<>(64), std::barrier<>(64), std::barrier<>(64)};
-inline void emu_bar_arrive(int w) { (void)g_named[w].arrive(); }
+inline EmuBarrier g_named[16] = {EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64),
+                                 EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64),
+                                 EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64),
+                                 EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64)};
+inline void emu_bar_arrive(int w) { g_named[w].arrive(); }
 inline void emu_bar_sync(int w) { g_named[w].arrive_and_wait(); }
 inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
 // every lane of the warp puts v, then reads the warp's values through f(first lane's index, own lane)
 template <typename F>
 inline int emu_warp(int v, F f) {
     const int t = threadIdx.x;
-    std::barrier<>* b = g_warp_barriers[t / 32];
+    EmuBarrier* b = g_warp_barriers[t / 32];
     g_ivote[t] = v;
     b->arrive_and_wait();
     const int r = f(t & ~31, t & 31);
