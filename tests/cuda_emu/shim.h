@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -96,7 +97,7 @@ void call_with(void (*k)(A...), void** p, std::index_sequence<I...>) {
     k(*static_cast<std::remove_reference_t<A>*>(p[I])...);
 }
 
-inline void (*g_fiber_body)() = nullptr;
+inline std::function<void()> g_fiber_body;    // the kernel call every fiber of the launch makes
 inline void emu_fiber_entry() {
     g_fiber_body();
     g_fibers[g_current].done = true;
@@ -104,7 +105,7 @@ inline void emu_fiber_entry() {
 
 template <typename... A>
 void launch(void (*k)(A...), unsigned gx, unsigned gy, unsigned gz, unsigned bx, void** p) {
-    constexpr std::size_t STACK = 1 << 20;     // allocated, not touched: the pages a kernel uses
+    constexpr std::size_t STACK = 1 << 20;     // a fiber's stack: allocated, only the pages its frames use touched
     gridDim = {gx, gy, gz};
     blockDim = {bx, 1, 1};
     EmuBarrier bar((std::ptrdiff_t)bx);
@@ -115,11 +116,7 @@ void launch(void (*k)(A...), unsigned gx, unsigned gy, unsigned gz, unsigned bx,
         wb.push_back(std::make_unique<EmuBarrier>((std::ptrdiff_t)std::min(32u, bx - 32 * w)));
         g_warp_barriers.push_back(wb.back().get());
     }
-    static void (*kernel)(A...);
-    static void** params;
-    kernel = k;
-    params = p;
-    g_fiber_body = [] { call_with(kernel, params, std::index_sequence_for<A...>{}); };
+    g_fiber_body = [k, p] { call_with(k, p, std::index_sequence_for<A...>{}); };
     g_fibers = std::vector<EmuFiber>(bx);
     for (auto& f : g_fibers) f.stack.reset(new char[STACK]);
     // the blocks one after another (a block's statics, __shared__, are then its own), its threads in turn
