@@ -42,7 +42,8 @@ def base_loops(g0: int, g1: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def wavefronts(pitch: int, g0: int, g1: int, length: int, seqs: int, seed: int) -> tuple[int, float]:
+def wavefronts(pitch: int, g0: int, g1: int, length: int, seqs: int, seed: int,
+               elem: int = 4) -> tuple[int, float]:
     bases = base_loops(g0, g1)
     plane = 62 * pitch
     rng = random.Random(seed)
@@ -71,6 +72,7 @@ def wavefronts(pitch: int, g0: int, g1: int, length: int, seqs: int, seed: int) 
                                         continue
                                     word = (rr * (pitch + 1) + dn + 30 + kind * plane + n1 * pitch - n2
                                             + (d * g0 * pitch if dr == 0 else -d * g1))
+                                    word = word * elem // 4          # the 4-byte bank word of the element
                                     banks[word % 32].add(word)
                             if banks:
                                 total += max(len(w) for w in banks.values())
@@ -85,14 +87,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pitches", default="62,63,64,65,66,67")
     ap.add_argument("--growth", default="1/1,4/8", help="g0/g1 pairs, comma-separated")
+    ap.add_argument("--elem-bytes", type=int, default=4, choices=(2, 4), help="bytes a window element (ZF_AUX16: 2)")
     args = ap.parse_args()
     print("| pitch | growth g0 / g1 | base loops | wavefronts a window load | extra shared bytes a block |")
     print("|---:|---|---:|---:|---:|")
     for g in args.growth.split(","):
         g0, g1 = (int(x) for x in g.split("/"))
         for pitch in (int(x) for x in args.pitches.split(",")):
-            n, w = wavefronts(pitch, g0, g1, args.length, args.seqs, args.seed)
-            print(f"| {pitch} | {g0} / {g1} | {n} | {w:.2f} | {4 * 3 * 62 * (pitch - 62):,} |", flush=True)
+            n, w = wavefronts(pitch, g0, g1, args.length, args.seqs, args.seed, args.elem_bytes)
+            print(f"| {pitch} | {g0} / {g1} | {n} | {w:.2f} | {args.elem_bytes * 3 * 62 * (pitch - 62):,} |",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,14 @@ def build_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("zuker_emu")
 
 
-@pytest.mark.parametrize("count, seed, lo, hi, options", [
-    (4, 3, 100, 170, {}),                            # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2
-    (2, 7, 90, 140, {"no_lp": True, "no_gu": True}),  # the kernels built with the pairing rules (-DZK_RULES)
-    (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}),   # hard constraints (-DZK_HC)
-    (2, 14, 90, 140, {"with_shape": True}),                                     # SHAPE terms (-DZK_SHAPE)
+@pytest.mark.parametrize("count, seed, lo, hi, options, refolded", [
+    (4, 3, 100, 170, {}, 0),                  # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2; 16-bit window
+    (2, 7, 90, 140, {"no_lp": True, "no_gu": True}, 0),  # the kernels built with the pairing rules (-DZK_RULES)
+    (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}, 0),   # hard constraints (-DZK_HC)
+    (2, 14, 90, 140, {"with_shape": True}, 0),                                     # SHAPE terms (-DZK_SHAPE)
+    (2, 5, 90, 140, {"aux16": False}, 2),                # zk_fin_lanes' window in int32 (the refold's build)
+    (3, 9, 90, 140, {"fin_options": ["-DZF16_LO=-60", "-DZF16_HI=60"]}, 3),   # every one leaves the range: refolds
 ])
-def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options):
+def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options, refolded):
     got = run("zuker_emu.py", build_dir, count, seed, lo, hi, json.dumps(options))
-    assert got["count"] == count and got["differ"] == 0, got
+    assert got["count"] == count and got["differ"] == 0 and got["refolded"] == refolded, got

@@ -64,6 +64,7 @@ no structure gets the CPU engine's energy (INF), which the pipeline reports.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Callable
@@ -76,7 +77,8 @@ from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
 from . import devices
-from .zuker_tables import INF, NO_SPAN, hc_option, hc_words, rules_option, shape_option, span_of, table_for
+from .zuker_tables import (INF, NO_SPAN, hc_option, hc_words, rules_option, shape_option, size_terms, span_of,
+                           table_for)
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,22 @@ FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 1
 # tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists of cells with interior loops and
 # their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,372 bytes: three blocks an SM)
 FIN_LANES_SHARED = 4 * (4 * 133 + 3 * 62 * 65 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + 36 * 36 + 80
+# ZF_AUX16: the window's elements in 16 bits (the int32 fill again for a sequence whose values leave the range, and
+# for models whose interior-loop size terms leave +-8,000), rows of FIN_AUX16_PITCH elements, FIN_AUX16_BLOCKS blocks
+# an SM (ZF_MINB: the registers the build may use)
+FIN_AUX16 = True
+FIN_AUX16_PITCH = 68
+FIN_AUX16_BLOCKS = 4
+AUX16_SIZE_TERMS = 8000       # ZF16_SZ of kernels/zuker.cu
+FIN_OPTIONS: tuple = ()       # more -D options for zk_fin_lanes' build (tests: a narrow ZF16_LO / ZF16_HI)
+
+
+def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
+    """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
+    16-bit elements in place of its 3 x 62 x 65 words (53,308 bytes at pitch 68)."""
+    if not aux16:
+        return FIN_LANES_SHARED
+    return FIN_LANES_SHARED - 4 * 3 * 62 * 65 + 4 * ((3 * 62 * pitch * 2 + 3) // 4)
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)
@@ -145,16 +163,31 @@ def max_length(budget_bytes: int) -> int:
     return longest_fitting(bytes_needed, budget_bytes)
 
 
-def _kernels(model: Model, shape=None, constraints=None):
+@functools.lru_cache(maxsize=16)
+def aux16_ok(model: Model) -> bool:
+    """Whether the model's finite interior-loop size terms lie within what ZF_AUX16's chunk sums assume."""
+    sz = size_terms(model.tables())
+    finite = sz[sz < INF]
+    return bool(finite.size == 0 or (finite.min() >= -AUX16_SIZE_TERMS and finite.max() <= AUX16_SIZE_TERMS))
+
+
+def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
+    """The engine's kernels by name, and "zk_fin_lanes_shared": zk_fin_lanes' dynamic shared memory (its window in
+    16 bits with ``aux16``)."""
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq", "zk_fill_inf")
     opts = ((f"-DZK_TILE={TILE}", f"-DZK_MID_STAGES={MID_STAGES if TILE == 32 else 1}") + rules_option(model)
             + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
+        shared = fin_lanes_shared(aux16)
         lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}",
-                 f"-DZF_SHARED_BYTES={FIN_LANES_SHARED}")     # checked against the kernel's layout when it compiles
-        out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=FIN_LANES_SHARED)
+                 f"-DZF_SHARED_BYTES={shared}")               # checked against the kernel's layout when it compiles
+        if aux16:
+            lanes += ("-DZF_AUX16", f"-DZF_PA={FIN_AUX16_PITCH}", f"-DZF_MINB={FIN_AUX16_BLOCKS}")
+        lanes += tuple(FIN_OPTIONS)
+        out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=shared)
+        out["zk_fin_lanes_shared"] = shared
     return out
 
 
@@ -165,10 +198,15 @@ def _tiled_ok(model: Model, n: int) -> bool:
     return 0 <= ml and ml * (n + 2) < 10_000_000
 
 
-def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN) -> None:
+def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None) -> None:
     """The tile diagonals D = 0 .. of the tiled fill; with a span limit only those whose nearest cell to the
-    diagonal (j - i = D·T - T + 1) lies within it (zk_fin leaves the cells beyond it alone)."""
+    diagonal (j - i = D·T - T + 1) lies within it (zk_fin leaves the cells beyond it alone). ``over``: a device
+    int32 array of ``count`` zeros where zk_fin_lanes with ZF_AUX16 marks the sequences whose values leave its
+    16-bit range (None: one of the fill's own, not read)."""
     T = TILE
+    if over is None:
+        import cupy
+        over = cupy.zeros(count, dtype=cupy.int32)
     nt = (n_max + T - 1) // T
     mid_threads = (T // 4) ** 2
     for D in range(min(nt, (span + T - 2) // T + 1)):
@@ -177,8 +215,8 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN) -> None:
             splits = max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
             k["zk_mid"]((tiles * splits, count), (mid_threads,), args + (np.int32(0), np.int32(D), np.int32(splits)))
         if FIN_KERNEL == "zk_fin_lanes" and T == 32:
-            k["zk_fin_lanes"]((tiles, count), (32 * FIN_LANES_WARPS,), args + (np.int32(0), np.int32(D)),
-                              shared_mem=FIN_LANES_SHARED)
+            k["zk_fin_lanes"]((tiles, count), (32 * FIN_LANES_WARPS,), args + (np.int32(0), np.int32(D), over),
+                              shared_mem=k.get("zk_fin_lanes_shared", FIN_LANES_SHARED))
         else:                                  # zk_fin_lanes needs TILE 32: zk_fin_flat at other sizes
             fin = "zk_fin_flat" if FIN_KERNEL == "zk_fin_lanes" else FIN_KERNEL
             k[fin]((tiles, count), (32 * FIN_WARPS,), args + (np.int32(0), np.int32(D)))
@@ -262,12 +300,30 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
                 block_traceback: bool = False, shape: list | None = None,
                 constraints: list[str] | None = None) -> list[tuple[int, str]]:
     """Fold sequences (non-empty, ordered longest first) in one batch on the current device; ``shape``: their
-    SHAPE stacking terms (int32 per nucleotide), or None; ``constraints``: their constraint lines, or None."""
+    SHAPE stacking terms (int32 per nucleotide), or None; ``constraints``: their constraint lines, or None. The
+    tiled fill holds zk_fin_lanes' window in 16 bits (FIN_AUX16) where the model allows; the sequences whose
+    values leave that range are folded again with it in int32."""
+    aux16 = FIN_AUX16 and fill == "tiled" and TILE == 32 and FIN_KERNEL == "zk_fin_lanes" and aux16_ok(model)
+    out, over = _fold_group_with(seqs, model, fill, host_traceback, block_traceback, shape, constraints, aux16)
+    if over.size:
+        def pick(xs):
+            return None if xs is None else [xs[i] for i in over]
+        again, _ = _fold_group_with(pick(seqs), model, fill, host_traceback, block_traceback, pick(shape),
+                                    pick(constraints), False)
+        for i, r in zip(over.tolist(), again):
+            out[i] = r
+    return out
+
+
+def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: bool, block_traceback: bool,
+                     shape: list | None, constraints: list[str] | None, aux16: bool):
+    """_fold_group's one batch, zk_fin_lanes' window in 16 bits with ``aux16``: the results and the indices of the
+    sequences whose values left that range (their results are not to be used)."""
     import cupy
 
     import time
     t = time.perf_counter()
-    k = _kernels(model, shape, constraints)
+    k = _kernels(model, shape, constraints, aux16)
     span = span_of(model)
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
@@ -301,10 +357,11 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     t = _phase("setup", t)
     if fill == "tiled" and not _tiled_ok(model, n_max):
         fill = "diag"
+    over = cupy.zeros(count, dtype=cupy.int32)             # the sequences that leave ZF_AUX16's range
     if fill == "block":
         k["zk_fill_block"]((count,), (FILL_THREADS,), args + (np.int32(0),))
     elif fill == "tiled":
-        _fill_tiled(k, args, n_max, count, span)
+        _fill_tiled(k, args, n_max, count, span, over)
     else:
         threads = 32 * DIAG_WARPS
         for d in range(TURN + 1, min(n_max, span)):
@@ -322,7 +379,7 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     if host_traceback:
         out = _host_traceback(seqs, model, lens, moff, woff, V, WM, W, shape, constraints)
         _phase("traceback", t)
-        return out
+        return out, (np.flatnonzero(over.get()) if aux16 else np.zeros(0, dtype=np.int64))
     stacks = cupy.zeros(int(stoff[-1] + 3 * (3 * int(lens[-1]) + 8)), dtype=cupy.int32)
     pts = cupy.zeros(int(N.sum()), dtype=cupy.int32)
     out = cupy.full(int(N.sum()), 10, dtype=cupy.uint8)    # each structure and two '\n' (the codes' layout)
@@ -337,9 +394,11 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     mfe_h = mfe.get()
     bad = np.flatnonzero(status.get())
     _phase("traceback", t)
+    over_h = np.flatnonzero(over.get()) if aux16 else np.zeros(0, dtype=np.int64)
+    bad = np.setdiff1d(bad, over_h)                       # a value out of range may fail its traceback too
     if bad.size:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad.size} sequence(s)")
-    return list(zip(mfe_h.tolist(), out_h.tobytes().decode("ascii").split("\n\n")[:count]))
+    return list(zip(mfe_h.tolist(), out_h.tobytes().decode("ascii").split("\n\n")[:count])), over_h
 
 
 def _gpu_model(options: dict) -> Model:

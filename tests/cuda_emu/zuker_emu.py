@@ -6,11 +6,12 @@ Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
     python tests/cuda_emu/zuker_emu.py BUILD_DIR COUNT SEED MIN MAX [OPTIONS_JSON]
 
 (OPTIONS_JSON: the engines' options, and "with_constraints" / "with_shape": true for random constraint lines or
-SHAPE terms as well)
+SHAPE terms as well, "aux16": false for zk_fin_lanes' int32 window, "fin_options": more -D options for its build)
 folds COUNT sequences of MIN..MAX nt (seed SEED; every other one random with 2 % N, the others built to fold
 into a multiloop) with the emulated GPU engine forced onto the tiled fill
 (``gpu_fill="tiled"``: zk_mid, zk_fin_lanes, the chunked W, the block traceback) and with the CPU engine, and prints one
-JSON line: how many sequences differ in MFE or structure, and the first few of them.
+JSON line: how many sequences differ in MFE or structure, how many went through the int32 window's build (the
+refold of values out of the 16-bit range, or every one with "aux16": false), and the first few that differ.
 """
 
 from __future__ import annotations
@@ -124,6 +125,16 @@ def main(argv) -> int:
     with_constraints = options.pop("with_constraints", False)
     with_shape = options.pop("with_shape", False)
     gz = install(build_dir)
+    gz.FIN_AUX16 = options.pop("aux16", gz.FIN_AUX16)               # zk_fin_lanes' window in 16 bits or int32
+    gz.FIN_OPTIONS = tuple(options.pop("fin_options", ()))          # e.g. a narrow 16-bit range
+    refolded = []                                                   # the sequences folded again with int32
+    once = gz._fold_group_with
+
+    def counted(seqs, model, fill, host, block, shape, constraints, aux16):
+        if not aux16:
+            refolded.extend(seqs)
+        return once(seqs, model, fill, host, block, shape, constraints, aux16)
+    gz._fold_group_with = counted
     from rnapipe.cpu import zuker as cz
 
     rng = random.Random(seed)
@@ -142,7 +153,7 @@ def main(argv) -> int:
     gpu = gz.fold_batch(seqs, "default", 2, dict(options, gpu_fill="tiled"), **data)
     cpu = cz.fold_batch(seqs, "default", 2, options, **data)
     differ = [k for k, (a, b) in enumerate(zip(gpu, cpu)) if tuple(a) != tuple(b)]
-    print(json.dumps({"count": len(seqs), "differ": len(differ), "first": [[seqs[k], list(gpu[k]), list(cpu[k])]
+    print(json.dumps({"count": len(seqs), "differ": len(differ), "refolded": len(refolded), "first": [[seqs[k], list(gpu[k]), list(cpu[k])]
                                                                            for k in differ[:2]]}))
     return 0
 

@@ -528,6 +528,45 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
                                         // wavefronts a load against 2.22 on random sequences)
 static_assert(ZF_PA >= ZF_A, "zk_fin_lanes: the window's rows are 62 words");
 #define ZF_PLANE (ZF_A * ZF_PA)
+// The window's elements: int32, or with ZF_AUX16 (the host's FIN_AUX16) 16 bits, which leaves zk_fin_lanes small
+// enough for four blocks an SM. A 16-bit element holds a value of [ZF16_LO, ZF16_HI]; ZF16_SENT stands for INF and
+// for any value above ZF16_HI. Phase B, which makes every value, sets the sequence's overflow word where a value
+// falls outside the range (the host then folds the batch again with int32 elements), so where it is not set every
+// finite value is held exactly. A chunk's sum of an element and a size term (finite ones within +-ZF16_SZ: the host
+// checks the model's) is then at most ZF16_HI + ZF16_SZ for a finite element and at least ZF16_SENT - ZF16_SZ for
+// ZF16_SENT, and phase B takes a chunk minimum from ZF16_CUT up as none.
+#ifdef ZF_AUX16
+typedef short zf_aux_t;
+#define ZF16_SENT 32767
+#ifndef ZF16_LO                        // -D for tests (a narrow range makes the int32 refold happen)
+#define ZF16_LO (-32000)
+#endif
+#ifndef ZF16_HI
+#define ZF16_HI 16000
+#endif
+#define ZF16_SZ 8000
+#define ZF16_CUT (ZF16_HI + ZF16_SZ + 1)
+static_assert(ZF16_LO >= -32768 && ZF16_LO <= ZF16_HI && ZF16_CUT <= ZF16_SENT - ZF16_SZ, "zk_fin_lanes: 16-bit range");
+#else
+typedef int zf_aux_t;
+#endif
+#define ZF_AUX_WORDS ((3 * ZF_PLANE * (int)sizeof(zf_aux_t) + 3) / 4)   // the window's 4-byte words
+// a window element of the value x
+__device__ __forceinline__ zf_aux_t zf_aux(int x) {
+#ifdef ZF_AUX16
+    return (zf_aux_t)(x > ZF16_HI ? ZF16_SENT : max(x, ZF16_LO));
+#else
+    return x;
+#endif
+}
+// whether the finite value x falls outside the 16-bit range
+__device__ __forceinline__ bool zf_aux_out(int x) {
+#ifdef ZF_AUX16
+    return x < ZF16_LO || (x > ZF16_HI && x < ZK_HALF_INF);
+#else
+    return false;
+#endif
+}
 #define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
 // The warps of a block (the host's FIN_LANES_WARPS): warp 0 finishes the cells, warp 1 computes the table terms,
 // warps 2 .. ZF_RESTS + 1 the rest of V, then ZF_CHUNKS warps the interior loops and ZF_SPLIT_ONLY warps the near
@@ -569,7 +608,7 @@ __device__ __forceinline__ void zf_wait_consumed(int warp) {
 static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (4 * ZF_NBASE + 3 * ZF_PLANE + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 17 * 32 + 66 + \
+#define ZF_SHARED_WORDS (4 * ZF_NBASE + ZF_AUX_WORDS + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 17 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
 // The interior loops four lanes a cell. zk_loop_entry's list is covered by ZF_NBASE base loops, each taken by the
 // cell's four lanes with its n1 (along a window column) or its n2 (along a row) grown by the lane's d = 0 .. 3, in the
@@ -617,7 +656,7 @@ static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_S
 // bounding the loop), a5r, a3r / a5c, a3c: the most unpaired nucleotides after i and before j, less d on the side the
 // loop grows. m0, m1, m2: the minima of the three kinds.
 template <bool B, int E, int E0, int E1>
-__device__ __forceinline__ void zf_loops(const int* wr, const int* wc, const int* szb, int mu,
+__device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     if constexpr (E < E1) {
         constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
@@ -646,7 +685,7 @@ ZK_CHD int zf_chunk_lo(int c) {
     return c == 0 ? 0 : c >= ZF_CHUNKS ? ZF_NBASE : ZF_CH0 + (c - 1) * (ZF_NBASE - ZF_CH0) / (ZF_CHUNKS - 1);
 }
 template <bool B, int C>
-__device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int* szb, int mu,
+__device__ __forceinline__ void zf_chunk(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     constexpr int E0 = zf_chunk_lo(C), E1 = zf_chunk_lo(C + 1);
     zf_loops<B, E0, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
@@ -654,7 +693,7 @@ __device__ __forceinline__ void zf_chunk(const int* wr, const int* wc, const int
 
 // zf_chunk<B, C> for the chunk c a warp takes (C counts up from 0 to ZF_CHUNKS - 1)
 template <bool B, int C = 0>
-__device__ __forceinline__ void zf_chunk_at(int c, const int* wr, const int* wc, const int* szb,
+__device__ __forceinline__ void zf_chunk_at(int c, const zf_aux_t* wr, const zf_aux_t* wc, const int* szb,
                                             int mu, int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     if constexpr (C < ZF_CHUNKS) {
         if (c == C) {
@@ -761,14 +800,14 @@ __device__ unsigned int zf_trace[32][66][ZF_WARPS][2];   // interval and at its 
 #define ZF_MINB 3
 #endif
 extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // three blocks an SM (shared memory allows three)
-zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
+zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
     int* sSZB = zf_smem;                               // the size terms by base loop: word 4 e + d, e grown by d
-    int* sAux = sSZB + 4 * ZF_NBASE;                   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
+    zf_aux_t* sAux = (zf_aux_t*)(sSZB + 4 * ZF_NBASE);   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
     // the four multiloop tiles follow one word, each row's word 32 then the next row's word -1: WM[i0 + r][j0 - 1]
     // for sWMc's row r, INF for the others (their word -1 in the splits' loops is always beside an INF operand)
-    int* sWMc = sAux + 3 * ZF_PLANE + 1;               // WM of the tile [r][c]
+    int* sWMc = sSZB + 4 * ZF_NBASE + ZF_AUX_WORDS + 1;   // WM of the tile [r][c]
     int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile [r][c]
     int* sWMd = sW1c + 32 * ZF_TP;                     // WM of tile (I, I) [r][c]
     int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
@@ -806,9 +845,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         const int p = i0 + 1 + a, qq = j0 - 31 + c;
         const bool in = p <= n && qq >= 1 && qq <= n;
         const long long o = (long long)p * N + qq;
-        sAux[a * ZF_PA + c] = in ? q.VAU[o] : ZK_INF;
-        sAux[ZF_PLANE + a * ZF_PA + c] = in ? q.V1N[o] : ZK_INF;
-        sAux[2 * ZF_PLANE + a * ZF_PA + c] = in ? q.VI[o] : ZK_INF;
+        sAux[a * ZF_PA + c] = zf_aux(in ? q.VAU[o] : ZK_INF);
+        sAux[ZF_PLANE + a * ZF_PA + c] = zf_aux(in ? q.V1N[o] : ZK_INF);
+        sAux[2 * ZF_PLANE + a * ZF_PA + c] = zf_aux(in ? q.VI[o] : ZK_INF);
     }
     // pair types and V of the specials' window: cell (p, qq) at row p - i0 (sPT) or p - i0 - 1 (sV), column
     // qq - j0 + 4
@@ -1009,6 +1048,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         if (t) {
             v = rv;
             if (zk_closes(b.P, t)) {
+#ifdef ZF_AUX16
+                cm0 = cm0 < ZF16_CUT ? cm0 : ZK_BIG;    // sums of ZF16_SENT: no loop
+                cm1 = cm1 < ZF16_CUT ? cm1 : ZK_BIG;
+                cm2 = cm2 < ZF16_CUT ? cm2 : ZK_BIG;
+#endif
                 v = zk_min(v, cm0 + o0);
                 v = zk_min(v, cm1 + o1);
                 v = zk_min(v, cm2 + o2);
@@ -1039,14 +1083,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
         const bool inner = v < ZK_HALF_INF && ad0 < ZK_INF;
         if (inner) {
             const int x0 = v + ad0, x1 = v + ad1, x2 = v + ad2;
+            if (zf_aux_out(x0) || zf_aux_out(x1) || zf_aux_out(x2)) over[s] = 1;   // (ZF_AUX16) the int32 refold
             q.VAU[i * N + j] = x0;
             q.V1N[i * N + j] = x1;
             q.VI[i * N + j] = x2;
             if (r > 0 && c < 31) {
-                int* w = sAux + (r - 1) * ZF_PA + c + 31;
-                w[0] = x0;
-                w[ZF_PLANE] = x1;
-                w[2 * ZF_PLANE] = x2;
+                zf_aux_t* w = sAux + (r - 1) * ZF_PA + c + 31;
+                w[0] = zf_aux(x0);
+                w[ZF_PLANE] = zf_aux(x1);
+                w[2 * ZF_PLANE] = zf_aux(x2);
             }
         }
         sWMc[r * ZF_TP + c] = wm;
@@ -1126,7 +1171,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D) {
             const int k = k0 + (lane >> 2);
             const int e = k < nl ? list[k] : 0;
             const int rr = e & 31, mx = e >> 8, mu = k < nl ? mx - d : -1;
-            const int* win = sAux + rr * (ZF_PA + 1) + dn + 30;
+            const zf_aux_t* win = sAux + rr * (ZF_PA + 1) + dn + 30;
             int m0 = ZK_BIG, m1 = ZK_BIG, m2 = ZK_BIG;
 #ifdef ZK_HC
             const int a5 = k < nl ? q.HC[i0 + rr + 1].up : ZK_MAXLOOP;
