@@ -48,11 +48,17 @@ def _device(a) -> DeviceArray:
     return np.ascontiguousarray(a).view(DeviceArray)
 
 
+def _poisoned(n, dtype=np.float64) -> DeviceArray:
+    """An uninitialised array as a kernel may find one: integers -12,345 (below every real energy, so that a min
+    over a cell never written takes it), floats NaN."""
+    return _device(np.full(n, -12345 if np.issubdtype(np.dtype(dtype), np.integer) else np.nan, dtype=dtype))
+
+
 def fake_cupy() -> types.ModuleType:
     cp = types.ModuleType("cupy")
     cp.asarray = lambda a, dtype=None: _device(np.array(a, dtype=dtype))
     cp.zeros = lambda n, dtype=np.float64: _device(np.zeros(n, dtype=dtype))
-    cp.empty = cp.zeros
+    cp.empty = _poisoned                      # as CuPy's: what is read before it is written shows
     cp.ones = lambda n, dtype=np.float64: _device(np.ones(n, dtype=dtype))
     cp.full = lambda n, v, dtype=None: _device(np.full(n, v, dtype=dtype))
     cp.concatenate = lambda xs: _device(np.concatenate([np.asarray(x) for x in xs]))

@@ -529,12 +529,14 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 static_assert(ZF_PA >= ZF_A, "zk_fin_lanes: the window's rows are 62 words");
 #define ZF_PLANE (ZF_A * ZF_PA)
 // The window's elements: int32, or with ZF_AUX16 (the host's FIN_AUX16) 16 bits, which leaves zk_fin_lanes small
-// enough for four blocks an SM. A 16-bit element holds a value of [ZF16_LO, ZF16_HI]; ZF16_SENT stands for INF and
-// for any value above ZF16_HI. Phase B, which makes every value, sets the sequence's overflow word where a value
-// falls outside the range (the host then folds the batch again with int32 elements), so where it is not set every
-// finite value is held exactly. A chunk's sum of an element and a size term (finite ones within +-ZF16_SZ: the host
-// checks the model's) is then at most ZF16_HI + ZF16_SZ for a finite element and at least ZF16_SENT - ZF16_SZ for
-// ZF16_SENT, and phase B takes a chunk minimum from ZF16_CUT up as none.
+// enough for four blocks an SM. A 16-bit element holds x - B for a value x, B the tile's bias (zf_bias: the least of
+// V beside the tile, so that the window's values, whose spans differ by less than 64, lie near it), when x - B lies
+// in [ZF16_LO, ZF16_HI]; ZF16_SENT stands for INF and for any value above that. The block sets the sequence's
+// overflow word where a finite value of its window falls outside the range (the host then folds the sequence again
+// with int32 elements), so where it is not set every finite value is held exactly. A chunk's sum of an element and
+// a size term (finite ones within +-ZF16_SZ: the host checks the model's) is then at most ZF16_HI + ZF16_SZ for a
+// finite element and at least ZF16_SENT - ZF16_SZ for ZF16_SENT: phase B takes a chunk minimum from ZF16_CUT up as
+// none, and adds B back to the others.
 #ifdef ZF_AUX16
 typedef short zf_aux_t;
 #define ZF16_SENT 32767
@@ -551,18 +553,18 @@ static_assert(ZF16_LO >= -32768 && ZF16_LO <= ZF16_HI && ZF16_CUT <= ZF16_SENT -
 typedef int zf_aux_t;
 #endif
 #define ZF_AUX_WORDS ((3 * ZF_PLANE * (int)sizeof(zf_aux_t) + 3) / 4)   // the window's 4-byte words
-// a window element of the value x
-__device__ __forceinline__ zf_aux_t zf_aux(int x) {
+// the window element of the value x under the tile's bias B (INF: ZF16_SENT)
+__device__ __forceinline__ zf_aux_t zf_aux(int x, int B) {
 #ifdef ZF_AUX16
-    return (zf_aux_t)(x > ZF16_HI ? ZF16_SENT : max(x, ZF16_LO));
+    return (zf_aux_t)(x >= ZK_HALF_INF || x - B > ZF16_HI ? ZF16_SENT : max(x - B, ZF16_LO));
 #else
     return x;
 #endif
 }
-// whether the finite value x falls outside the 16-bit range
-__device__ __forceinline__ bool zf_aux_out(int x) {
+// whether the value x is finite and its element under the bias B out of range
+__device__ __forceinline__ bool zf_aux_out(int x, int B) {
 #ifdef ZF_AUX16
-    return x < ZF16_LO || (x > ZF16_HI && x < ZK_HALF_INF);
+    return x < ZK_HALF_INF && (x - B < ZF16_LO || x - B > ZF16_HI);
 #else
     return false;
 #endif
@@ -838,16 +840,33 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int i0 = 1 + I * T, j0 = 1 + J * T;
     const int ml = zk_sc(b.P, ZK_ML_BASE);
-    // the auxiliaries' window: cell (p, qq) at row p - i0 - 1, column qq - j0 + 31 (INF outside 1 .. n)
+#ifdef ZF_AUX16
+    // the tile's bias, each warp alike: the least finite V of column j0 - 1 (rows i0 + 1 .. i0 + 32, tile (I, J - 1))
+    // and of row i0 + 32 (columns j0 .. j0 + 31, tile (I + 1, J)), made before this launch; 0 where none is
+    int bias;
+    {
+        const int p = i0 + 1 + lane, qq = j0 + lane;
+        const int a = p <= n && j0 - 1 - p > ZK_TURN ? q.V[(long long)p * N + j0 - 1] : ZK_INF;
+        const int c = i0 + 32 <= n && qq <= n && qq - i0 - 32 > ZK_TURN ? q.V[(long long)(i0 + 32) * N + qq] : ZK_INF;
+        bias = zk_warp_min(min(a, c));
+        bias = bias < ZK_HALF_INF ? bias : 0;
+    }
+#else
+    constexpr int bias = 0;
+#endif
+    // the auxiliaries' window: cell (p, qq) at row p - i0 - 1, column qq - j0 + 31 (INF outside 1 .. n and for
+    // qq - p <= TURN, where no interior loop's inner pair lies)
 #pragma unroll 4
     for (int x = tid; x < ZF_A * ZF_A; x += blockDim.x) {
         const int a = x / ZF_A, c = x % ZF_A;
         const int p = i0 + 1 + a, qq = j0 - 31 + c;
-        const bool in = p <= n && qq >= 1 && qq <= n;
+        const bool in = p <= n && qq <= n && qq - p > ZK_TURN;
         const long long o = (long long)p * N + qq;
-        sAux[a * ZF_PA + c] = zf_aux(in ? q.VAU[o] : ZK_INF);
-        sAux[ZF_PLANE + a * ZF_PA + c] = zf_aux(in ? q.V1N[o] : ZK_INF);
-        sAux[2 * ZF_PLANE + a * ZF_PA + c] = zf_aux(in ? q.VI[o] : ZK_INF);
+        const int x0 = in ? q.VAU[o] : ZK_INF, x1 = in ? q.V1N[o] : ZK_INF, x2 = in ? q.VI[o] : ZK_INF;
+        sAux[a * ZF_PA + c] = zf_aux(x0, bias);
+        sAux[ZF_PLANE + a * ZF_PA + c] = zf_aux(x1, bias);
+        sAux[2 * ZF_PLANE + a * ZF_PA + c] = zf_aux(x2, bias);
+        if (zf_aux_out(x0, bias) || zf_aux_out(x1, bias) || zf_aux_out(x2, bias)) over[s] = 1;
     }
     // pair types and V of the specials' window: cell (p, qq) at row p - i0 (sPT) or p - i0 - 1 (sV), column
     // qq - j0 + 4
@@ -1049,9 +1068,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             v = rv;
             if (zk_closes(b.P, t)) {
 #ifdef ZF_AUX16
-                cm0 = cm0 < ZF16_CUT ? cm0 : ZK_BIG;    // sums of ZF16_SENT: no loop
-                cm1 = cm1 < ZF16_CUT ? cm1 : ZK_BIG;
-                cm2 = cm2 < ZF16_CUT ? cm2 : ZK_BIG;
+                cm0 = cm0 < ZF16_CUT ? cm0 + bias : ZK_BIG;    // sums of ZF16_SENT: no loop
+                cm1 = cm1 < ZF16_CUT ? cm1 + bias : ZK_BIG;
+                cm2 = cm2 < ZF16_CUT ? cm2 + bias : ZK_BIG;
 #endif
                 v = zk_min(v, cm0 + o0);
                 v = zk_min(v, cm1 + o1);
@@ -1083,15 +1102,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         const bool inner = v < ZK_HALF_INF && ad0 < ZK_INF;
         if (inner) {
             const int x0 = v + ad0, x1 = v + ad1, x2 = v + ad2;
-            if (zf_aux_out(x0) || zf_aux_out(x1) || zf_aux_out(x2)) over[s] = 1;   // (ZF_AUX16) the int32 refold
+            if (zf_aux_out(x0, bias) || zf_aux_out(x1, bias) || zf_aux_out(x2, bias)) over[s] = 1;
             q.VAU[i * N + j] = x0;
             q.V1N[i * N + j] = x1;
             q.VI[i * N + j] = x2;
             if (r > 0 && c < 31) {
                 zf_aux_t* w = sAux + (r - 1) * ZF_PA + c + 31;
-                w[0] = zf_aux(x0);
-                w[ZF_PLANE] = zf_aux(x1);
-                w[2 * ZF_PLANE] = zf_aux(x2);
+                w[0] = zf_aux(x0, bias);
+                w[ZF_PLANE] = zf_aux(x1, bias);
+                w[2 * ZF_PLANE] = zf_aux(x2, bias);
             }
         }
         sWMc[r * ZF_TP + c] = wm;
@@ -1259,6 +1278,27 @@ extern "C" __global__ void zk_fill_inf(int* p, long long n) {
     const long long n4 = n / 4;
     for (long long k = first; k < n4; k += stride) reinterpret_cast<int4*>(p)[k] = v;
     for (long long k = 4 * n4 + first; k < n; k += stride) p[k] = ZK_INF;
+}
+
+// INF into the cells of tile diagonals lo .. hi (band D: tile(j) - tile(i) = D, tile(x) = floor((x - 1) / ZK_TILE),
+// so row and column 0 are tile -1's) of each sequence's seven matrices; WM1T, which holds WM1[i][j] at row j and
+// column i, by its mirror (tile(i) - tile(j) = D). The tiled fill reads no cell of a band below -2 (zk_fin_lanes'
+// windows reach two tile diagonals back), so the host fills bands -2 .. 2 first and then each band before the
+// launches that write into it (zk_mid and zk_fin of tile diagonal D write up to band D + 2). Grid (row groups,
+// sequences), a warp a row.
+extern "C" __global__ void zk_fill_band(int* mats, long long total, const long long* moff, const int* lens, int lo,
+                                        int hi) {
+    const int s = blockIdx.y;
+    const int N = lens[s] + 2;
+    const int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (i >= N) return;
+    const int t = (i - 1 + ZK_TILE) / ZK_TILE - 1;     // floor((i - 1) / T) for i >= 0
+    for (int m = 0; m < 7; ++m) {
+        const int tlo = m == 2 ? t - hi : t + lo, thi = m == 2 ? t - lo : t + hi;
+        const int j0 = max(0, ZK_TILE * tlo + 1), j1 = min(N - 1, ZK_TILE * thi + ZK_TILE);
+        int* row = mats + m * total + moff[s] + (long long)i * N;
+        for (int j = j0 + lane; j <= j1; j += 32) row[j] = ZK_INF;
+    }
 }
 
 // ------------------------------------------------------------------------------------------------------
