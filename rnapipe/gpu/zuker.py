@@ -121,6 +121,8 @@ FIN_AUX16_PITCH = 68
 FIN_AUX16_BLOCKS = 4
 AUX16_SIZE_TERMS = 8000       # ZF16_SZ of kernels/zuker.cu
 FIN_OPTIONS: tuple = ()       # more -D options for zk_fin_lanes' build (tests: a narrow ZF16_LO / ZF16_HI)
+BAND_STREAM = True            # the tiled fill's INF by bands beside its kernels (_BandFill), else in one launch first
+BAND_BLOCKS = 8192            # zk_fill_band's blocks a launch, at least one a sequence
 
 
 def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
@@ -229,36 +231,33 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None,
 
 
 class _BandFill:
-    """INF into a group's matrices for the tiled fill by zk_fill_band, every band launched at once (-2 .. 2, then one
-    launch a band up to the last), on a stream of this thread's own where CuPy has streams: bound by memory, the
-    fills then run beside zk_mid and zk_fin_lanes, bound by latency, instead of before them. ``wait(D)``: the
-    current stream waits until bands up to D hold INF. Without streams (the emulated kernels) every launch runs
-    at once."""
+    """INF into a group's matrices for the tiled fill by zk_fill_band (tile diagonals -2 on: the fill reads no cell
+    below them). With BAND_STREAM, on a stream of this thread's own, one launch a band (-2 .. 2, then each up to the
+    last): bound by memory, the fills then run beside zk_mid and zk_fin_lanes, bound by latency; ``wait(D)`` makes
+    the current stream wait until bands up to D hold INF. Else (and without CuPy streams: the emulated kernels) one
+    launch of every band on the current stream."""
 
     def __init__(self, k, mats, total: int, d_moff, d_lens, count: int, n_max: int):
         import cupy
 
         nt = (n_max + TILE - 1) // TILE
         self.last = nt + 1                     # the last tile diagonal a cell (its row and column 0 .. n + 1) lies on
-        self.main = self.side = None
-        if hasattr(cupy.cuda, "Stream"):
-            self.main = cupy.cuda.get_current_stream()
-            self.side = _side_stream()
-            ready = cupy.cuda.Event(disable_timing=True)
-            ready.record(self.main)            # the matrices' earlier readers on this stream first
-            self.side.wait_event(ready)
+        self.side = None
         self.events = {}
-        rows = (n_max + 2 + 7) // 8
-        for lo, hi in [(-2, 2)] + [(D, D) for D in range(3, self.last + 1)]:
-            launch = (mats, np.int64(total), d_moff, d_lens, np.int32(lo), np.int32(hi))
-            if self.side is None:
-                k["zk_fill_band"]((rows, count), (256,), launch)
-                continue
-            with self.side:
-                k["zk_fill_band"]((rows, count), (256,), launch)
-                ev = cupy.cuda.Event(disable_timing=True)
+        grid = (max(1, BAND_BLOCKS // count), count)
+        if not (BAND_STREAM and hasattr(cupy.cuda, "Stream")):
+            k["zk_fill_band"](grid, (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(-2), np.int32(self.last)))
+            return
+        self.main = cupy.cuda.get_current_stream()
+        self.side = _side_stream()
+        ready = cupy.cuda.Event(disable_timing=True)
+        ready.record(self.main)                # the matrices' earlier readers on this stream first
+        self.side.wait_event(ready)
+        with self.side:
+            for lo, hi in [(-2, 2)] + [(D, D) for D in range(3, self.last + 1)]:
+                k["zk_fill_band"](grid, (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(lo), np.int32(hi)))
+                self.events[hi] = ev = cupy.cuda.Event(disable_timing=True)
                 ev.record(self.side)
-            self.events[hi] = ev
 
     def wait(self, D: int) -> None:
         if self.side is not None:

@@ -1284,20 +1284,21 @@ extern "C" __global__ void zk_fill_inf(int* p, long long n) {
 // so row and column 0 are tile -1's) of each sequence's seven matrices; WM1T, which holds WM1[i][j] at row j and
 // column i, by its mirror (tile(i) - tile(j) = D). The tiled fill reads no cell of a band below -2 (zk_fin_lanes'
 // windows reach two tile diagonals back), so the host fills bands -2 .. 2 first and then each band before the
-// launches that write into it (zk_mid and zk_fin of tile diagonal D write up to band D + 2). Grid (row groups,
-// sequences), a warp a row.
+// launches that write into it (zk_mid and zk_fin of tile diagonal D write up to band D + 2). Grid (any, sequences),
+// a warp a row at a time.
 extern "C" __global__ void zk_fill_band(int* mats, long long total, const long long* moff, const int* lens, int lo,
                                         int hi) {
     const int s = blockIdx.y;
     const int N = lens[s] + 2;
-    const int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (i >= N) return;
-    const int t = (i - 1 + ZK_TILE) / ZK_TILE - 1;     // floor((i - 1) / T) for i >= 0
-    for (int m = 0; m < 7; ++m) {
-        const int tlo = m == 2 ? t - hi : t + lo, thi = m == 2 ? t - lo : t + hi;
-        const int j0 = max(0, ZK_TILE * tlo + 1), j1 = min(N - 1, ZK_TILE * thi + ZK_TILE);
-        int* row = mats + m * total + moff[s] + (long long)i * N;
-        for (int j = j0 + lane; j <= j1; j += 32) row[j] = ZK_INF;
+    const int warps = (blockDim.x >> 5) * gridDim.x, lane = threadIdx.x & 31;
+    for (int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < N; i += warps) {
+        const int t = (i - 1 + ZK_TILE) / ZK_TILE - 1;     // floor((i - 1) / T) for i >= 0
+        for (int m = 0; m < 7; ++m) {
+            const int tlo = m == 2 ? t - hi : t + lo, thi = m == 2 ? t - lo : t + hi;
+            const int j0 = max(0, ZK_TILE * tlo + 1), j1 = min(N - 1, ZK_TILE * thi + ZK_TILE);
+            int* row = mats + m * total + moff[s] + (long long)i * N;
+            for (int j = j0 + lane; j <= j1; j += 32) row[j] = ZK_INF;
+        }
     }
 }
 
