@@ -81,6 +81,38 @@ def test_tiled_fill_other_tiles_and_cell_kernels(monkeypatch, tile, fin, warps):
                  {"gpu_fill": "tiled", "gpu_traceback": "block"})
 
 
+def test_aux16_on_and_off_and_gc_rich_identical_to_cpu(monkeypatch):
+    """zk_fin_lanes' window in 16 bits (FIN_AUX16, biased by the tile's least V) and in int32: random sequences of
+    481-1,600 nt and GC-rich ones (the most stable folds: the largest spread of values in a window), the CPU
+    engine's results either way."""
+    gpu = _gpu()
+    rng = random.Random(91)
+    seqs = _random_seqs(24, 481, 1_600, seed=92)
+    seqs += ["".join(rng.choice("GGGCCCAU") for _ in range(rng.randint(481, 1_200))) for _ in range(12)]
+    seqs += ["".join(rng.choice("GC") for _ in range(rng.randint(481, 900))) for _ in range(6)]
+    _assert_same(seqs, {"gpu_fill": "tiled"})
+    monkeypatch.setattr(gpu, "FIN_AUX16", False)
+    _assert_same(seqs, {"gpu_fill": "tiled"})
+
+
+def test_aux16_overflow_refolds(monkeypatch):
+    """With the 16-bit window's range cut to [-60, 60] dcal/mol about the bias nearly every sequence leaves it: each
+    is folded again with the int32 window (only those), and every result is still the CPU engine's, in order."""
+    gpu = _gpu()
+    monkeypatch.setattr(gpu, "FIN_OPTIONS", ("-DZF16_LO=-60", "-DZF16_HI=60"))
+    again = []
+    once = gpu._fold_group_with
+
+    def counted(seqs, model, fill, host, block, shape, constraints, aux16):
+        if not aux16:
+            again.extend(seqs)
+        return once(seqs, model, fill, host, block, shape, constraints, aux16)
+    monkeypatch.setattr(gpu, "_fold_group_with", counted)
+    seqs = _random_seqs(30, 100, 900, seed=93)
+    _assert_same(seqs, {"gpu_fill": "tiled"})
+    assert 0 < len(again) <= len(seqs)
+
+
 def test_kept_matrices():
     """The tiled fill's matrices are kept from one call to the next (grown when a group needs more, reused, INF
     again where a smaller group follows a larger one) and given back before a group of the short kernels: every

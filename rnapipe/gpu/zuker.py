@@ -121,16 +121,6 @@ FIN_AUX16_PITCH = 68
 FIN_AUX16_BLOCKS = 4
 AUX16_SIZE_TERMS = 8000       # ZF16_SZ of kernels/zuker.cu
 FIN_OPTIONS: tuple = ()       # more -D options for zk_fin_lanes' build (tests: a narrow ZF16_LO / ZF16_HI)
-BAND_STREAM = True            # the tiled fill's INF by bands beside its kernels (_BandFill), else in one launch first
-BAND_BLOCKS = 8192            # zk_fill_band's blocks a launch, at least one a sequence
-
-
-def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
-    """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
-    16-bit elements in place of its 3 x 62 x 65 words (53,308 bytes at pitch 68)."""
-    if not aux16:
-        return FIN_LANES_SHARED
-    return FIN_LANES_SHARED - 4 * 3 * 62 * 65 + 4 * ((3 * 62 * pitch * 2 + 3) // 4)
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)
@@ -165,6 +155,14 @@ def max_length(budget_bytes: int) -> int:
     return longest_fitting(bytes_needed, budget_bytes)
 
 
+def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
+    """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
+    16-bit elements in place of its 3 x 62 x 65 words (53,308 bytes at pitch 68)."""
+    if not aux16:
+        return FIN_LANES_SHARED
+    return FIN_LANES_SHARED - 4 * 3 * 62 * 65 + 4 * ((3 * 62 * pitch * 2 + 3) // 4)
+
+
 @functools.lru_cache(maxsize=16)
 def aux16_ok(model: Model) -> bool:
     """Whether the model's finite interior-loop size terms lie within what ZF_AUX16's chunk sums assume."""
@@ -177,7 +175,7 @@ def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
     """The engine's kernels by name, and "zk_fin_lanes_shared": zk_fin_lanes' dynamic shared memory (its window in
     16 bits with ``aux16``)."""
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
-             "zk_traceback_block", "zk_ext_cross", "zk_ext_seq", "zk_fill_inf", "zk_fill_band")
+             "zk_traceback_block", "zk_ext_cross", "zk_ext_seq", "zk_fill_inf")
     opts = ((f"-DZK_TILE={TILE}", f"-DZK_MID_STAGES={MID_STAGES if TILE == 32 else 1}") + rules_option(model)
             + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
@@ -200,12 +198,11 @@ def _tiled_ok(model: Model, n: int) -> bool:
     return 0 <= ml and ml * (n + 2) < 10_000_000
 
 
-def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None, bands=None) -> None:
+def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None) -> None:
     """The tile diagonals D = 0 .. of the tiled fill; with a span limit only those whose nearest cell to the
     diagonal (j - i = D·T - T + 1) lies within it (zk_fin leaves the cells beyond it alone). ``over``: a device
     int32 array of ``count`` zeros where zk_fin_lanes with ZF_AUX16 marks the sequences whose values leave its
-    16-bit range (None: one of the fill's own, not read). ``bands``: the matrices' _BandFill, waited for band by
-    band (None: the matrices hold INF already)."""
+    16-bit range (None: one of the fill's own, not read)."""
     T = TILE
     if over is None:
         import cupy
@@ -213,8 +210,6 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None,
     nt = (n_max + T - 1) // T
     mid_threads = (T // 4) ** 2
     for D in range(min(nt, (span + T - 2) // T + 1)):
-        if bands is not None:
-            bands.wait(D + 2)                  # zk_mid and zk_fin of D write into bands up to D + 2
         tiles = nt - D
         if D >= 2:
             splits = max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
@@ -225,57 +220,10 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None,
         else:                                  # zk_fin_lanes needs TILE 32: zk_fin_flat at other sizes
             fin = "zk_fin_flat" if FIN_KERNEL == "zk_fin_lanes" else FIN_KERNEL
             k[fin]((tiles, count), (32 * FIN_WARPS,), args + (np.int32(0), np.int32(D)))
-    if bands is not None:
-        bands.wait(bands.last)                 # W and the traceback read the rest
 
 
 
-class _BandFill:
-    """INF into a group's matrices for the tiled fill by zk_fill_band (tile diagonals -2 on: the fill reads no cell
-    below them). With BAND_STREAM, on a stream of this thread's own, one launch a band (-2 .. 2, then each up to the
-    last): bound by memory, the fills then run beside zk_mid and zk_fin_lanes, bound by latency; ``wait(D)`` makes
-    the current stream wait until bands up to D hold INF. Else (and without CuPy streams: the emulated kernels) one
-    launch of every band on the current stream."""
-
-    def __init__(self, k, mats, total: int, d_moff, d_lens, count: int, n_max: int):
-        import cupy
-
-        nt = (n_max + TILE - 1) // TILE
-        self.last = nt + 1                     # the last tile diagonal a cell (its row and column 0 .. n + 1) lies on
-        self.side = None
-        self.events = {}
-        grid = (max(1, BAND_BLOCKS // count), count)
-        if not (BAND_STREAM and hasattr(cupy.cuda, "Stream")):
-            k["zk_fill_band"](grid, (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(-2), np.int32(self.last)))
-            return
-        self.main = cupy.cuda.get_current_stream()
-        self.side = _side_stream()
-        ready = cupy.cuda.Event(disable_timing=True)
-        ready.record(self.main)                # the matrices' earlier readers on this stream first
-        self.side.wait_event(ready)
-        with self.side:
-            for lo, hi in [(-2, 2)] + [(D, D) for D in range(3, self.last + 1)]:
-                k["zk_fill_band"](grid, (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(lo), np.int32(hi)))
-                self.events[hi] = ev = cupy.cuda.Event(disable_timing=True)
-                ev.record(self.side)
-
-    def wait(self, D: int) -> None:
-        if self.side is not None:
-            self.main.wait_event(self.events[max(2, min(D, self.last))])
-
-
-def _side_stream():
-    """This thread's stream for _BandFill on the current GPU."""
-    import cupy
-
-    held = _kept.__dict__.setdefault("side", {})
-    dev = loader._device_id()
-    if dev not in held:
-        held[dev] = cupy.cuda.Stream(non_blocking=True)
-    return held[dev]
-
-
-_kept = threading.local()       # this thread's kept matrices of the tiled fill and its band fills' stream, by GPU
+_kept = threading.local()       # this thread's kept matrices of the tiled fill, by GPU
 
 
 def _matrices(words: int):
@@ -384,15 +332,8 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     total = int((N * N).sum())
     moff = _offsets(N * N)
     mats = _matrices(7 * total)
-    d_lens = cupy.asarray(lens)
-    d_moff = cupy.asarray(moff)
-    if fill == "tiled" and not _tiled_ok(model, n_max):
-        fill = "diag"
-    # INF first, the GPU writing while the host makes the rest below: the tiled fill's bands (_BandFill), beside its
-    # kernels; the other fills', everywhere (3x cupy's fill on tens of GB)
-    bands = _BandFill(k, mats, total, d_moff, d_lens, count, n_max) if fill == "tiled" else None
-    if bands is None:
-        k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
+    # INF everywhere (3x cupy's fill on tens of GB) first: the GPU writes while the host makes the rest below
+    k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
     V, WM, WM1T, VI, V1N, VAU, VMX = (mats[m * total:(m + 1) * total] for m in range(7))
     P = table_for(model, n_max)
     soff = _offsets(N)
@@ -401,6 +342,8 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     codes = _codes(seqs)
     d_S = cupy.asarray(codes)
     d_soff = cupy.asarray(soff)
+    d_lens = cupy.asarray(lens)
+    d_moff = cupy.asarray(moff)
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
     if shape is not None:                                  # ZK_SHAPE: the terms, laid out as the codes
         ss = np.zeros(int(N.sum()), dtype=np.int32)
@@ -412,11 +355,13 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
         span = int(hc[soff, 2].max())                      # the longest span any sequence's fill covers
         args = args + (cupy.asarray(hc.ravel()),)
     t = _phase("setup", t)
+    if fill == "tiled" and not _tiled_ok(model, n_max):
+        fill = "diag"
     over = cupy.zeros(count, dtype=cupy.int32)             # the sequences that leave ZF_AUX16's range
     if fill == "block":
         k["zk_fill_block"]((count,), (FILL_THREADS,), args + (np.int32(0),))
     elif fill == "tiled":
-        _fill_tiled(k, args, n_max, count, span, over, bands)
+        _fill_tiled(k, args, n_max, count, span, over)
     else:
         threads = 32 * DIAG_WARPS
         for d in range(TURN + 1, min(n_max, span)):

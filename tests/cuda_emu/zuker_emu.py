@@ -153,8 +153,8 @@ def main(argv) -> int:
     gpu = gz.fold_batch(seqs, "default", 2, dict(options, gpu_fill="tiled"), **data)
     cpu = cz.fold_batch(seqs, "default", 2, options, **data)
     differ = [k for k, (a, b) in enumerate(zip(gpu, cpu)) if tuple(a) != tuple(b)]
-    print(json.dumps({"count": len(seqs), "differ": len(differ), "refolded": len(refolded), "first": [[seqs[k], list(gpu[k]), list(cpu[k])]
-                                                                           for k in differ[:2]]}))
+    print(json.dumps({"count": len(seqs), "differ": len(differ), "refolded": len(refolded),
+                      "first": [[seqs[k], list(gpu[k]), list(cpu[k])] for k in differ[:2]]}))
     return 0
 
 

@@ -529,8 +529,8 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 static_assert(ZF_PA >= ZF_A, "zk_fin_lanes: the window's rows are 62 words");
 #define ZF_PLANE (ZF_A * ZF_PA)
 // The window's elements: int32, or with ZF_AUX16 (the host's FIN_AUX16) 16 bits, which leaves zk_fin_lanes small
-// enough for four blocks an SM. A 16-bit element holds x - B for a value x, B the tile's bias (zf_bias: the least of
-// V beside the tile, so that the window's values, whose spans differ by less than 64, lie near it), when x - B lies
+// enough for four blocks an SM. A 16-bit element holds x - B for a value x, B the tile's bias (the least finite V
+// beside the tile: the window's values, whose spans differ by less than 64, lie near it), when x - B lies
 // in [ZF16_LO, ZF16_HI]; ZF16_SENT stands for INF and for any value above that. The block sets the sequence's
 // overflow word where a finite value of its window falls outside the range (the host then folds the sequence again
 // with int32 elements), so where it is not set every finite value is held exactly. A chunk's sum of an element and
@@ -548,7 +548,8 @@ typedef short zf_aux_t;
 #endif
 #define ZF16_SZ 8000
 #define ZF16_CUT (ZF16_HI + ZF16_SZ + 1)
-static_assert(ZF16_LO >= -32768 && ZF16_LO <= ZF16_HI && ZF16_CUT <= ZF16_SENT - ZF16_SZ, "zk_fin_lanes: 16-bit range");
+static_assert(ZF16_LO >= -32768 && ZF16_LO <= ZF16_HI && ZF16_CUT <= ZF16_SENT - ZF16_SZ,
+              "zk_fin_lanes: the 16-bit range");
 #else
 typedef int zf_aux_t;
 #endif
@@ -1278,28 +1279,6 @@ extern "C" __global__ void zk_fill_inf(int* p, long long n) {
     const long long n4 = n / 4;
     for (long long k = first; k < n4; k += stride) reinterpret_cast<int4*>(p)[k] = v;
     for (long long k = 4 * n4 + first; k < n; k += stride) p[k] = ZK_INF;
-}
-
-// INF into the cells of tile diagonals lo .. hi (band D: tile(j) - tile(i) = D, tile(x) = floor((x - 1) / ZK_TILE),
-// so row and column 0 are tile -1's) of each sequence's seven matrices; WM1T, which holds WM1[i][j] at row j and
-// column i, by its mirror (tile(i) - tile(j) = D). The tiled fill reads no cell of a band below -2 (zk_fin_lanes'
-// windows reach two tile diagonals back), so the host fills bands -2 .. 2 first and then each band before the
-// launches that write into it (zk_mid and zk_fin of tile diagonal D write up to band D + 2). Grid (any, sequences),
-// a warp a row at a time.
-extern "C" __global__ void zk_fill_band(int* mats, long long total, const long long* moff, const int* lens, int lo,
-                                        int hi) {
-    const int s = blockIdx.y;
-    const int N = lens[s] + 2;
-    const int warps = (blockDim.x >> 5) * gridDim.x, lane = threadIdx.x & 31;
-    for (int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < N; i += warps) {
-        const int t = (i - 1 + ZK_TILE) / ZK_TILE - 1;     // floor((i - 1) / T) for i >= 0
-        for (int m = 0; m < 7; ++m) {
-            const int tlo = m == 2 ? t - hi : t + lo, thi = m == 2 ? t - lo : t + hi;
-            const int j0 = max(0, ZK_TILE * tlo + 1), j1 = min(N - 1, ZK_TILE * thi + ZK_TILE);
-            int* row = mats + m * total + moff[s] + (long long)i * N;
-            for (int j = j0 + lane; j <= j1; j += 32) row[j] = ZK_INF;
-        }
-    }
 }
 
 // ------------------------------------------------------------------------------------------------------
