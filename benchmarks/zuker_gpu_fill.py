@@ -52,7 +52,7 @@ def tiled_inputs(gz, model, L: int, count: int):
 
 
 def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int | None, warps: int | None,
-          lineinfo: bool = False) -> None:
+          lineinfo: bool = False, aux16: bool = False) -> None:
     """In a process with ``tree`` first on sys.path: print one JSON line per length."""
     sys.path.insert(0, tree)
     import cupy
@@ -77,9 +77,11 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
         kernels = dict(gz._kernels(model))
         opts = ((f"-DZK_TILE={gz.TILE}", f"-DZK_MID_STAGES={gz.MID_STAGES}") + rules_option(model)
                 + shape_option(None) + hc_option(None))
-        shared = gz.FIN_LANES_SHARED + smem_extra
+        layout = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED     # the tree's ZF_AUX16 build
+        aux = ("-DZF_AUX16", f"-DZF_PA={gz.FIN_AUX16_PITCH}", f"-DZF_MINB={gz.FIN_AUX16_BLOCKS}") if aux16 else ()
+        shared = layout + smem_extra
         fin = loader.function(gz.KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={gz.FIN_LANES_WARPS}",
-                              f"-DZF_SHARED_BYTES={gz.FIN_LANES_SHARED}") + extra, dynamic_shared=shared)
+                              f"-DZF_SHARED_BYTES={layout}") + aux + extra, dynamic_shared=shared)
         if carveout is not None:
             fin.preferred_shared_memory_carveout = carveout
         try:
@@ -135,10 +137,13 @@ def main() -> None:
     ap.add_argument("--warps", type=int, default=None, help="zk_fin_lanes' warps a block (the trees' FIN_LANES_WARPS)")
     ap.add_argument("--lineinfo", action="store_true",
                     help="build zk_fin_lanes with -lineinfo (for Nsight Compute; ncu_source_lines.py)")
+    ap.add_argument("--aux16", action="store_true",
+                    help="zk_fin_lanes' window in 16 bits as the trees' FIN_AUX16 builds it (trees that have it)")
     ap.add_argument("--child", nargs=2, metavar=("TREE", "VARIANT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.lengths, args.child[1], args.smem_extra, args.carveout, args.warps, args.lineinfo)
+        child(args.child[0], args.lengths, args.child[1], args.smem_extra, args.carveout, args.warps, args.lineinfo,
+              args.aux16)
         return
     trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
     variants = args.variants.split(",")
@@ -155,6 +160,8 @@ def main() -> None:
                     cmd += ["--warps", str(args.warps)]
                 if args.lineinfo:
                     cmd += ["--lineinfo"]
+                if args.aux16:
+                    cmd += ["--aux16"]
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]))
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree, check=False)
                 if proc.returncode:
