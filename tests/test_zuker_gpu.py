@@ -82,14 +82,16 @@ def test_tiled_fill_other_tiles_and_cell_kernels(monkeypatch, tile, fin, warps):
 
 
 def test_aux16_on_and_off_and_gc_rich_identical_to_cpu(monkeypatch):
-    """zk_fin_lanes' window in 16 bits (FIN_AUX16, biased by the tile's least V) and in int32: random sequences of
-    481-1,600 nt and GC-rich ones (the most stable folds: the largest spread of values in a window), the CPU
-    engine's results either way."""
+    """zk_fin_lanes' window in 16 bits (FIN_AUX16, biased by the least V or WM beside the tile) and in int32: random
+    sequences of 481-1,600 nt, GC-rich ones (the most stable folds: the largest spread of values in a window) and
+    ones with N and a poly(A) tail, the CPU engine's results either way."""
     gpu = _gpu()
     rng = random.Random(91)
     seqs = _random_seqs(24, 481, 1_600, seed=92)
     seqs += ["".join(rng.choice("GGGCCCAU") for _ in range(rng.randint(481, 1_200))) for _ in range(12)]
     seqs += ["".join(rng.choice("GC") for _ in range(rng.randint(481, 900))) for _ in range(6)]
+    seqs += ["".join("N" if rng.random() < 0.03 else rng.choice("ACGU") for _ in range(rng.randint(900, 1_600)))
+             + "A" * 200 for _ in range(6)]                # rows and columns with no pair near some tiles
     _assert_same(seqs, {"gpu_fill": "tiled"})
     monkeypatch.setattr(gpu, "FIN_AUX16", False)
     _assert_same(seqs, {"gpu_fill": "tiled"})

@@ -842,14 +842,17 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     const int i0 = 1 + I * T, j0 = 1 + J * T;
     const int ml = zk_sc(b.P, ZK_ML_BASE);
 #ifdef ZF_AUX16
-    // the tile's bias, each warp alike: the least finite V of column j0 - 1 (rows i0 + 1 .. i0 + 32, tile (I, J - 1))
-    // and of row i0 + 32 (columns j0 .. j0 + 31, tile (I + 1, J)), made before this launch; 0 where none is
+    // the tile's bias, each warp alike: the least finite V or WM of column j0 - 1 (rows i0 + 1 .. i0 + 32, tile
+    // (I, J - 1)) and of row i0 + 32 (columns j0 .. j0 + 31, tile (I + 1, J)), made before this launch (WM, finite
+    // wherever a pair can form, is there where a column or row has no pair: runs of N, low complexity); 0 where
+    // none is (the cells near the diagonal, whose values are small)
     int bias;
     {
         const int p = i0 + 1 + lane, qq = j0 + lane;
-        const int a = p <= n && j0 - 1 - p > ZK_TURN ? q.V[(long long)p * N + j0 - 1] : ZK_INF;
-        const int c = i0 + 32 <= n && qq <= n && qq - i0 - 32 > ZK_TURN ? q.V[(long long)(i0 + 32) * N + qq] : ZK_INF;
-        bias = zk_warp_min(min(a, c));
+        const long long oa = (long long)p * N + j0 - 1, oc = (long long)(i0 + 32) * N + qq;
+        const bool a = p <= n && j0 - 1 - p > ZK_TURN, c = i0 + 32 <= n && qq <= n && qq - i0 - 32 > ZK_TURN;
+        bias = zk_warp_min(min(min(a ? q.V[oa] : ZK_INF, a ? q.WM[oa] : ZK_INF),
+                               min(c ? q.V[oc] : ZK_INF, c ? q.WM[oc] : ZK_INF)));
         bias = bias < ZK_HALF_INF ? bias : 0;
     }
 #else
