@@ -115,8 +115,11 @@ FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 1
 FIN_LANES_SHARED = 4 * (4 * 133 + 3 * 62 * 65 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + 36 * 36 + 80
 # ZF_AUX16: the window's elements in 16 bits (the int32 fill again for a sequence whose values leave the range, and
 # for models whose interior-loop size terms leave +-8,000), rows of FIN_AUX16_PITCH elements, FIN_AUX16_BLOCKS blocks
-# an SM (ZF_MINB: the registers the build may use)
+# an SM (ZF_MINB: the registers the build may use), for groups up to FIN_AUX16_MAX_N nt: longer real transcripts
+# (repeats) leave the range now and then (7 of chr19's 11,470, 6,574-16,219 nt), and the lone refold costs more
+# than the window's 1-2 % there
 FIN_AUX16 = True
+FIN_AUX16_MAX_N = 4096
 FIN_AUX16_PITCH = 68
 FIN_AUX16_BLOCKS = 4
 AUX16_SIZE_TERMS = 8000       # ZF16_SZ of kernels/zuker.cu
@@ -303,7 +306,8 @@ def _fold_group(seqs: list[str], model: Model, fill: str, host_traceback: bool,
     SHAPE stacking terms (int32 per nucleotide), or None; ``constraints``: their constraint lines, or None. The
     tiled fill holds zk_fin_lanes' window in 16 bits (FIN_AUX16) where the model allows; the sequences whose
     values leave that range are folded again with it in int32."""
-    aux16 = FIN_AUX16 and fill == "tiled" and TILE == 32 and FIN_KERNEL == "zk_fin_lanes" and aux16_ok(model)
+    aux16 = (FIN_AUX16 and fill == "tiled" and TILE == 32 and FIN_KERNEL == "zk_fin_lanes" and aux16_ok(model)
+             and max(map(len, seqs)) <= FIN_AUX16_MAX_N)
     out, over = _fold_group_with(seqs, model, fill, host_traceback, block_traceback, shape, constraints, aux16)
     if over.size:
         def pick(xs):
