@@ -654,12 +654,37 @@ __constant__ ZfBases zf_base_tab = zf_bases();
 static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
 #endif
 
+// The size terms, by default a shared word a base loop and lane (sSZB: word 4 E + d, base loop E grown by d). With
+// ZF_SZ_ARITH (-D for timing) computed from two shared words a loop size instead, as rnapipe.gpu.zuker_tables.
+// size_terms makes them: bulge[s] where a side has no nucleotide, else interior[s] + min(MAX_NINIO, |n1 - n2| NINIO),
+// INF for the three special loops a lane may land on ((2, 2), (3, 2), (2, 3)). sSZB then holds interior[k] at word k,
+// bulge[k] at 40 + k, NINIO at 80 .. 83, MAX_NINIO at 84 .. 87 and d at 88 + d, so that szb = sSZB + d reads them.
+struct ZfSz {
+    int isz, bsz, nin, mxn, d;                           // interior[s + d], bulge[s + d] of the loop size s, ...
+};
+template <int E>
+__device__ __forceinline__ int zf_size(const int* szb, const ZfSz& z) {
+#ifdef ZF_SZ_ARITH
+    constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
+    if constexpr (n1 == 0 || n2 == 0) {
+        return z.bsz;
+    } else {
+        const int x = z.isz + min(z.mxn, abs(dir ? n1 - n2 - z.d : n1 - n2 + z.d) * z.nin);
+        if constexpr (n1 == 2 && n2 == 2) return z.d < 2 ? ZK_INF : x;    // (2, 2), (3, 2)
+        if constexpr (n1 == 2 && n2 == 3) return z.d == 0 ? ZK_INF : x;   // (2, 3)
+        return x;
+    }
+#else
+    return szb[4 * E];
+#endif
+}
+
 // Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szb
-// its size terms (word 4 E of szb: base loop E grown by the lane's d), mu = maxu - d; with B (hard constraints
-// bounding the loop), a5r, a3r / a5c, a3c: the most unpaired nucleotides after i and before j, less d on the side the
-// loop grows. m0, m1, m2: the minima of the three kinds.
+// its size terms (zf_size), mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c: the most
+// unpaired nucleotides after i and before j, less d on the side the loop grows. m0, m1, m2: the minima of the three
+// kinds.
 template <bool B, int E, int E0, int E1>
-__device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int mu,
+__device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, ZfSz& z, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     if constexpr (E < E1) {
         constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
@@ -667,8 +692,12 @@ __device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc,
         constexpr int kind = small < 2 ? small : 2;
         if constexpr (E == E0 || zf_entry(E - 1, 0) != s) {
             if (s > mu) return;                          // the list is sorted by s
+#ifdef ZF_SZ_ARITH
+            z.isz = szb[s];
+            z.bsz = szb[40 + s];
+#endif
         }
-        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + szb[4 * E];
+        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + zf_size<E>(szb, z);
         bool ok = true;
         if constexpr (B) ok = dir ? n1 <= a5c && n2 <= a3c : n1 <= a5r && n2 <= a3r;
         if (ok) {
@@ -676,7 +705,7 @@ __device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc,
             else if constexpr (kind == 1) m1 = min(m1, x);
             else m2 = min(m2, x);
         }
-        zf_loops<B, E + 1, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+        zf_loops<B, E + 1, E0, E1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
     }
 }
 
@@ -691,7 +720,12 @@ template <bool B, int C>
 __device__ __forceinline__ void zf_chunk(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     constexpr int E0 = zf_chunk_lo(C), E1 = zf_chunk_lo(C + 1);
-    zf_loops<B, E0, E0, E1>(wr, wc, szb, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+#ifdef ZF_SZ_ARITH
+    ZfSz z{0, 0, szb[80], szb[84], szb[88]};
+#else
+    ZfSz z{};
+#endif
+    zf_loops<B, E0, E0, E1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
 }
 
 // zf_chunk<B, C> for the chunk c a warp takes (C counts up from 0 to ZF_CHUNKS - 1)
@@ -903,6 +937,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         }
     }
     if (tid == 0) sWMc[-1] = D > 0 && i0 <= n ? q.WM[(long long)i0 * N + j0 - 1] : ZK_INF;
+#ifdef ZF_SZ_ARITH
+    if (tid < 92) {
+        const int k = tid;
+        sSZB[k] = k <= ZK_MAXLOOP ? zk_tab(b.P, ZK_OFF_INTERIOR + k)
+                : k >= 40 && k - 40 <= ZK_MAXLOOP ? zk_tab(b.P, ZK_OFF_BULGE + k - 40)
+                : k >= 80 && k < 84 ? zk_sc(b.P, ZK_NINIO) : k >= 84 && k < 88 ? zk_sc(b.P, ZK_MAX_NINIO)
+                : k >= 88 ? k - 88 : ZK_INF;
+    }
+#else
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
     for (int x = tid; x < 4 * ZF_NBASE; x += blockDim.x) {
         // SZ[n1][n2] of base loop x / 4 grown by d = x % 4 (INF past the largest loop: no lane takes it)
@@ -910,6 +953,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         const int n1 = (w & 31) + (dir ? 0 : d), n2 = s - (w & 31) + (dir ? d : 0);
         sSZB[x] = s + d <= ZK_MAXLOOP ? ZK_LDG(SZg + n1 * 32 + n2) : ZK_INF;
     }
+#endif
     if (tid < 32) {
         const int a = i0 + tid;
         sW1col[tid] = D > 0 && a <= n ? q.WM1T[(long long)(j0 - 1) * N + a] : ZK_INF;
