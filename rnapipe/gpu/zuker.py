@@ -116,8 +116,7 @@ FIN_LANES_SHARED = 4 * (4 * 133 + 3 * 62 * 65 + 1 + 4 * 32 * 33 + 35 * 36 + 32 +
 # ZF_AUX16: the window's elements in 16 bits (the int32 fill again for a sequence whose values leave the range, and
 # for models whose interior-loop size terms leave +-8,000), rows of FIN_AUX16_PITCH elements, FIN_AUX16_BLOCKS blocks
 # an SM (ZF_MINB: the registers the build may use), for groups up to FIN_AUX16_MAX_N nt: longer real transcripts
-# (repeats) leave the range now and then (7 of chr19's 11,470, 6,574-16,219 nt), and the lone refold costs more
-# than the window's 1-2 % there
+# (repeats) leave the range now and then, and folding them again alone costs more than the window gains there
 FIN_AUX16 = True
 FIN_AUX16_MAX_N = 4096
 FIN_AUX16_PITCH = 68
