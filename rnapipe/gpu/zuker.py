@@ -112,7 +112,14 @@ FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 1
 # base loops), the auxiliaries' 62 x 62 window of each kind (rows of 65 words), a word and four 32 x 33 multiloop
 # tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists of cells with interior loops and
 # their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,372 bytes: three blocks an SM)
-FIN_LANES_SHARED = 4 * (4 * 133 + 3 * 62 * 65 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + 36 * 36 + 80
+
+
+def _fin_lanes_bytes(window_bytes: int) -> int:
+    """zk_fin_lanes' dynamic shared memory with an auxiliaries' window of ``window_bytes``."""
+    return 4 * (4 * 133 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + window_bytes + 36 * 36 + 80
+
+
+FIN_LANES_SHARED = _fin_lanes_bytes(4 * 3 * 62 * 65)
 # ZF_AUX16: the window's elements in 16 bits (the int32 fill again for a sequence whose values leave the range, and
 # for models whose interior-loop size terms leave +-8,000), rows of FIN_AUX16_PITCH elements, FIN_AUX16_BLOCKS blocks
 # an SM (ZF_MINB: the registers the build may use), for groups up to FIN_AUX16_MAX_N nt: longer real transcripts
@@ -160,9 +167,7 @@ def max_length(budget_bytes: int) -> int:
 def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
     """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
     16-bit elements in place of its 3 x 62 x 65 words (53,308 bytes at pitch 68)."""
-    if not aux16:
-        return FIN_LANES_SHARED
-    return FIN_LANES_SHARED - 4 * 3 * 62 * 65 + 4 * ((3 * 62 * pitch * 2 + 3) // 4)
+    return _fin_lanes_bytes(4 * ((3 * 62 * pitch * 2 + 3) // 4)) if aux16 else FIN_LANES_SHARED
 
 
 @functools.lru_cache(maxsize=16)

@@ -658,7 +658,7 @@ static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_S
 // ZF_SZ_ARITH (-D for timing) computed from two shared words a loop size instead, as rnapipe.gpu.zuker_tables.
 // size_terms makes them: bulge[s] where a side has no nucleotide, else interior[s] + min(MAX_NINIO, |n1 - n2| NINIO),
 // INF for the three special loops a lane may land on ((2, 2), (3, 2), (2, 3)). sSZB then holds interior[k] at word k,
-// bulge[k] at 40 + k, NINIO at 80 .. 83, MAX_NINIO at 84 .. 87 and d at 88 + d, so that szb = sSZB + d reads them.
+// bulge[k] at 40 + k, NINIO at 80 .. 83 and MAX_NINIO at 84 .. 87, so that szb = sSZB + d reads them.
 struct ZfSz {
     int isz, bsz, nin, mxn, d;                           // interior[s + d], bulge[s + d] of the loop size s, ...
 };
@@ -721,7 +721,7 @@ __device__ __forceinline__ void zf_chunk(const zf_aux_t* wr, const zf_aux_t* wc,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     constexpr int E0 = zf_chunk_lo(C), E1 = zf_chunk_lo(C + 1);
 #ifdef ZF_SZ_ARITH
-    ZfSz z{0, 0, szb[80], szb[84], szb[88]};
+    ZfSz z{0, 0, szb[80], szb[84], (int)(threadIdx.x & 3)};   // d: the chunk units' lane & 3
 #else
     ZfSz z{};
 #endif
@@ -938,12 +938,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     }
     if (tid == 0) sWMc[-1] = D > 0 && i0 <= n ? q.WM[(long long)i0 * N + j0 - 1] : ZK_INF;
 #ifdef ZF_SZ_ARITH
-    if (tid < 92) {
+    if (tid < 88) {
         const int k = tid;
         sSZB[k] = k <= ZK_MAXLOOP ? zk_tab(b.P, ZK_OFF_INTERIOR + k)
                 : k >= 40 && k - 40 <= ZK_MAXLOOP ? zk_tab(b.P, ZK_OFF_BULGE + k - 40)
-                : k >= 80 && k < 84 ? zk_sc(b.P, ZK_NINIO) : k >= 84 && k < 88 ? zk_sc(b.P, ZK_MAX_NINIO)
-                : k >= 88 ? k - 88 : ZK_INF;
+                : k >= 80 && k < 84 ? zk_sc(b.P, ZK_NINIO) : k >= 84 ? zk_sc(b.P, ZK_MAX_NINIO) : ZK_INF;
     }
 #else
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
