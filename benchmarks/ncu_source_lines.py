@@ -9,7 +9,7 @@ build of the same tree) and export its SASS page:
 
 Here, with the same tree:
 
-    python benchmarks/ncu_source_lines.py src.csv --kernel zk_fin_lanes -D ZF_WARPS=12 -D ZF_SHARED_BYTES=76372 \\
+    python benchmarks/ncu_source_lines.py src.csv --kernel zk_fin_lanes -D ZF_WARPS=12 -D ZF_SHARED_BYTES=76420 \\
         -D ZK_TILE=32 -D ZK_MID_STAGES=2
 
 builds kernels/zuker.cu locally (nvcc -lineinfo, sm_90), disassembles the kernel with nvdisasm (PyPI:

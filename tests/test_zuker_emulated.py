@@ -29,7 +29,6 @@ def build_dir(tmp_path_factory):
     (2, 14, 90, 140, {"with_shape": True}, 0),                                     # SHAPE terms (-DZK_SHAPE)
     (2, 5, 90, 140, {"aux16": False}, 2),                # zk_fin_lanes' window in int32 (the refold's build)
     (3, 9, 90, 140, {"fin_options": ["-DZF16_LO=-60", "-DZF16_HI=60"]}, 3),   # every one leaves the range: refolds
-    (3, 21, 100, 190, {"fin_options": ["-DZF_SZ_ARITH"]}, 0),    # the interior loops' size terms computed per size
 ])
 def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options, refolded):
     got = run("zuker_emu.py", build_dir, count, seed, lo, hi, json.dumps(options))

@@ -108,15 +108,16 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 # loops): the same results
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 16; the split points' own warps from 12)
-# zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the size terms (4 of each of the 133
-# base loops), the auxiliaries' 62 x 62 window of each kind (rows of 65 words), a word and four 32 x 33 multiloop
-# tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists of cells with interior loops and
-# their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,372 bytes: three blocks an SM)
+# zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the size terms (four rows of 136: the
+# 133 base loops grown by d = 0 .. 3), the auxiliaries' 62 x 62 window of each kind (rows of 65 words), a word and four
+# 32 x 33 multiloop tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists of cells with
+# interior loops and their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,420 bytes: three
+# blocks an SM)
 
 
 def _fin_lanes_bytes(window_bytes: int) -> int:
     """zk_fin_lanes' dynamic shared memory with an auxiliaries' window of ``window_bytes``."""
-    return 4 * (4 * 133 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + window_bytes + 36 * 36 + 80
+    return 4 * (4 * 136 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + window_bytes + 36 * 36 + 80
 
 
 FIN_LANES_SHARED = _fin_lanes_bytes(4 * 3 * 62 * 65)
@@ -166,7 +167,7 @@ def max_length(budget_bytes: int) -> int:
 
 def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
     """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
-    16-bit elements in place of its 3 x 62 x 65 words (53,308 bytes at pitch 68)."""
+    16-bit elements in place of its 3 x 62 x 65 words (53,356 bytes at pitch 68)."""
     return _fin_lanes_bytes(4 * ((3 * 62 * pitch * 2 + 3) // 4)) if aux16 else FIN_LANES_SHARED
 
 

@@ -611,7 +611,7 @@ __device__ __forceinline__ void zf_wait_consumed(int warp) {
 static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (4 * ZF_NBASE + ZF_AUX_WORDS + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 17 * 32 + 66 + \
+#define ZF_SHARED_WORDS (4 * ZF_NBP + ZF_AUX_WORDS + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 17 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
 // The interior loops four lanes a cell. zk_loop_entry's list is covered by ZF_NBASE base loops, each taken by the
 // cell's four lanes with its n1 (along a window column) or its n2 (along a row) grown by the lane's d = 0 .. 3, in the
@@ -640,6 +640,7 @@ ZK_CHD int zf_entry(int e, int what) {            // base loop e by s, then n1: 
     return -1;
 }
 #define ZF_NBASE 133
+#define ZF_NBP 136                     // a lane's row of size terms (ZF_NBASE up to a multiple of 4: 16-byte loads)
 static_assert(zf_entry(ZF_NBASE - 1, 0) == ZK_MAXLOOP && zf_entry(ZF_NBASE, 0) == -1, "base loop count");
 // The base loops in a table (constant memory) for the size terms' load: n1 | s << 5 | direction << 10 each
 struct ZfBases { unsigned short e[ZF_NBASE]; };
@@ -654,37 +655,21 @@ __constant__ ZfBases zf_base_tab = zf_bases();
 static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
 #endif
 
-// The size terms, by default a shared word a base loop and lane (sSZB: word 4 E + d, base loop E grown by d). With
-// ZF_SZ_ARITH (-D for timing) computed from two shared words a loop size instead, as rnapipe.gpu.zuker_tables.
-// size_terms makes them: bulge[s] where a side has no nucleotide, else interior[s] + min(MAX_NINIO, |n1 - n2| NINIO),
-// INF for the three special loops a lane may land on ((2, 2), (3, 2), (2, 3)). sSZB then holds interior[k] at word k,
-// bulge[k] at 40 + k, NINIO at 80 .. 83 and MAX_NINIO at 84 .. 87, so that szb = sSZB + d reads them.
-struct ZfSz {
-    int isz, bsz, nin, mxn, d;                           // interior[s + d], bulge[s + d] of the loop size s, ...
-};
+// The size terms: a lane's own row of them in shared memory (sSZB: word d * ZF_NBP + E, base loop E grown by d), read
+// four at a time with one 16-byte load at E = E0 and at every multiple of 4, so that a base loop costs one shared
+// load of the window and one add-min (a load of its size term at each loop cost a third of the chunk units' shared
+// loads). z holds the four words.
 template <int E>
-__device__ __forceinline__ int zf_size(const int* szb, const ZfSz& z) {
-#ifdef ZF_SZ_ARITH
-    constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
-    if constexpr (n1 == 0 || n2 == 0) {
-        return z.bsz;
-    } else {
-        const int x = z.isz + min(z.mxn, abs(dir ? n1 - n2 - z.d : n1 - n2 + z.d) * z.nin);
-        if constexpr (n1 == 2 && n2 == 2) return z.d < 2 ? ZK_INF : x;    // (2, 2), (3, 2)
-        if constexpr (n1 == 2 && n2 == 3) return z.d == 0 ? ZK_INF : x;   // (2, 3)
-        return x;
-    }
-#else
-    return szb[4 * E];
-#endif
+__device__ __forceinline__ int zf_size(const int4& z) {
+    return (E & 3) == 0 ? z.x : (E & 3) == 1 ? z.y : (E & 3) == 2 ? z.z : z.w;
 }
 
 // Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szb
-// its size terms (zf_size), mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c: the most
+// its row of size terms (zf_size), mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c: the most
 // unpaired nucleotides after i and before j, less d on the side the loop grows. m0, m1, m2: the minima of the three
 // kinds.
 template <bool B, int E, int E0, int E1>
-__device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, ZfSz& z, int mu,
+__device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int4& z, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     if constexpr (E < E1) {
         constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
@@ -692,12 +677,9 @@ __device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc,
         constexpr int kind = small < 2 ? small : 2;
         if constexpr (E == E0 || zf_entry(E - 1, 0) != s) {
             if (s > mu) return;                          // the list is sorted by s
-#ifdef ZF_SZ_ARITH
-            z.isz = szb[s];
-            z.bsz = szb[40 + s];
-#endif
         }
-        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + zf_size<E>(szb, z);
+        if constexpr (E == E0 || E % 4 == 0) z = *(const int4*)(szb + (E & ~3));
+        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + zf_size<E>(z);
         bool ok = true;
         if constexpr (B) ok = dir ? n1 <= a5c && n2 <= a3c : n1 <= a5r && n2 <= a3r;
         if (ok) {
@@ -709,9 +691,10 @@ __device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc,
     }
 }
 
-// chunk C's first base loop: chunk 0 has ZF_CH0 of them (the smallest loops), the others an even share of the rest
+// chunk C's first base loop: chunk 0 has ZF_CH0 of them (the smallest loops, which every listed cell takes: a little
+// under an even share, 36 of 133 with three chunk warps), the others an even share of the rest
 #ifndef ZF_CH0                         // -D for timing
-#define ZF_CH0 (ZF_NBASE / ZF_CHUNKS)
+#define ZF_CH0 ((ZF_NBASE / ZF_CHUNKS - 8) & ~3)
 #endif
 ZK_CHD int zf_chunk_lo(int c) {
     return c == 0 ? 0 : c >= ZF_CHUNKS ? ZF_NBASE : ZF_CH0 + (c - 1) * (ZF_NBASE - ZF_CH0) / (ZF_CHUNKS - 1);
@@ -720,11 +703,7 @@ template <bool B, int C>
 __device__ __forceinline__ void zf_chunk(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
     constexpr int E0 = zf_chunk_lo(C), E1 = zf_chunk_lo(C + 1);
-#ifdef ZF_SZ_ARITH
-    ZfSz z{0, 0, szb[80], szb[84], (int)(threadIdx.x & 3)};   // d: the chunk units' lane & 3
-#else
-    ZfSz z{};
-#endif
+    int4 z;
     zf_loops<B, E0, E0, E1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
 }
 
@@ -840,11 +819,11 @@ extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // three 
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
-    int* sSZB = zf_smem;                               // the size terms by base loop: word 4 e + d, e grown by d
-    zf_aux_t* sAux = (zf_aux_t*)(sSZB + 4 * ZF_NBASE);   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
+    int* sSZB = zf_smem;                               // the size terms: word d * ZF_NBP + e, base loop e grown by d
+    zf_aux_t* sAux = (zf_aux_t*)(sSZB + 4 * ZF_NBP);   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
     // the four multiloop tiles follow one word, each row's word 32 then the next row's word -1: WM[i0 + r][j0 - 1]
     // for sWMc's row r, INF for the others (their word -1 in the splits' loops is always beside an INF operand)
-    int* sWMc = sSZB + 4 * ZF_NBASE + ZF_AUX_WORDS + 1;   // WM of the tile [r][c]
+    int* sWMc = sSZB + 4 * ZF_NBP + ZF_AUX_WORDS + 1;   // WM of the tile [r][c]
     int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile [r][c]
     int* sWMd = sW1c + 32 * ZF_TP;                     // WM of tile (I, I) [r][c]
     int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
@@ -937,22 +916,15 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         }
     }
     if (tid == 0) sWMc[-1] = D > 0 && i0 <= n ? q.WM[(long long)i0 * N + j0 - 1] : ZK_INF;
-#ifdef ZF_SZ_ARITH
-    if (tid < 88) {
-        const int k = tid;
-        sSZB[k] = k <= ZK_MAXLOOP ? zk_tab(b.P, ZK_OFF_INTERIOR + k)
-                : k >= 40 && k - 40 <= ZK_MAXLOOP ? zk_tab(b.P, ZK_OFF_BULGE + k - 40)
-                : k >= 80 && k < 84 ? zk_sc(b.P, ZK_NINIO) : k >= 84 ? zk_sc(b.P, ZK_MAX_NINIO) : ZK_INF;
-    }
-#else
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
-    for (int x = tid; x < 4 * ZF_NBASE; x += blockDim.x) {
-        // SZ[n1][n2] of base loop x / 4 grown by d = x % 4 (INF past the largest loop: no lane takes it)
-        const int w = zf_base_tab.e[x >> 2], d = x & 3, s = (w >> 5) & 31, dir = w >> 10;
+    for (int x = tid; x < 4 * ZF_NBP; x += blockDim.x) {
+        // SZ[n1][n2] of base loop e = x % ZF_NBP grown by d = x / ZF_NBP (INF past the largest loop and the list)
+        const int e = x % ZF_NBP, d = x / ZF_NBP;
+        const int w = zf_base_tab.e[e < ZF_NBASE ? e : 0], s = e < ZF_NBASE ? (w >> 5) & 31 : ZK_MAXLOOP + 1;
+        const int dir = w >> 10;
         const int n1 = (w & 31) + (dir ? 0 : d), n2 = s - (w & 31) + (dir ? d : 0);
         sSZB[x] = s + d <= ZK_MAXLOOP ? ZK_LDG(SZg + n1 * 32 + n2) : ZK_INF;
     }
-#endif
     if (tid < 32) {
         const int a = i0 + tid;
         sW1col[tid] = D > 0 && a <= n ? q.WM1T[(long long)(j0 - 1) * N + a] : ZK_INF;
@@ -1232,6 +1204,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     auto chunks = [&](int dn, int ch, int sb, int sx) {
         const int nl = sNlist[dn & 1], d = lane & 3;
         const int* list = sList + (dn & 1) * 32;
+        const int* szb = sSZB + d * ZF_NBP;
         bool waited = false;
         for (int k0 = 0; k0 < nl; k0 += 8) {
             const int k = k0 + (lane >> 2);
@@ -1243,11 +1216,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             const int a5 = k < nl ? q.HC[i0 + rr + 1].up : ZK_MAXLOOP;
             const int a3 = k < nl ? q.HC[j0 + rr + dn - 1].dn : ZK_MAXLOOP;
             if (__any_sync(0xffffffffu, a5 < mx || a3 < mx))
-                zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, sSZB + d, mu, m0, m1, m2,
+                zf_chunk_at<true>(ch, win + d * ZF_PA, win - d, szb, mu, m0, m1, m2,
                                   a5 - d, a3, a5, a3 - d);
             else
 #endif
-                zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, sSZB + d, mu, m0, m1, m2,
+                zf_chunk_at<false>(ch, win + d * ZF_PA, win - d, szb, mu, m0, m1, m2,
                                    0, 0, 0, 0);
             m0 = min(m0, __shfl_xor_sync(0xffffffffu, m0, 1));
             m1 = min(m1, __shfl_xor_sync(0xffffffffu, m1, 1));
