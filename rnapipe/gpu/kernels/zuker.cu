@@ -665,9 +665,9 @@ __device__ __forceinline__ int zf_size(const int4& z) {
 }
 
 // Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szb
-// its row of size terms (zf_size), mu = maxu - d; with B (hard constraints bounding the loop), a5r, a3r / a5c, a3c: the most
-// unpaired nucleotides after i and before j, less d on the side the loop grows. m0, m1, m2: the minima of the three
-// kinds.
+// its row of size terms (zf_size; z: the four last loaded), mu = maxu - d; with B (hard constraints bounding the
+// loop), a5r, a3r / a5c, a3c: the most unpaired nucleotides after i and before j, less d on the side the loop grows.
+// m0, m1, m2: the minima of the three kinds.
 template <bool B, int E, int E0, int E1>
 __device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int4& z, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
