@@ -3,7 +3,8 @@ sequences, every tile with D >= 1 and every cell diagonal, the cells listed as h
 in passes of eight, four lanes a cell; for each base loop of a pass, the banks of the active lanes' words and the
 wavefronts the load takes (the most distinct words on one bank). Printed per window row pitch (ZF_PA of
 kernels/zuker.cu) and per growth step of the base loops (g0 rows / g1 columns a lane; the kernel's is 1 / 1), with the
-base loop count that step needs (each is two shared loads and an add-min a lane):
+base loop count that step needs (each is a shared load of the window and an add-min a lane; the size terms come
+four at a time from a row of their own):
 
     python benchmarks/zuker_fin_banks.py --length 601 --seqs 3 --pitches 62,64,65,66,67
 
