@@ -78,7 +78,7 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
         opts = ((f"-DZK_TILE={gz.TILE}", f"-DZK_MID_STAGES={gz.MID_STAGES}") + rules_option(model)
                 + shape_option(None) + hc_option(None))
         layout = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED     # the tree's ZF_AUX16 build
-        aux = ("-DZF_AUX16", f"-DZF_PA={gz.FIN_AUX16_PITCH}", f"-DZF_MINB={gz.FIN_AUX16_BLOCKS}") if aux16 else ()
+        aux = gz.fin_lanes_window(True) if aux16 else ()
         shared = layout + smem_extra
         fin = loader.function(gz.KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={gz.FIN_LANES_WARPS}",
                               f"-DZF_SHARED_BYTES={layout}") + aux + extra, dynamic_shared=shared)

@@ -171,6 +171,11 @@ def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
     return _fin_lanes_bytes(4 * ((3 * 62 * pitch * 2 + 3) // 4)) if aux16 else FIN_LANES_SHARED
 
 
+def fin_lanes_window(aux16: bool) -> tuple[str, ...]:
+    """zk_fin_lanes' -D options for its window: in 16 bits (ZF_AUX16, its pitch and blocks an SM) or none (int32)."""
+    return ("-DZF_AUX16", f"-DZF_PA={FIN_AUX16_PITCH}", f"-DZF_MINB={FIN_AUX16_BLOCKS}") if aux16 else ()
+
+
 @functools.lru_cache(maxsize=16)
 def aux16_ok(model: Model) -> bool:
     """Whether the model's finite interior-loop size terms lie within what ZF_AUX16's chunk sums assume."""
@@ -191,9 +196,7 @@ def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
         shared = fin_lanes_shared(aux16)
         lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}",
                  f"-DZF_SHARED_BYTES={shared}")               # checked against the kernel's layout when it compiles
-        if aux16:
-            lanes += ("-DZF_AUX16", f"-DZF_PA={FIN_AUX16_PITCH}", f"-DZF_MINB={FIN_AUX16_BLOCKS}")
-        lanes += tuple(FIN_OPTIONS)
+        lanes += fin_lanes_window(aux16) + tuple(FIN_OPTIONS)
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=shared)
         out["zk_fin_lanes_shared"] = shared
     return out

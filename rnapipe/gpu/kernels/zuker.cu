@@ -502,7 +502,7 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // cell diagonal (lane r: cell (i0 + r, j0 + r + dl)) instead of over one cell's candidates, and what a cell
 // diagonal reads in shared memory, loaded at the start and written as the tile's own cells are finished:
 //   * the auxiliaries VAU, V1N, VI of every cell an interior loop of the tile reads (rows i0+1 .. i0+61,
-//     columns j0-31 .. j0+30: ZF_A x ZF_A words a kind);
+//     columns j0-31 .. j0+30: ZF_A x ZF_A elements a kind, int32 or 16 bits with ZF_AUX16);
 //   * for the 11 loops of zk_interior: pair types and V of the cells within 4 of the tile, and the codes;
 //   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (for D = 0 the
 //     tile itself), WM and WM1 of the tile, and column j0 - 1 of WM and WM1 (tile (I, J-1)).
@@ -512,7 +512,7 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 // zk_store stores them and into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1
 // its cells' table terms for phase B and the middle's slots, the next ZF_RESTS warps the rest of V (the hairpin and
 // VM, the 11 loops of zk_interior), the next ZF_CHUNKS the interior loops in chunks (zf_base's list, (n1, n2) known
-// at compile time: one shared load at a constant offset plus its size term each), four lanes a cell over the cells
+// at compile time: one shared load at a constant offset and an add-min each), four lanes a cell over the cells
 // listed as having loops; and, spread over warps ZF_SPLIT_W0 .., the other near split points in ZF_SPLITS units.
 // Each kind's minimum goes into shared memory by a shared atomicMin; those writes wait on a named barrier a warp
 // until warp 0 has read and reset the partial results of dl.
@@ -530,7 +530,7 @@ static_assert(ZF_PA >= ZF_A, "zk_fin_lanes: the window's rows are 62 words");
 #define ZF_PLANE (ZF_A * ZF_PA)
 // The window's elements: int32, or with ZF_AUX16 (the host's FIN_AUX16) 16 bits, which leaves zk_fin_lanes small
 // enough for four blocks an SM. A 16-bit element holds x - B for a value x, B the tile's bias (the least finite V
-// beside the tile: the window's values, whose spans differ by less than 64, lie near it), when x - B lies
+// or WM beside the tile: the window's values, whose spans differ by less than 64, lie near it), when x - B lies
 // in [ZF16_LO, ZF16_HI]; ZF16_SENT stands for INF and for any value above that. The block sets the sequence's
 // overflow word where a finite value of its window falls outside the range (the host then folds the sequence again
 // with int32 elements), so where it is not set every finite value is held exactly. A chunk's sum of an element and
@@ -812,10 +812,11 @@ __device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, l
 __device__ unsigned int zf_trace[32][66][ZF_WARPS][2];   // interval and at its part's end (row 65: the block's)
 #endif
 
-#ifndef ZF_MINB                        // blocks an SM the registers must allow; -D for timing
+#ifndef ZF_MINB                        // blocks an SM the registers must allow (the 16-bit window's build: the
+                                       // host's FIN_AUX16_BLOCKS); -D for timing
 #define ZF_MINB 3
 #endif
-extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // three blocks an SM (shared memory allows three)
+extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // as many blocks an SM as shared memory allows
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     constexpr int T = 32;
     extern __shared__ int zf_smem[];
