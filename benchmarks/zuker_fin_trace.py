@@ -21,6 +21,8 @@ def main() -> None:
     ap.add_argument("--tree", default=".", help="a checkout whose rnapipe/ is imported")
     ap.add_argument("--length", type=int, default=601)
     ap.add_argument("--count", type=int, default=256)
+    ap.add_argument("--int32", action="store_true", help="the window in int32 (default: in 16 bits, as fold_batch "
+                    "builds it up to FIN_AUX16_MAX_N nt where the tree has FIN_AUX16)")
     args = ap.parse_args()
     sys.path.insert(0, args.tree)
     import cupy
@@ -38,9 +40,13 @@ def main() -> None:
     launch, mats, total, _ = tiled_inputs(gz, model, L, count)
     kernels = dict(gz._kernels(model))
     opts = ((f"-DZK_TILE={gz.TILE}", f"-DZK_MID_STAGES={gz.MID_STAGES}") + rules_option(model)
-            + shape_option(None) + hc_option(None) + (f"-DZF_WARPS={gz.FIN_LANES_WARPS}",
-            f"-DZF_SHARED_BYTES={gz.FIN_LANES_SHARED}", "-DZF_TRACE"))
-    kernels["zk_fin_lanes"] = loader.function(gz.KERNELS, "zk_fin_lanes", opts, dynamic_shared=gz.FIN_LANES_SHARED)
+            + shape_option(None) + hc_option(None))
+    aux16 = not args.int32 and getattr(gz, "FIN_AUX16", False)
+    shared = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED
+    opts += ((f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={shared}", "-DZF_TRACE")
+             + (gz.fin_lanes_window(True) if aux16 else ()))
+    kernels["zk_fin_lanes"] = loader.function(gz.KERNELS, "zk_fin_lanes", opts, dynamic_shared=shared)
+    kernels["zk_fin_lanes_shared"] = shared
     for _ in range(2):
         kernels["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
         gz._fill_tiled(kernels, launch, L, count)
@@ -64,7 +70,7 @@ def main() -> None:
                 part[w].append(int(ends[w] - t[k, w, 0]))
             if k + 1 < n:
                 gaps.append(int(t[k + 1, :, 0].min() - start))
-    print(f"zk_fin_lanes, {L} nt x {count}, {len(tot)} blocks traced: block {statistics.median(tot):,.0f} cycles, "
+    print(f"zk_fin_lanes ({'16-bit' if aux16 else 'int32'} window), {L} nt x {count}, {len(tot)} blocks traced: block {statistics.median(tot):,.0f} cycles, "
           f"{statistics.median(pro):,.0f} before the first interval; interval median {statistics.median(gaps):,.0f}, "
           f"mean {statistics.mean(gaps):,.0f}")
     print("| warp | part median | mean | p90 | last to finish |")

@@ -109,15 +109,16 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 16; the split points' own warps from 12)
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the size terms (four rows of 136: the
-# 133 base loops grown by d = 0 .. 3), the auxiliaries' 62 x 62 window of each kind (rows of 65 words), a word and four
-# 32 x 33 multiloop tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists of cells with
-# interior loops and their lengths, then bytes: pair types (36 x 36) and two rows of 40 codes (76,420 bytes: three
-# blocks an SM)
+# 133 base loops grown by d = 0 .. 3), the auxiliaries' 62 x 62 window of each kind (rows of 65 words, the whole to 16
+# bytes), three 32 x 36 multiloop tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists
+# of cells with interior loops, four diagonals' cell words and the lists' lengths, then bytes: pair types (36 x 36)
+# and two rows of 40 codes (73,864 bytes: three blocks an SM)
 
 
 def _fin_lanes_bytes(window_bytes: int) -> int:
     """zk_fin_lanes' dynamic shared memory with an auxiliaries' window of ``window_bytes``."""
-    return 4 * (4 * 136 + 1 + 4 * 32 * 33 + 35 * 36 + 32 + 17 * 32 + 66) + window_bytes + 36 * 36 + 80
+    window = -(-window_bytes // 16) * 16
+    return 4 * (4 * 136 + 3 * 32 * 36 + 35 * 36 + 32 + 21 * 32 + 66) + window + 36 * 36 + 80
 
 
 FIN_LANES_SHARED = _fin_lanes_bytes(4 * 3 * 62 * 65)
@@ -134,6 +135,7 @@ FIN_OPTIONS: tuple = ()       # more -D options for zk_fin_lanes' build (tests: 
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)
+FILL_BAND = True              # the tiled fill's INF fill only where it reads cells it does not write (_inf_fill)
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
 
@@ -188,7 +190,7 @@ def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
     """The engine's kernels by name, and "zk_fin_lanes_shared": zk_fin_lanes' dynamic shared memory (its window in
     16 bits with ``aux16``)."""
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
-             "zk_traceback_block", "zk_ext_cross", "zk_ext_seq", "zk_fill_inf")
+             "zk_traceback_block", "zk_ext_cross", "zk_ext_seq", "zk_fill_inf", "zk_fill_band")
     opts = ((f"-DZK_TILE={TILE}", f"-DZK_MID_STAGES={MID_STAGES if TILE == 32 else 1}") + rules_option(model)
             + shape_option(shape) + hc_option(constraints))
     out = {k: loader.function(KERNELS, k, opts) for k in names}
@@ -209,6 +211,26 @@ def _tiled_ok(model: Model, n: int) -> bool:
     return 0 <= ml and ml * (n + 2) < 10_000_000
 
 
+def _mid_splits(D: int, tiles: int, count: int) -> int:
+    """The blocks zk_mid gives each tile of tile diagonal D (its middle K tiles split until about
+    MID_TARGET_BLOCKS blocks; one block writes its tile's cells, several take their minimum)."""
+    return max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
+
+
+def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band: bool) -> None:
+    """INF into the seven matrices before a fill: everywhere (zk_fill_inf), or with ``band`` (the tiled fill of a
+    model without pairing rules, constraints or span limit, which writes every cell of span > TURN) only where
+    that fill reads cells it does not write (zk_fill_band): VI, V1N and VAU right of a band round the diagonal, the
+    others in the band, WM and VMX right of it too where zk_mid's blocks share a tile."""
+    if not band:
+        k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
+        return
+    nt = (n_max + TILE - 1) // TILE
+    shared = any(_mid_splits(D, nt - D, count) > 1 for D in range(2, nt))
+    upper = 0b0111000 | (0b1000010 if shared else 0)      # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX)
+    k["zk_fill_band"]((count, 7), (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(upper)))
+
+
 def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None) -> None:
     """The tile diagonals D = 0 .. of the tiled fill; with a span limit only those whose nearest cell to the
     diagonal (j - i = D·T - T + 1) lies within it (zk_fin leaves the cells beyond it alone). ``over``: a device
@@ -223,7 +245,7 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None)
     for D in range(min(nt, (span + T - 2) // T + 1)):
         tiles = nt - D
         if D >= 2:
-            splits = max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
+            splits = _mid_splits(D, tiles, count)
             k["zk_mid"]((tiles * splits, count), (mid_threads,), args + (np.int32(0), np.int32(D), np.int32(splits)))
         if FIN_KERNEL == "zk_fin_lanes" and T == 32:
             k["zk_fin_lanes"]((tiles, count), (32 * FIN_LANES_WARPS,), args + (np.int32(0), np.int32(D), over),
@@ -344,8 +366,14 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     total = int((N * N).sum())
     moff = _offsets(N * N)
     mats = _matrices(7 * total)
-    # INF everywhere (3x cupy's fill on tens of GB) first: the GPU writes while the host makes the rest below
-    k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
+    if fill == "tiled" and not _tiled_ok(model, n_max):
+        fill = "diag"
+    d_lens = cupy.asarray(lens)
+    d_moff = cupy.asarray(moff)
+    # the INF fill first (tens of GB): the GPU writes while the host makes the rest below
+    band = (FILL_BAND and fill == "tiled" and TILE == 32 and not rules_option(model) and constraints is None
+            and span >= n_max)
+    _inf_fill(k, mats, total, d_moff, d_lens, n_max, count, band)
     V, WM, WM1T, VI, V1N, VAU, VMX = (mats[m * total:(m + 1) * total] for m in range(7))
     P = table_for(model, n_max)
     soff = _offsets(N)
@@ -354,8 +382,6 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     codes = _codes(seqs)
     d_S = cupy.asarray(codes)
     d_soff = cupy.asarray(soff)
-    d_lens = cupy.asarray(lens)
-    d_moff = cupy.asarray(moff)
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
     if shape is not None:                                  # ZK_SHAPE: the terms, laid out as the codes
         ss = np.zeros(int(N.sum()), dtype=np.int32)
@@ -367,8 +393,6 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
         span = int(hc[soff, 2].max())                      # the longest span any sequence's fill covers
         args = args + (cupy.asarray(hc.ravel()),)
     t = _phase("setup", t)
-    if fill == "tiled" and not _tiled_ok(model, n_max):
-        fill = "diag"
     over = cupy.zeros(count, dtype=cupy.int32)             # the sequences that leave ZF_AUX16's range
     if fill == "block":
         k["zk_fill_block"]((count,), (FILL_THREADS,), args + (np.int32(0),))

@@ -6,7 +6,8 @@ Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
     python tests/cuda_emu/zuker_emu.py BUILD_DIR COUNT SEED MIN MAX [OPTIONS_JSON]
 
 (OPTIONS_JSON: the engines' options, and "with_constraints" / "with_shape": true for random constraint lines or
-SHAPE terms as well, "aux16": false for zk_fin_lanes' int32 window, "fin_options": more -D options for its build)
+SHAPE terms as well, "aux16": false for zk_fin_lanes' int32 window, "fin_options": more -D options for its build,
+"mid_target_blocks": zk_mid's MID_TARGET_BLOCKS)
 folds COUNT sequences of MIN..MAX nt (seed SEED; every other one random with 2 % N, the others built to fold
 into a multiloop) with the emulated GPU engine forced onto the tiled fill
 (``gpu_fill="tiled"``: zk_mid, zk_fin_lanes, the chunked W, the block traceback) and with the CPU engine, and prints one
@@ -31,7 +32,7 @@ import emu  # noqa: E402  (the stand-in CuPy and the launcher, shared with the p
 
 # zk_fin_lanes' CUDA-only lines and what the shim does instead
 PATCHES = (
-    ("extern __shared__ int zf_smem[];", "int* zf_smem = emu_dyn_smem;"),
+    ("extern __shared__ __align__(16) int zf_smem[];", "int* zf_smem = emu_dyn_smem;"),
     ('asm volatile("bar.arrive %0, 64;" :: "r"(w) : "memory");', "emu_bar_arrive(w);"),
     ('asm volatile("bar.sync %0, 64;" :: "r"(warp) : "memory");', "emu_bar_sync(warp);"),
 )
@@ -127,6 +128,7 @@ def main(argv) -> int:
     gz = install(build_dir)
     gz.FIN_AUX16 = options.pop("aux16", gz.FIN_AUX16)               # zk_fin_lanes' window in 16 bits or int32
     gz.FIN_OPTIONS = tuple(options.pop("fin_options", ()))          # e.g. a narrow 16-bit range
+    gz.MID_TARGET_BLOCKS = options.pop("mid_target_blocks", gz.MID_TARGET_BLOCKS)   # 1: a zk_mid block a tile
     refolded = []                                                   # the sequences folded again with int32
     once = gz._fold_group_with
 

@@ -10,7 +10,7 @@
 struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline int g_ivote[4096];
-inline int emu_dyn_smem[65536];
+alignas(16) inline int emu_dyn_smem[65536];
 inline EmuBarrier g_named[16] = {EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64),
                                  EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64),
                                  EmuBarrier(64), EmuBarrier(64), EmuBarrier(64), EmuBarrier(64),

@@ -365,6 +365,11 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
 #endif
             int wm = x;
             if (pw < ZK_BIG) wm = min(wm, pw - a * ml);
+            if (splits == 1) {                         // the cell's one writer: what atomicMin on INF would leave
+                q.WM[a * N + bb] = min(wm, ZK_INF);    // (the INF fill may then leave these cells alone)
+                if (a > 1 && bb < n) q.VMX[(a - 1) * N + bb + 1] = min(x, ZK_INF);
+                continue;
+            }
             if (wm < ZK_BIG) atomicMin(&q.WM[a * N + bb], wm);
             if (a > 1 && bb < n && x < ZK_BIG) atomicMin(&q.VMX[(a - 1) * N + bb + 1], x);
         }
@@ -553,7 +558,8 @@ static_assert(ZF16_LO >= -32768 && ZF16_LO <= ZF16_HI && ZF16_CUT <= ZF16_SENT -
 #else
 typedef int zf_aux_t;
 #endif
-#define ZF_AUX_WORDS ((3 * ZF_PLANE * (int)sizeof(zf_aux_t) + 3) / 4)   // the window's 4-byte words
+#define ZF_AUX_WORDS ((3 * ZF_PLANE * (int)sizeof(zf_aux_t) + 15) / 16 * 4)   // the window's 4-byte words (16-byte
+                                                                               // aligned end)
 // the window element of the value x under the tile's bias B (INF: ZF16_SENT)
 __device__ __forceinline__ zf_aux_t zf_aux(int x, int B) {
 #ifdef ZF_AUX16
@@ -570,7 +576,12 @@ __device__ __forceinline__ bool zf_aux_out(int x, int B) {
     return false;
 #endif
 }
-#define ZF_TP 33                        // row pitch of the 32 x 32 multiloop tiles
+// The 32 x 32 multiloop tiles: rows of ZF_TP words, 16-byte aligned, so that the near split points read four
+// consecutive split points with one 16-byte load. A WM tile holds cell (r, c) at word r * ZF_TP + 1 + c (word 0 of
+// row r: column -1), a WM1 tile transposed, cell (r, c) at word c * ZF_TP + r. Tile (I, I)'s WM (cells c >= r + 4)
+// and tile (J, J)'s WM1 (cells r <= c - 4) share one array: row x holds WM's row x from word x + 5 and WM1's column
+// x up to word x - 4, INF between.
+#define ZF_TP 36
 // The warps of a block (the host's FIN_LANES_WARPS): warp 0 finishes the cells, warp 1 computes the table terms,
 // warps 2 .. ZF_RESTS + 1 the rest of V, then ZF_CHUNKS warps the interior loops and ZF_SPLIT_ONLY warps the near
 // split points (ZF_SPLITS units round warps ZF_SPLIT_W0 ..). Each producer is a chain of dependent table reads or
@@ -596,7 +607,7 @@ static_assert(ZF_RESTS >= 2 && ZF_RESTS <= 8, "zk_fin_lanes: 2 to 8 warps for th
 static_assert(ZF_SPLIT_W0 >= 1 && ZF_SPLIT_W0 < ZF_WARPS, "zk_fin_lanes: warp 0 takes no split-point unit");
 static_assert(ZF_WARPS >= 6 && ZF_WARPS <= 16, "zk_fin_lanes: 6 to 16 warps");
 #define ZF_PW 36                        // row pitch of the specials' windows (pair types, V)
-static_assert(32 % ZF_SPLITS == 0, "ZF_SPLITS divides 32");
+static_assert(ZF_SPLITS == 8, "zk_fin_lanes: the near split points in units of four (16-byte loads)");
 
 // Named barriers 1 .. ZF_WARPS - 1 within phase B's interval, barrier w between warp 0 and warp w only: warp 0 has
 // read and reset the partial results of the diagonal it finishes (zf_consumed, no wait: it arrives at each); warp w
@@ -611,7 +622,7 @@ __device__ __forceinline__ void zf_wait_consumed(int warp) {
 static_assert(ZF_WARPS <= 16, "zk_fin_lanes: a named barrier a warp");
 
 // zk_fin_lanes' shared memory, in 4-byte words (the host's FIN_LANES_SHARED)
-#define ZF_SHARED_WORDS (4 * ZF_NBP + ZF_AUX_WORDS + 1 + 4 * 32 * ZF_TP + 35 * ZF_PW + 32 + 17 * 32 + 66 + \
+#define ZF_SHARED_WORDS (4 * ZF_NBP + ZF_AUX_WORDS + 3 * 32 * ZF_TP + 35 * ZF_PW + 32 + 21 * 32 + 66 + \
                          (36 * ZF_PW + 80) / 4)
 // The interior loops four lanes a cell. zk_loop_entry's list is covered by ZF_NBASE base loops, each taken by the
 // cell's four lanes with its n1 (along a window column) or its n2 (along a row) grown by the lane's d = 0 .. 3, in the
@@ -819,16 +830,14 @@ __device__ unsigned int zf_trace[32][66][ZF_WARPS][2];   // interval and at its 
 extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // as many blocks an SM as shared memory allows
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     constexpr int T = 32;
-    extern __shared__ int zf_smem[];
+    extern __shared__ __align__(16) int zf_smem[];
     int* sSZB = zf_smem;                               // the size terms: word d * ZF_NBP + e, base loop e grown by d
     zf_aux_t* sAux = (zf_aux_t*)(sSZB + 4 * ZF_NBP);   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
-    // the four multiloop tiles follow one word, each row's word 32 then the next row's word -1: WM[i0 + r][j0 - 1]
-    // for sWMc's row r, INF for the others (their word -1 in the splits' loops is always beside an INF operand)
-    int* sWMc = sSZB + 4 * ZF_NBP + ZF_AUX_WORDS + 1;   // WM of the tile [r][c]
-    int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile [r][c]
-    int* sWMd = sW1c + 32 * ZF_TP;                     // WM of tile (I, I) [r][c]
-    int* sW1d = sWMd + 32 * ZF_TP;                     // WM1 of tile (J, J) [r][c]
-    int* sV = sW1d + 32 * ZF_TP;                       // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
+    // the multiloop tiles (ZF_TP): column -1 of sWMc's row r is WM[i0 + r][j0 - 1]
+    int* sWMc = sSZB + 4 * ZF_NBP + ZF_AUX_WORDS;       // WM of the tile, cell (r, c) at r * ZF_TP + 1 + c
+    int* sW1c = sWMc + 32 * ZF_TP;                     // WM1 of the tile, cell (r, c) at c * ZF_TP + r
+    int* sDg = sW1c + 32 * ZF_TP;                      // WM of tile (I, I) as sWMc, WM1 of tile (J, J) as sW1c
+    int* sV = sDg + 32 * ZF_TP;                        // V, rows i0 + 1 .. i0 + 35, columns j0 - 4 .. j0 + 31
     int* sW1col = sV + 35 * ZF_PW;                     // WM1[i0 + r][j0 - 1]
     int* sCm = sW1col + 32;                            // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
@@ -840,7 +849,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     int* sMs = sO + 3 * 32;                            // zk_multi_stem_at of the cell
     int* sAd = sMs + 32;                               // the cell's parts as an inner pair (INF: it is none)
     int* sList = sAd + 3 * 32;                         // two diagonals' cells with interior loops: r | maxu << 8
-    int* sNlist = sList + 64;                          // how many (diagonal dl in buffer dl & 1)
+    int* sDC = sList + 64;                             // four diagonals' diag_cell of each lane (dl in row dl & 3)
+    int* sNlist = sDC + 4 * 32;                        // how many listed cells (diagonal dl in buffer dl & 1)
     signed char* sPT = (signed char*)(sNlist + 2);   // pair types, rows i0 .. i0 + 35, columns j0 - 4 .. j0 + 31
     signed char* sSr = sPT + 36 * ZF_PW;               // codes of positions i0 - 1 .. i0 + 36
     signed char* sSc = sSr + 40;                       // codes of positions j0 - 5 .. j0 + 32
@@ -902,21 +912,14 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     }
 #pragma unroll 4
     for (int x = tid; x < 32 * ZF_TP; x += blockDim.x) {
-        const int r = x / ZF_TP, c = x % ZF_TP;
-        // column 32 of row r - 1 (word -1 of row r; sWMc's row 0: the word before it) is WM's column j0 - 1
-        const int rn = r + 1, a1 = i0 + rn;
-        sWMc[r * ZF_TP + c] = c == 32 && D > 0 && rn < 32 && a1 <= n ? q.WM[(long long)a1 * N + j0 - 1] : ZK_INF;
-        sW1c[r * ZF_TP + c] = ZK_INF;
-        if (D > 0 && c < 32) {
-            const int a = i0 + r, bb = i0 + c, k = j0 + r, l = j0 + c;
-            sWMd[r * ZF_TP + c] = a <= n && bb <= n ? q.WM[(long long)a * N + bb] : ZK_INF;
-            sW1d[r * ZF_TP + c] = k <= n && l <= n ? q.WM1T[(long long)l * N + k] : ZK_INF;
-        } else {
-            sWMd[r * ZF_TP + c] = ZK_INF;
-            sW1d[r * ZF_TP + c] = ZK_INF;
-        }
+        // row r, word w: of a WM tile column w - 1, of a WM1 tile (transposed) row w
+        const int r = x / ZF_TP, w = x % ZF_TP, a = i0 + r, bb = i0 + w - 1, k = j0 + w, l = j0 + r;
+        sWMc[x] = w == 0 && D > 0 && a <= n ? q.WM[(long long)a * N + j0 - 1] : ZK_INF;
+        sW1c[x] = ZK_INF;
+        sDg[x] = D == 0 ? ZK_INF
+               : w >= r + 5 ? (w <= 32 && bb <= n ? q.WM[(long long)a * N + bb] : ZK_INF)
+               : w <= r - 4 && l <= n ? q.WM1T[(long long)l * N + k] : ZK_INF;
     }
-    if (tid == 0) sWMc[-1] = D > 0 && i0 <= n ? q.WM[(long long)i0 * N + j0 - 1] : ZK_INF;
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
     for (int x = tid; x < 4 * ZF_NBP; x += blockDim.x) {
         // SZ[n1][n2] of base loop e = x % ZF_NBP grown by d = x / ZF_NBP (INF past the largest loop and the list)
@@ -936,24 +939,36 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 #ifdef ZK_HC
     const int hc_up = i0 + lane <= n ? q.HC[i0 + lane].up : 0;   // the most unpaired nucleotides after row lane's i
 #endif
-    const int* sWl = D == 0 ? sWMc : sWMd;             // WM of the split points after i: tile (I, I)
-    const int* sW1h = D == 0 ? sW1c : sW1d;            // WM1 of those before j: tile (J, J)
-    // the lane's cell on cell diagonal dl (row lane, column lane + dl): whether it is one, its pair type t and the
-    // longest interior loop it closes, maxu (zk_v_flat's)
-    auto diag_cell = [&](int dl, int& t, int& maxu) -> bool {
-        const int lb = dl < 0 ? -dl : 0, le = dl < 0 ? T : T - dl;
+    const int* sWl = D == 0 ? sWMc : sDg;              // WM of the split points after i: tile (I, I)
+    const int* sW1h = D == 0 ? sW1c : sDg;             // WM1 of those before j: tile (J, J)
+    // whether the lane's cell on cell diagonal dl (row lane, column lane + dl) is one
+    auto lane_cell = [&](int dl) -> bool {
         const int c = lane + dl;
-        const bool cell = lane >= lb && lane < le && j0 + c <= n;
+        return c >= 0 && c < T && j0 + c <= n;
+    };
+    // the lane's cell on cell diagonal dl: whether it is one, its pair type t and the longest interior loop it
+    // closes, maxu (zk_v_flat's)
+    auto diag_cell = [&](int dl, int& t, int& maxu) -> bool {
+        const int c = lane + dl;
+        const bool cell = lane_cell(dl);
         t = cell ? sPT[lane * ZF_PW + c + 4] : 0;
         maxu = min(j0 + c - i0 - lane - ZK_TURN - 3, ZK_MAXLOOP);
         if (t && !zk_closes(b.P, t) && maxu > 0) maxu = 0;
         return cell;
     };
-    // (warp ZF_WARPS - 1) the list of diagonal dl's cells with interior loops (a pair type, maxu >= 3) for the chunk
-    // units, in buffer dl & 1
+    // diag_cell of diagonal dl as list_cells stored it (two intervals before dl's phase B, one before its producers)
+    auto diag_read = [&](int dl, int& t, int& maxu) -> bool {
+        const int w = sDC[(dl & 3) * 32 + lane];
+        t = (w >> 1) & 7;
+        maxu = (w >> 4) - 64;
+        return w & 1;
+    };
+    // (warp ZF_WARPS - 1) diag_cell of diagonal dl's lanes into row dl & 3 of sDC, and the list of its cells with
+    // interior loops (a pair type, maxu >= 3) for the chunk units, in buffer dl & 1
     auto list_cells = [&](int dl) {
         int t, maxu;
-        diag_cell(dl, t, maxu);
+        const bool cell = diag_cell(dl, t, maxu);
+        sDC[(dl & 3) * 32 + lane] = (int)cell | t << 1 | (maxu + 64) << 4;
         const bool has = t != 0 && maxu >= 3;
         const unsigned act = __ballot_sync(0xffffffffu, has);
         if (has) sList[(dl & 1) * 32 + __popc(act & ((1u << lane) - 1))] = lane | maxu << 8;
@@ -985,41 +1000,58 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             // kk - 1 < r + 4 (never computed), WM1 of this tile for kk <= r (diagonals dn on, not yet made) and
             // for j - k < 4; kk = r + 1 is left out (phase B's). Before j, k = j0 + kk: WM1 of tile (J, J) is INF for
             // kk > c - 4. So the sums outside the ranges are INF-based (above ZK_HALF_INF, as the slot's INF start),
-            // and X's k >= i + 5 holds by itself. Word -1 of a row: WM's column j0 - 1 in sWMc, INF elsewhere.
+            // and X's k >= i + 5 holds by itself. Column -1 of a row: WM's column j0 - 1 in sWMc, INF in sDg.
+            // Four split points a load (16 bytes: words kb .. kb + 3 of a WM row, from column kb - 1, and of a WM1
+            // column); each part only where the lane has a split point in it: after i where kk >= r + 2 for some
+            // kk of the unit, before j where kk <= c - 4. (sDg's other tile lies beyond: words r - 4 and below of
+            // row r, c + 5 and above of column c.)
             const int kb = part * KS;
-            const int* wl = sWl + r * ZF_TP + kb - 1;
-            const int* wc = sW1c + kb * ZF_TP + c;
-            const int* wr = sWMc + r * ZF_TP + kb - 1;
-            const int* wh = sW1h + kb * ZF_TP + c;
             const int ra = (kb - r) * ml, rb = (kb + D * T - r) * ml;      // (k - i)·ML_base at h = 0
-            // two words warp 0 writes in this interval (diagonal dn - 1) are read as INF instead: WM1 of kk = r + 1
+            // two words warp 0 writes in this interval (diagonal dn - 1) are taken as INF instead: WM1 of kk = r + 1
             // (phase B's split point) and WM of column c - 1 (kk = c, whose WM1 of tile (J, J) is INF anyway)
             const int hn = r + 1 - kb, hw = c - kb;                        // h of kk = r + 1 and of kk = c
             // min over the split points of min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j] is the lesser of the two
             // minima, of (k - i)·ML_base + WM1[k][j] (best) and of WM[i][k-1] + WM1[k][j] (vmin, X's)
+            if (kb + 1 >= r) {
+                const int4 a4 = *(const int4*)(sWl + r * ZF_TP + kb), w4 = *(const int4*)(sW1c + c * ZF_TP + kb);
+                const int av[4] = {a4.x, a4.y, a4.z, a4.w}, wv[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
-            for (int h = 0; h < KS; ++h) {
-                const int wm = wl[h], w = h == hn ? ZK_INF : wc[h * ZF_TP];
-                const int wm2 = h == hw ? ZK_INF : wr[h], w2 = wh[h * ZF_TP];
+                for (int h = 0; h < KS; ++h) {
+                    const int w = h == hn ? ZK_INF : wv[h];
 #ifdef ZK_HC
-                if (kb + h - r <= ufree) best = min(best, ra + h * ml + w);
-                if (kb + h + D * T - r <= ufree) best = min(best, rb + h * ml + w2);
+                    if (kb + h - r <= ufree) best = min(best, ra + h * ml + w);
 #else
-                best = min(best, ra + h * ml + w);
-                best = min(best, rb + h * ml + w2);
+                    best = min(best, ra + h * ml + w);
 #endif
-                vmin = min(vmin, wm + w);
-                vmin = min(vmin, wm2 + w2);
+                    vmin = min(vmin, av[h] + w);
+                }
+            }
+            if (kb <= c - 4) {
+                const int4 b4 = *(const int4*)(sWMc + r * ZF_TP + kb), h4 = *(const int4*)(sW1h + c * ZF_TP + kb);
+                const int bv[4] = {b4.x, b4.y, b4.z, b4.w}, hv[4] = {h4.x, h4.y, h4.z, h4.w};
+#pragma unroll
+                for (int h = 0; h < KS; ++h) {
+                    const int wm2 = h == hw ? ZK_INF : bv[h];
+#ifdef ZK_HC
+                    if (kb + h + D * T - r <= ufree) best = min(best, rb + h * ml + hv[h]);
+#else
+                    best = min(best, rb + h * ml + hv[h]);
+#endif
+                    vmin = min(vmin, wm2 + hv[h]);
+                }
             }
             best = min(best, vmin);
             return;
         }
         const int hi1 = c - 4;                           // D = 0: k in (i + 1, j - 4] within the tile
+        const int kb = part * KS;
+        const int4 a4 = *(const int4*)(sWl + r * ZF_TP + kb), w4 = *(const int4*)(sW1c + c * ZF_TP + kb);
+        const int av[4] = {a4.x, a4.y, a4.z, a4.w}, wv[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
         for (int h = 0; h < KS; ++h) {
-            const int kk = part * KS + h;
+            const int kk = kb + h;
             if (kk > r + 1 && kk <= hi1) {
-                const int wm = sWl[r * ZF_TP + kk - 1], w = sW1c[kk * ZF_TP + c];
+                const int wm = av[h], w = wv[h];
 #ifdef ZK_HC
                 const int uu = kk - r <= ufree ? zk_min((kk - r) * ml, wm) : wm;
 #else
@@ -1037,7 +1069,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         vmin = ZK_INF;
         if (warp < ZF_SPLIT_W0) return;
         int t, maxu;
-        if (!diag_cell(dn, t, maxu)) return;
+        if (!diag_read(dn, t, maxu)) return;
 #pragma unroll 1
         for (int u = warp - ZF_SPLIT_W0; u < ZF_SPLITS; u += ZF_WARPS - ZF_SPLIT_W0) {
             int b1, v1;
@@ -1059,7 +1091,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     // (its own barrier).
     auto phase_b = [&](int db) {
         int t = 0, maxu;
-        const bool cell = db >= dl0 && diag_cell(db, t, maxu);
+        const bool cell = db >= dl0 && diag_read(db, t, maxu);
         const int r = lane, c = r + db, i = i0 + r, j = j0 + c;
         int rv = ZK_INF, cm0 = ZK_BIG, cm1 = ZK_BIG, cm2 = ZK_BIG, o0 = 0, o1 = 0, o2 = 0, ms = 0;
         int ad0 = ZK_INF, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF, wb = ZK_INF, xb = ZK_INF;
@@ -1102,9 +1134,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 #endif
         // WM1 (zk_wm1): WM1[i][j-1] from the tile, or column j0 - 1
 #ifdef ZK_HC
-        int w1 = q.HC[j].up > 0 ? (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml : ZK_INF;
+        int w1 = q.HC[j].up > 0 ? (c > 0 ? sW1c[(c - 1) * ZF_TP + r] : sW1col[r]) + ml : ZK_INF;
 #else
-        int w1 = (c > 0 ? sW1c[r * ZF_TP + c - 1] : sW1col[r]) + ml;
+        int w1 = (c > 0 ? sW1c[(c - 1) * ZF_TP + r] : sW1col[r]) + ml;
 #endif
         if (v < ZK_HALF_INF) w1 = zk_min(w1, v + ms);
         w1 = zk_min(w1, ZK_INF);
@@ -1133,8 +1165,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
                 w[2 * ZF_PLANE] = zf_aux(x2, bias);
             }
         }
-        sWMc[r * ZF_TP + c] = wm;
-        sW1c[r * ZF_TP + c] = w1;
+        sWMc[r * ZF_TP + 1 + c] = wm;
+        sW1c[c * ZF_TP + r] = w1;
         w1last = w1;
         if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
     };
@@ -1143,8 +1175,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     // copied into row dn & 1 of sPw / sPx asynchronously (cp.async where ZK_MID_ASYNC): issued in the interval of
     // dn - 2 once phase B has read that row (diagonal dn - 2's), waited for at the end of the interval of dn - 1
     auto slots = [&](int dn) {
-        int t, maxu;
-        if (D >= 2 && diag_cell(dn, t, maxu)) {
+        if (D >= 2 && lane_cell(dn)) {
             const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
             zk_cp4(&sPw[(dn & 1) * 32 + r], &q.WM[i * N + j]);
             if (i > 1 && j < n) zk_cp4(&sPx[(dn & 1) * 32 + r], &q.VMX[(i - 1) * N + j + 1]);
@@ -1156,7 +1187,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     // complete and those of dn + 1 go out
     auto terms = [&](int dn, int sb, int sx) {
         int t, maxu;
-        const bool cell = diag_cell(dn, t, maxu);
+        const bool cell = diag_read(dn, t, maxu);
         const int r = lane, c = r + dn;
         int o0 = 0, o1 = 0, o2 = 0, ms = 0, ad0 = 0, ad1 = 0, ad2 = 0;
         if (cell) {
@@ -1186,7 +1217,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     // u = 1 .. ZF_RESTS (zf_rest)
     auto rest = [&](int dn, int u, int sb, int sx) {
         int t, maxu;
-        diag_cell(dn, t, maxu);
+        diag_read(dn, t, maxu);
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
         int v = ZK_INF;
         if (t) {
@@ -1290,6 +1321,41 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 }
 
 #endif  // ZK_TILE == 32
+
+// INF where the tiled fill of the default model (every cell of span > TURN written, no span limit) reads cells it
+// does not write, in the seven matrices of sequence blockIdx.x (matrix blockIdx.y: V, WM, WM1T, VI, V1N, VAU, VMX,
+// total words each, the sequence's block at moff): every row's cells within ZK_FILL_BAND of the diagonal (the fill reads
+// cells up to about a tile below it; WM1T, transposed, above it), the first and last row, the first and last column,
+// and, for the matrices of the bit mask upper (VI, V1N and VAU always: the fill writes them only where a cell is an
+// inner pair; WM and VMX where zk_mid's blocks share a tile), every cell right of the band. Whole 16-byte words (p is
+// 16-byte aligned) from the range's first word rounded down to its last rounded up: INF beside a range is harmless
+// before the fill. A warp a row.
+#define ZK_FILL_BAND 64
+extern "C" __global__ void zk_fill_band(int* p, long long total, const long long* moff, const int* lens, int upper) {
+    const int s = blockIdx.x, m = blockIdx.y;
+    const long long N = lens[s] + 2, base = m * total + moff[s], end = 7 * total;
+    const bool up = (upper >> m) & 1;
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const int4 v = make_int4(ZK_INF, ZK_INF, ZK_INF, ZK_INF);
+    auto fill = [&](long long x0, long long x1) {     // words [x0, x1) of p, x1 <= end
+        for (long long k = (x0 >> 2) + lane; 4 * k < x1; k += 32) {
+            if (4 * k + 3 < end) {
+                reinterpret_cast<int4*>(p)[k] = v;
+            } else {
+                for (long long w = 4 * k; w < end; ++w) p[w] = ZK_INF;
+            }
+        }
+    };
+    for (long long a = threadIdx.x >> 5; a < N; a += warps) {
+        const long long row = base + a * N;
+        if (a == 0 || a == N - 1) {
+            fill(row, row + N);
+        } else {
+            fill(row + max(0LL, a - ZK_FILL_BAND), row + (up ? N : min(N, a + ZK_FILL_BAND)));
+            fill(row + N - 1, row + N + 1);              // the last column and the next row's first
+        }
+    }
+}
 
 // INF into the n int32 words from p (16-byte aligned: the start of a CuPy allocation), four words a thread a step.
 extern "C" __global__ void zk_fill_inf(int* p, long long n) {
