@@ -45,7 +45,7 @@ LENGTHS = (30, 68, 120, 200, 232, 300, 400, 480, 481, 600, 601, 800, 1200, 1600)
 CPU_LENGTHS = (30, 68, 200, 480, 600, 1200)
 SAMPLE_SECONDS = 0.25          # each length is timed on about this much work (after a warm-up call)
 COST_MODEL = "interpolated"    # in each profile's key: a profile of another model (or other lengths) is remade
-GPU_FILLS = 7                  # in each profile's key: the GPU engine's fills, counted up when one changes speed, so
+GPU_FILLS = 8                  # in each profile's key: the GPU engine's fills, counted up when one changes speed, so
                                # that a profile timed with the old ones is remade
 TABLE_MAX = 1 << 16            # seconds of every length up to here kept in a table (one gather per batch)
 
