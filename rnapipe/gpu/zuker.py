@@ -228,7 +228,8 @@ def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band:
     nt = (n_max + TILE - 1) // TILE
     shared = any(_mid_splits(D, nt - D, count) > 1 for D in range(2, nt))
     upper = 0b0111000 | (0b1000010 if shared else 0)      # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX)
-    k["zk_fill_band"]((count, 7), (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(upper)))
+    rows = max(1, min(-(-(n_max + 2) // 8), -(-4096 // (7 * count))))   # blocks a matrix: 4,096 blocks or more
+    k["zk_fill_band"]((count, 7, rows), (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(upper)))
 
 
 def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None) -> None:

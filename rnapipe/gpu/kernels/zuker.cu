@@ -1329,13 +1329,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 // and, for the matrices of the bit mask upper (VI, V1N and VAU always: the fill writes them only where a cell is an
 // inner pair; WM and VMX where zk_mid's blocks share a tile), every cell right of the band. Whole 16-byte words (p is
 // 16-byte aligned) from the range's first word rounded down to its last rounded up: INF beside a range is harmless
-// before the fill. A warp a row.
+// before the fill. A warp a row, rows round the warps of the blockIdx.z blocks of the sequence's matrix.
 #define ZK_FILL_BAND 64
 extern "C" __global__ void zk_fill_band(int* p, long long total, const long long* moff, const int* lens, int upper) {
     const int s = blockIdx.x, m = blockIdx.y;
     const long long N = lens[s] + 2, base = m * total + moff[s], end = 7 * total;
     const bool up = (upper >> m) & 1;
-    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warps = (blockDim.x >> 5) * gridDim.z;
     const int4 v = make_int4(ZK_INF, ZK_INF, ZK_INF, ZK_INF);
     auto fill = [&](long long x0, long long x1) {     // words [x0, x1) of p, x1 <= end
         for (long long k = (x0 >> 2) + lane; 4 * k < x1; k += 32) {
@@ -1346,7 +1346,7 @@ extern "C" __global__ void zk_fill_band(int* p, long long total, const long long
             }
         }
     };
-    for (long long a = threadIdx.x >> 5; a < N; a += warps) {
+    for (long long a = blockIdx.z * (blockDim.x >> 5) + (threadIdx.x >> 5); a < N; a += warps) {
         const long long row = base + a * N;
         if (a == 0 || a == N - 1) {
             fill(row, row + N);
