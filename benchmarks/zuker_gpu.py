@@ -109,11 +109,14 @@ def main() -> None:
     rng = random.Random(2026)
     dev = device_name()
     # Warm-up: the kernels of every planned length (their launch settings depend on the longest sequence of
-    # a batch), Numba compile of the CPU engine, pool start (the last two not with --no-cpu).
+    # a batch; the int32 window beyond FIN_AUX16_MAX_N nt), Numba compile of the CPU engine, pool start (the last
+    # two not with --no-cpu).
     for L, _, _ in plan:
         if L <= 1_000:
             gpu.fold_batch([random_rna(L, rng) for _ in range(8)], "default", cores, {})
     gpu.fold_batch([random_rna(130, rng) for _ in range(8)] + [random_rna(700, rng)], "default", cores, {})
+    if hasattr(gpu, "FIN_AUX16_MAX_N") and any(L > gpu.FIN_AUX16_MAX_N for L, _, _ in plan):
+        gpu.fold_batch([random_rna(gpu.FIN_AUX16_MAX_N + 100, rng)], "default", cores, {})   # its int32 window
     pool = None                                  # --no-cpu: neither the CPU engine nor RNAfold (no viennarna needed)
     if not args.no_cpu:
         cpu.fold_batch([random_rna(50, rng)], "default", cores, {})
