@@ -819,6 +819,33 @@ __device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, l
     }
 }
 
+// Four near split points k of a cell (h = 0 .. 3) from one 16-byte load of each operand: wm, WM[i][k - 1] (a WM
+// tile's row), and w1, WM1[k][j] (a WM1 tile's column); the one at h = xm of wm and at h = x1 of w1 taken as INF
+// (-1: none). best takes (k - i)·ML_base + WM1[k][j], u0 + h·ml (with ZK_HC only where k - i = d0 + h is at most
+// ufree, the nucleotides left of k that may stay unpaired), vmin WM[i][k - 1] + WM1[k][j].
+#ifdef ZK_HC
+#define ZF_UFREE , ufree, ml
+#define ZF_UFREE_PARAM , int ufree, int ml
+#else
+#define ZF_UFREE , ml
+#define ZF_UFREE_PARAM , int ml
+#endif
+__device__ __forceinline__ void zf_split4(const int* wm, const int* w1, int xm, int x1, int u0, int d0 ZF_UFREE_PARAM,
+                                          int& best, int& vmin) {
+    const int4 a4 = *(const int4*)wm, b4 = *(const int4*)w1;
+    const int av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+        const int a = h == xm ? ZK_INF : av[h], w = h == x1 ? ZK_INF : bv[h];
+#ifdef ZK_HC
+        if (d0 + h <= ufree) best = min(best, u0 + h * ml + w);
+#else
+        best = min(best, u0 + h * ml + w);
+#endif
+        vmin = min(vmin, a + w);
+    }
+}
+
 #ifdef ZF_TRACE                        // -D for benchmarks/zuker_fin_trace.py: each warp's clock at the start of each
 __device__ unsigned int zf_trace[32][66][ZF_WARPS][2];   // interval and at its part's end (row 65: the block's)
 #endif
@@ -1012,34 +1039,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             const int hn = r + 1 - kb, hw = c - kb;                        // h of kk = r + 1 and of kk = c
             // min over the split points of min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j] is the lesser of the two
             // minima, of (k - i)·ML_base + WM1[k][j] (best) and of WM[i][k-1] + WM1[k][j] (vmin, X's)
-            if (kb + 1 >= r) {
-                const int4 a4 = *(const int4*)(sWl + r * ZF_TP + kb), w4 = *(const int4*)(sW1c + c * ZF_TP + kb);
-                const int av[4] = {a4.x, a4.y, a4.z, a4.w}, wv[4] = {w4.x, w4.y, w4.z, w4.w};
-#pragma unroll
-                for (int h = 0; h < KS; ++h) {
-                    const int w = h == hn ? ZK_INF : wv[h];
-#ifdef ZK_HC
-                    if (kb + h - r <= ufree) best = min(best, ra + h * ml + w);
-#else
-                    best = min(best, ra + h * ml + w);
-#endif
-                    vmin = min(vmin, av[h] + w);
-                }
-            }
-            if (kb <= c - 4) {
-                const int4 b4 = *(const int4*)(sWMc + r * ZF_TP + kb), h4 = *(const int4*)(sW1h + c * ZF_TP + kb);
-                const int bv[4] = {b4.x, b4.y, b4.z, b4.w}, hv[4] = {h4.x, h4.y, h4.z, h4.w};
-#pragma unroll
-                for (int h = 0; h < KS; ++h) {
-                    const int wm2 = h == hw ? ZK_INF : bv[h];
-#ifdef ZK_HC
-                    if (kb + h + D * T - r <= ufree) best = min(best, rb + h * ml + hv[h]);
-#else
-                    best = min(best, rb + h * ml + hv[h]);
-#endif
-                    vmin = min(vmin, wm2 + hv[h]);
-                }
-            }
+            if (kb + 1 >= r)                           // after i: WM of tile (I, I), WM1 of this tile
+                zf_split4(sWl + r * ZF_TP + kb, sW1c + c * ZF_TP + kb, -1, hn, ra, kb - r ZF_UFREE, best, vmin);
+            if (kb <= c - 4)                           // before j: WM of this tile, WM1 of tile (J, J)
+                zf_split4(sWMc + r * ZF_TP + kb, sW1h + c * ZF_TP + kb, hw, -1, rb, kb + D * T - r ZF_UFREE, best,
+                          vmin);
             best = min(best, vmin);
             return;
         }
