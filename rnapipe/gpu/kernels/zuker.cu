@@ -173,9 +173,9 @@ extern "C" __global__ void zk_traceback(ZK_BATCH_ARGS, int s0, int count, const 
 //              X(a, b)  = min_k WM[a][k-1] + WM1[k][b]           (VMX of cell (a-1, b+1))
 //              WM(a, b) = min_k U_a(k) + WM1[k][b],  U_a(k) = min((k-a)·ML_base, WM[a][k-1])
 //                       = min(X(a, b), min_k (k·ML_base + WM1[k][b]) - a·ML_base)
-//            (exact integer identities; the host makes sure k·ML_base stays far below INF). The partial
-//            minima go with atomicMin into the very slots the cell will finally hold (WM[a][b] and
-//            VMX[a-1][b+1], both INF until then), so the K tiles may be split over several blocks.
+//            (exact integer identities; the host makes sure k·ML_base stays far below INF). The minima go
+//            into the very slots the cell will finally hold (WM[a][b] and VMX[a-1][b+1]): stored where one
+//            block has the tile, else (the K tiles split over several blocks) by atomicMin on their INF.
 //   zk_fin   one block per tile walks its 2T - 1 cell diagonals: V (zk_v_partial, as in the other fills), WM1, and WM /
 //            X over the split points outside the middle: k in [i+1, iEnd-1] and [jBeg, j-4] (for D = 0
 //            all of [i+1, j-4]), combined with the slots' middle minima. WM's set of k stays i .. j-4 and
