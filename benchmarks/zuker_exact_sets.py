@@ -18,7 +18,6 @@ on the CPU once (hours on two cores: the random set is the most of it) serves la
 from __future__ import annotations
 
 import argparse
-import gzip
 import random
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CHR19 = HERE / "data" / "homo_sapiens_GRCh38_chr19_ensembl_cdna.fa.gz"
 SHARED = HERE.parent.parent / "shared" / "data"
+sys.path.insert(0, str(HERE.parent))          # run from a checkout: its rnapipe
 
 
 def _random(rng: random.Random, n: int, nfrac: float) -> str:
@@ -43,20 +43,13 @@ def _fasta(path: Path, records) -> int:
 
 
 def _records(path: Path):
-    """(id, sequence) of a FASTA (gzipped or not) or a .dbn file (a structure line after each sequence)."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as fh:
-        name, seq, dbn = None, [], path.suffix == ".dbn"
-        for line in fh:
-            line = line.strip()
-            if line.startswith(">"):
-                if name is not None:
-                    yield name, "".join(seq)
-                name, seq = (line[1:].split() or ["unnamed"])[0], []
-            elif line and not (dbn and seq):
-                seq.append(line)
-        if name is not None:
-            yield name, "".join(seq)
+    """(id, sequence) of a FASTA file (gzipped or not) or a .dbn file, through rnapipe's own readers (upper case,
+    T as U; records they reject, such as a repeated id, left out)."""
+    from rnapipe.io.fasta import read_dotbracket, read_records
+
+    if path.suffix == ".dbn":
+        return ((name, seq) for name, seq, _ in read_dotbracket(path, "skip"))
+    return ((r.id, r.sequence) for r in read_records(path, "skip"))
 
 
 def make(out: Path) -> None:
@@ -68,20 +61,12 @@ def make(out: Path) -> None:
     rng = random.Random(610)
     n = _fasta(sets / "lengths.fa", ((f"len{L}", _random(rng, L, 0.01)) for L in range(230, 611)))
     print(f"lengths: {n} records")
-    n = _fasta(sets / "chr19.fa", ((name, seq.upper().replace("T", "U")) for name, seq in _records(CHR19)
-                                   if len(seq) <= 3000))
+    n = _fasta(sets / "chr19.fa", ((name, seq) for name, seq in _records(CHR19) if len(seq) <= 3000))
     print(f"chr19 (<= 3,000 nt): {n} records")
     if SHARED.is_dir():
         for path in sorted(SHARED.rglob("*")):
             if path.suffix in (".fa", ".dbn"):
-                seen: dict[str, int] = {}
-
-                def unique(records):               # rnapipe stops at a duplicate id: number the repeats
-                    for name, seq in records:
-                        k = seen.get(name, 0)
-                        seen[name] = k + 1
-                        yield (name if k == 0 else f"{name}_{k}"), seq
-                n = _fasta(sets / f"shared_{path.stem}.fa", unique(_records(path)))
+                n = _fasta(sets / f"shared_{path.stem}.fa", _records(path))
                 print(f"shared_{path.stem}: {n} records")
 
 

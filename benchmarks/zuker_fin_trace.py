@@ -70,7 +70,8 @@ def main() -> None:
                 part[w].append(int(ends[w] - t[k, w, 0]))
             if k + 1 < n:
                 gaps.append(int(t[k + 1, :, 0].min() - start))
-    print(f"zk_fin_lanes ({'16-bit' if aux16 else 'int32'} window), {L} nt x {count}, {len(tot)} blocks traced: block {statistics.median(tot):,.0f} cycles, "
+    print(f"zk_fin_lanes ({'16-bit' if aux16 else 'int32'} window), {L} nt x {count}, {len(tot)} blocks traced: "
+          f"block {statistics.median(tot):,.0f} cycles, "
           f"{statistics.median(pro):,.0f} before the first interval; interval median {statistics.median(gaps):,.0f}, "
           f"mean {statistics.mean(gaps):,.0f}")
     print("| warp | part median | mean | p90 | last to finish |")

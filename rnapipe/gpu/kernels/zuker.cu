@@ -1328,8 +1328,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 
 // INF where the tiled fill of the default model (every cell of span > TURN written, no span limit) reads cells it
 // does not write, in the seven matrices of sequence blockIdx.x (matrix blockIdx.y: V, WM, WM1T, VI, V1N, VAU, VMX,
-// total words each, the sequence's block at moff): every row's cells within ZK_FILL_BAND of the diagonal (the fill reads
-// cells up to about a tile below it; WM1T, transposed, above it), the first and last row, the first and last column,
+// total words each, the sequence's block at moff): every row's cells within ZK_FILL_BAND of the diagonal (the fill
+// reads cells up to about a tile below it; WM1T, transposed, above it), the first and last row and column,
 // and, for the matrices of the bit mask upper (VI, V1N and VAU always: the fill writes them only where a cell is an
 // inner pair; WM and VMX where zk_mid's blocks share a tile), every cell right of the band. Whole 16-byte words (p is
 // 16-byte aligned) from the range's first word rounded down to its last rounded up: INF beside a range is harmless
