@@ -169,7 +169,7 @@ def max_length(budget_bytes: int) -> int:
 
 def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
     """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
-    16-bit elements in place of its 3 x 62 x 65 words (53,356 bytes at pitch 68)."""
+    16-bit elements in place of its 3 x 62 x 65 words (50,792 bytes at pitch 68)."""
     return _fin_lanes_bytes(4 * ((3 * 62 * pitch * 2 + 3) // 4)) if aux16 else FIN_LANES_SHARED
 
 
