@@ -183,6 +183,34 @@ def test_the_cpu_is_warmed_up_once_and_timed_from_two_rounds_of_its_threads():
     assert all(lens != [20] for _, lens in gpu.calls)
 
 
+class AllocatingFolder(CountingFolder):
+    """A CountingFolder that also pays a one-off cost in its first call larger than any before, as a GPU engine
+    allocates its matrices for the largest batch so far."""
+
+    def __init__(self, threads, once):
+        super().__init__(threads)
+        self.once = once
+        self.most = 0
+
+    def fold_packed(self, parts):
+        import time
+
+        count = sum(len(p.lens) for p in parts)
+        if count > self.most:
+            self.most = count
+            time.sleep(self.once)
+        return super().fold_packed(parts)
+
+
+def test_a_gpu_length_is_timed_without_the_one_off_cost_of_its_largest_batch():
+    """The batch that ends a length's doubling is the largest so far: timed as it comes, its one-off cost (here
+    50 ms beside 0.1 ms a record, about 60 ms of records) would count as if every batch paid it."""
+    gpu = AllocatingFolder(threads=1, once=0.05)
+    got = costmodel.measure(gpu, lengths=(100,), seconds=0.05, warm_each=True)
+    assert got[100] == pytest.approx(1e-4, rel=0.3)
+    assert gpu.calls[-1] == gpu.calls[-2]                               # the last batch, again
+
+
 def test_the_cpu_is_timed_at_its_own_few_lengths_unless_lengths_are_given():
     from rnapipe.pipeline.hybrid import profile as profiling
 
