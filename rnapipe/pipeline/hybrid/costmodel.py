@@ -161,8 +161,8 @@ def measure(folder, lengths=LENGTHS, seconds: float = SAMPLE_SECONDS, longest: i
     length class), else one warm-up of a few short sequences before the first (a CPU engine folds every length
     with the same compiled code); the first timed batch is then two rounds of the engine's threads. With
     ``warm_each`` the last batch, the largest, is timed twice and the lesser time kept: a GPU engine allocates its
-    matrices in the first call of a batch larger than any before (the tiled Zuker fill: about 140 ms of a
-    420-ms batch of 4,800 x 600 nt on an H100), a cost a run pays once, not per batch."""
+    matrices in the first call of a batch larger than any before (the tiled Zuker fill: tens of GB, a third of such a
+    batch's time at 600 nt), a cost a run pays once, not per batch."""
     from ..records import Records
 
     threads = max(1, int(getattr(folder, "threads", 1) or 1))
