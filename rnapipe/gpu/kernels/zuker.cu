@@ -225,14 +225,20 @@ __device__ __forceinline__ void zk_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 #endif
 }
-extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4))
+#ifndef ZK_MID_MINB                   // blocks an SM the registers must allow (shared memory allows 11): 80
+#define ZK_MID_MINB 12                 // registers; -D for timing
+#endif
+extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4), ZK_MID_MINB)
 zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     constexpr int T = ZK_TILE;
-    constexpr int TS = T + 4;            // padded shared row (16-byte aligned rows for the vector reads)
+    constexpr int TS = T + 4;            // padded shared row (16-byte aligned rows; rows TS words apart fall on
+                                         // distinct 16-byte bank groups for eight consecutive rows)
     constexpr int TX = T / 4;
     constexpr int NT = TX * TX;
-    __shared__ __align__(16) int Asb[ZK_MID_STAGES][T * TS];   // As[kk][a] = WM[i0 + a][k0 + kk - 1]
-    __shared__ __align__(16) int Bsb[ZK_MID_STAGES][T * TS];   // Bs[kk][b] = WM1[k0 + kk][j0 + b] (masked: b - k >= 4)
+    // Both operands row by row, as global memory holds them (a warp copies a row: no bank conflicts): a thread's
+    // outputs are rows ty + TX·r and columns tx + TX·c, four split points a 16-byte load of each operand
+    __shared__ __align__(16) int Asb[ZK_MID_STAGES][T * TS];   // As[a][kk] = WM[i0 + a][k0 + kk - 1]
+    __shared__ __align__(16) int Bsb[ZK_MID_STAGES][T * TS];   // Bs[b][kk] = WM1[k0 + kk][j0 + b] (masked: b - k >= 4)
     __shared__ int pcs[T];
 #ifdef ZK_HC
     __shared__ int tcs[T];                   // per K tile: min over its k of k*ml + WM1[k][j0 + col]
@@ -260,7 +266,8 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[r][c] = ZK_BIG;
     int pc = ZK_BIG;                                   // min_k k*ml + WM1[k][j0 + pcol], over this thread's k
-    const int pcol = tid % T, pk0 = tid / T;           // NT / T threads per column
+    constexpr int PK = T / (NT / T);                   // split points a thread of column pcol takes a K tile
+    const int pcol = tid % T, pk0 = tid / T * PK;
     if (tid < T) pcs[tid] = ZK_BIG;
 #ifdef ZK_HC
     // Hard constraints: row a's k - a unpaired nucleotides only for k <= ka = a + UP[a] (the end of its free
@@ -270,7 +277,7 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     int ucc[4][4], ka[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        const int a = i0 + ty * 4 + r;
+        const int a = i0 + ty + TX * r;
         ka[r] = a <= n ? a + q.HC[a].up : 0;
 #pragma unroll
         for (int c = 0; c < 4; ++c) ucc[r][c] = ZK_BIG;
@@ -284,10 +291,10 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
         for (int v = tid; v < T * T; v += NT) {
             const int kk = v % T, r = v / T;
             const int a = i0 + r, bb = j0 + r, k = k0 + kk;
-            if (a <= n) zk_cp4(&As[kk * TS + r], &q.WM[a * N + k - 1]);
-            else As[kk * TS + r] = ZK_BIG;
-            if (bb <= n && bb - k >= ZK_TURN + 1) zk_cp4(&Bs[kk * TS + r], &q.WM1T[bb * N + k]);
-            else Bs[kk * TS + r] = ZK_BIG;
+            if (a <= n) zk_cp4(&As[r * TS + kk], &q.WM[a * N + k - 1]);
+            else As[r * TS + kk] = ZK_BIG;
+            if (bb <= n && bb - k >= ZK_TURN + 1) zk_cp4(&Bs[r * TS + kk], &q.WM1T[bb * N + k]);
+            else Bs[r * TS + kk] = ZK_BIG;
         }
         zk_cp_commit();
     };
@@ -311,25 +318,39 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
         if (tid < T) tcs[tid] = ZK_BIG;
 #endif
         __syncthreads();
-#ifdef ZK_HC
         {
-            int tc = ZK_BIG;
-            for (int kk = pk0; kk < T; kk += NT / T) tc = min(tc, (k0 + kk) * ml + Bs[kk * TS + pcol]);
-            atomicMin(&tcs[pcol], tc);
-        }
+            int m = ZK_BIG;
+#pragma unroll
+            for (int kk = 0; kk < PK; kk += 4) {
+                const int4 bv = *(const int4*)&Bs[pcol * TS + pk0 + kk];
+                const int k = k0 + pk0 + kk;
+                m = min(m, min(min(k * ml + bv.x, (k + 1) * ml + bv.y), min((k + 2) * ml + bv.z, (k + 3) * ml + bv.w)));
+            }
+#ifdef ZK_HC
+            atomicMin(&tcs[pcol], m);
 #else
-        for (int kk = pk0; kk < T; kk += NT / T) pc = min(pc, (k0 + kk) * ml + Bs[kk * TS + pcol]);
+            pc = min(pc, m);
 #endif
-#pragma unroll 4
-        for (int kk = 0; kk < T; ++kk) {
-            const int4 av = *(const int4*)&As[kk * TS + ty * 4];
-            const int4 bv = *(const int4*)&Bs[kk * TS + tx * 4];
-            const int ar[4] = {av.x, av.y, av.z, av.w};
-            const int br[4] = {bv.x, bv.y, bv.z, bv.w};
+        }
+#pragma unroll 2
+        for (int kk = 0; kk < T; kk += 4) {
+            int ar[4][4], br[4][4];
 #pragma unroll
-            for (int r = 0; r < 4; ++r)
+            for (int r = 0; r < 4; ++r) {
+                const int4 v = *(const int4*)&As[(ty + TX * r) * TS + kk];
+                ar[r][0] = v.x; ar[r][1] = v.y; ar[r][2] = v.z; ar[r][3] = v.w;
+            }
 #pragma unroll
-                for (int c = 0; c < 4; ++c) acc[r][c] = zk_addmin(ar[r], br[c], acc[r][c]);
+            for (int c = 0; c < 4; ++c) {
+                const int4 v = *(const int4*)&Bs[(tx + TX * c) * TS + kk];
+                br[c][0] = v.x; br[c][1] = v.y; br[c][2] = v.z; br[c][3] = v.w;
+            }
+#pragma unroll
+            for (int h = 0; h < 4; ++h)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) acc[r][c] = zk_addmin(ar[r][h], br[c][h], acc[r][c]);
         }
 #ifdef ZK_HC
         __syncthreads();                               // tcs complete
@@ -337,11 +358,12 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
         for (int r = 0; r < 4; ++r) {
             if (ka[r] >= k0 + T - 1) {
 #pragma unroll
-                for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], tcs[tx * 4 + c]);
+                for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], tcs[tx + TX * c]);
             } else if (ka[r] >= k0) {
                 for (int kk = 0; kk <= ka[r] - k0; ++kk)
 #pragma unroll
-                    for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], (k0 + kk) * ml + Bs[kk * TS + tx * 4 + c]);
+                    for (int c = 0; c < 4; ++c)
+                        ucc[r][c] = min(ucc[r][c], (k0 + kk) * ml + Bs[(tx + TX * c) * TS + kk]);
             }
         }
 #endif
@@ -351,17 +373,17 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     __syncthreads();
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        const int a = i0 + ty * 4 + r;
+        const int a = i0 + ty + TX * r;
         if (a > n) break;
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-            const int bb = j0 + tx * 4 + c;
+            const int bb = j0 + tx + TX * c;
             if (bb > n) break;
             const int x = acc[r][c];
 #ifdef ZK_HC
             const int pw = ucc[r][c];
 #else
-            const int pw = pcs[tx * 4 + c];
+            const int pw = pcs[tx + TX * c];
 #endif
             int wm = x;
             if (pw < ZK_BIG) wm = min(wm, pw - a * ml);
@@ -820,9 +842,9 @@ __device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, l
 }
 
 // Four near split points k of a cell (h = 0 .. 3) from one 16-byte load of each operand: wm, WM[i][k - 1] (a WM
-// tile's row), and w1, WM1[k][j] (a WM1 tile's column); the one at h = xm of wm and at h = x1 of w1 taken as INF
-// (-1: none). best takes (k - i)·ML_base + WM1[k][j], u0 + h·ml (with ZK_HC only where k - i = d0 + h is at most
-// ufree, the nucleotides left of k that may stay unpaired), vmin WM[i][k - 1] + WM1[k][j].
+// tile's row), and w1, WM1[k][j] (a WM1 tile's column). best takes (k - i)·ML_base + WM1[k][j], u0 + h·ml (with
+// ZK_HC only where k - i = d0 + h is at most ufree, the nucleotides left of k that may stay unpaired), vmin
+// WM[i][k - 1] + WM1[k][j].
 #ifdef ZK_HC
 #define ZF_UFREE , ufree, ml
 #define ZF_UFREE_PARAM , int ufree, int ml
@@ -830,19 +852,18 @@ __device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, l
 #define ZF_UFREE , ml
 #define ZF_UFREE_PARAM , int ml
 #endif
-__device__ __forceinline__ void zf_split4(const int* wm, const int* w1, int xm, int x1, int u0, int d0 ZF_UFREE_PARAM,
+__device__ __forceinline__ void zf_split4(const int* wm, const int* w1, int u0, int d0 ZF_UFREE_PARAM,
                                           int& best, int& vmin) {
     const int4 a4 = *(const int4*)wm, b4 = *(const int4*)w1;
     const int av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};
 #pragma unroll
     for (int h = 0; h < 4; ++h) {
-        const int a = h == xm ? ZK_INF : av[h], w = h == x1 ? ZK_INF : bv[h];
 #ifdef ZK_HC
-        if (d0 + h <= ufree) best = min(best, u0 + h * ml + w);
+        if (d0 + h <= ufree) best = min(best, u0 + h * ml + bv[h]);
 #else
-        best = min(best, u0 + h * ml + w);
+        best = min(best, u0 + h * ml + bv[h]);
 #endif
-        vmin = min(vmin, a + w);
+        vmin = min(vmin, av[h] + bv[h]);
     }
 }
 
@@ -1031,19 +1052,19 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             // Four split points a load (16 bytes: words kb .. kb + 3 of a WM row, from column kb - 1, and of a WM1
             // column); each part only where the lane has a split point in it: after i where kk >= r + 2 for some
             // kk of the unit, before j where kk <= c - 4. (sDg's other tile lies beyond: words r - 4 and below of
-            // row r, c + 5 and above of column c.)
+            // row r, c + 5 and above of column c.) Two words of these loads are written by warp 0 in this same
+            // interval (diagonal dn - 1): WM1 of kk = r + 1 (after i) and WM of column c - 1 (kk = c, before j). A
+            // load sees each as INF (the tile's start) or as its final value, and both give the same minima: the
+            // first's partner WM[i][i] is INF and its (k - i)·ML_base term is phase B's own split point k = i + 1;
+            // the second's partner WM1[j][j] is INF.
             const int kb = part * KS;
             const int ra = (kb - r) * ml, rb = (kb + D * T - r) * ml;      // (k - i)·ML_base at h = 0
-            // two words warp 0 writes in this interval (diagonal dn - 1) are taken as INF instead: WM1 of kk = r + 1
-            // (phase B's split point) and WM of column c - 1 (kk = c, whose WM1 of tile (J, J) is INF anyway)
-            const int hn = r + 1 - kb, hw = c - kb;                        // h of kk = r + 1 and of kk = c
             // min over the split points of min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j] is the lesser of the two
             // minima, of (k - i)·ML_base + WM1[k][j] (best) and of WM[i][k-1] + WM1[k][j] (vmin, X's)
             if (kb + 1 >= r)                           // after i: WM of tile (I, I), WM1 of this tile
-                zf_split4(sWl + r * ZF_TP + kb, sW1c + c * ZF_TP + kb, -1, hn, ra, kb - r ZF_UFREE, best, vmin);
+                zf_split4(sWl + r * ZF_TP + kb, sW1c + c * ZF_TP + kb, ra, kb - r ZF_UFREE, best, vmin);
             if (kb <= c - 4)                           // before j: WM of this tile, WM1 of tile (J, J)
-                zf_split4(sWMc + r * ZF_TP + kb, sW1h + c * ZF_TP + kb, hw, -1, rb, kb + D * T - r ZF_UFREE, best,
-                          vmin);
+                zf_split4(sWMc + r * ZF_TP + kb, sW1h + c * ZF_TP + kb, rb, kb + D * T - r ZF_UFREE, best, vmin);
             best = min(best, vmin);
             return;
         }
