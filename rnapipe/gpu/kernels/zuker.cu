@@ -195,10 +195,10 @@ __device__ __forceinline__ int zk_addmin(int a, int b, int c) {
 #endif
 }
 
-// Middle products of tile diagonal D >= 2; grid (tiles * splits, sequences). Block: (T/4)^2 threads, each
-// a 4 x 4 block of outputs. Each K tile's operands come from global memory once (no other block of the launch
-// reads them: the product is bound by memory), so with ZK_MID_STAGES 2 the next K tile's are copied
-// asynchronously (cp.async, sm_80 on) while the current one is multiplied.
+// Middle products of tile diagonal D >= 2; grid (tiles * splits, sequences). Block: (T/4)^2 threads, each 4 x 4
+// outputs (four rows and four columns T/4 apart). Each K tile's operands come from global memory once (no other
+// block of the launch reads them), so with ZK_MID_STAGES 2 the next K tile's are copied asynchronously (cp.async,
+// sm_80 on) while the current one is multiplied.
 #ifndef ZK_MID_STAGES
 #define ZK_MID_STAGES (ZK_TILE <= 32 ? 2 : 1)   // 2 x 2 x 32 x 36 words fit the static shared memory; 64 x 68 do not
 #endif
