@@ -225,8 +225,8 @@ __device__ __forceinline__ void zk_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 #endif
 }
-#ifndef ZK_MID_MINB                   // blocks an SM the registers must allow (shared memory allows 11): 80
-#define ZK_MID_MINB 12                 // registers; -D for timing
+#ifndef ZK_MID_MINB                   // blocks an SM the registers must allow; -D for timing. At T = 32: 12 (80
+#define ZK_MID_MINB (ZK_TILE <= 32 ? 12 : 1)   // registers; shared memory allows 11); larger tiles' blocks: no bound
 #endif
 extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4), ZK_MID_MINB)
 zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
