@@ -25,15 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+from seqgen import random_seqs  # noqa: E402  (tests/seqgen.py)
 
 
-def rand(n: int, count: int, seed: int, gc: bool = False, nfrac: float = 0.0) -> list[str]:
+def gc_rich(n: int, count: int, seed: int) -> list[str]:
+    """``count`` sequences of n nt, 70 % G or C."""
     r = np.random.default_rng(seed)
-    p = [0.15, 0.35, 0.35, 0.15] if gc else [0.25] * 4
-    a = r.choice(np.frombuffer(b"ACGU", dtype=np.uint8), size=(count, n), p=p)
-    if nfrac:
-        a[r.random((count, n)) < nfrac] = ord("N")
+    a = r.choice(np.frombuffer(b"ACGU", dtype=np.uint8), size=(count, n), p=[0.15, 0.35, 0.35, 0.15])
     return [row.tobytes().decode() for row in a]
 
 
@@ -75,9 +76,7 @@ def main() -> None:
         return gz.fold_batch(seqs, "default", 16, {})
 
     names = list(variants)
-    r = np.random.default_rng(11)
-    mixed = [s for L in r.integers(233, 3001, size=600) for s in rand(int(L), 1, int(L) * 7 + 1, nfrac=0.02)]
-    check = mixed + rand(1500, 200, 5, gc=True) + rand(700, 200, 6, gc=True)
+    check = random_seqs(600, 233, 3000, seed=11) + gc_rich(1500, 200, 5) + gc_rich(700, 200, 6)
     base = fold(names[0], check)
     differ = {names[0]: 0}
     for name in names[1:]:
@@ -88,7 +87,7 @@ def main() -> None:
     rows = []
     for item in args.plan.split(","):
         L, count = (int(x) for x in item.split("x"))
-        sets = [rand(L, count, L * 31 + k) for k in range(2)]
+        sets = [random_seqs(count, L, L, seed=L * 31 + k, n_rate=0.0) for k in range(2)]
         for name in names:
             fold(name, sets[0][:256])
         times: dict[str, list[float]] = {name: [] for name in names}
