@@ -226,7 +226,13 @@ __device__ __forceinline__ void zk_cp_wait() {
 #endif
 }
 #ifndef ZK_MID_MINB                   // blocks an SM the registers must allow; -D for timing. At T = 32: 12 (80
-#define ZK_MID_MINB (ZK_TILE <= 32 ? 12 : 1)   // registers; shared memory allows 11); larger tiles' blocks: no bound
+#if ZK_TILE > 32                       // registers; shared memory allows 11), with hard constraints 8 (128: their
+#define ZK_MID_MINB 1                  // per-row terms spill at 80); larger tiles' blocks: no bound
+#elif defined(ZK_HC)
+#define ZK_MID_MINB 8
+#else
+#define ZK_MID_MINB 12
+#endif
 #endif
 extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4), ZK_MID_MINB)
 zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
