@@ -225,9 +225,11 @@ __device__ __forceinline__ void zk_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 #endif
 }
-#ifndef ZK_MID_MINB                   // blocks an SM the registers must allow; -D for timing. At T = 32: 12 (80
-#if ZK_TILE > 32                       // registers; shared memory allows 11), with hard constraints 8 (128: their
-#define ZK_MID_MINB 1                  // per-row terms spill at 80); larger tiles' blocks: no bound
+// ZK_MID_MINB: the blocks an SM the registers must allow (-D for timing). At T = 32, 12 (80 registers; shared memory
+// allows 11), or with hard constraints 8 (128 registers: their per-row terms spill at 80); larger tiles: no bound.
+#ifndef ZK_MID_MINB
+#if ZK_TILE > 32
+#define ZK_MID_MINB 1
 #elif defined(ZK_HC)
 #define ZK_MID_MINB 8
 #else
