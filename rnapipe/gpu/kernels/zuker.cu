@@ -541,10 +541,15 @@ extern "C" __global__ void zk_fin_flat(ZK_BATCH_ARGS, int s0, int D) {
 //   * for the 11 loops of zk_interior: pair types and V of the cells within 4 of the tile, and the codes;
 //   * the multiloop's near split points (zk_wm_near's): WM of tile (I, I) and WM1 of tile (J, J) (for D = 0 the
 //     tile itself), WM and WM1 of the tile, and column j0 - 1 of WM and WM1 (tile (I, J-1)).
-// A cell's loops read the cells two diagonals back and more; of its near split points only one (k = i + 1: WM1 of
-// cell (i + 1, j)) reads the diagonal just before. So per cell diagonal dl, one interval between block barriers:
-// warp 0 finishes dl's cells (V, WM1, WM and X from the partial results and the split point k = i + 1, stored as
-// zk_store stores them and into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1
+// WM's split points k take min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j]: their minimum is the lesser of X's (the
+// WM[i][k-1] + WM1[k][j], near ones from the units below, middle ones from zk_mid's slots) and of
+// U[i][j] = min over k >= i of (k - i)·ML_base + WM1[k][j] = min(WM1[i][j], ML_base + U[i + 1][j]), one step a cell
+// from the cell below (the lane below on the diagonal before; for the tile's last row, the first row of tile
+// (I + 1, J), which that tile's block stored in WM1T's unused upper triangle: WM1T[i][j], i < j, holds U[i][j] for
+// i a tile's first row). A cell's loops read the cells two diagonals back and more, its near split points too; only
+// U reads the diagonal just before. So per cell diagonal dl, one interval between block barriers:
+// warp 0 finishes dl's cells (V, WM1, U, WM and X from the partial results, stored as zk_store stores them and
+// into the shared copies) while the other warps compute what diagonal dl + 1 needs: warp 1
 // its cells' table terms for phase B and the middle's slots, the next ZF_RESTS warps the rest of V (the hairpin and
 // VM, the 11 loops of zk_interior), the next ZF_CHUNKS the interior loops in chunks (zf_base's list, (n1, n2) known
 // at compile time: one shared load at a constant offset and an add-min each), four lanes a cell over the cells
@@ -850,29 +855,14 @@ __device__ __forceinline__ int zf_rest_at(int u, const int* P, const ZkSeq& q, l
 }
 
 // Four near split points k of a cell (h = 0 .. 3) from one 16-byte load of each operand: wm, WM[i][k - 1] (a WM
-// tile's row), and w1, WM1[k][j] (a WM1 tile's column). best takes (k - i)·ML_base + WM1[k][j], u0 + h·ml (with
-// ZK_HC only where k - i = d0 + h is at most ufree, the nucleotides left of k that may stay unpaired), vmin
-// WM[i][k - 1] + WM1[k][j].
-#ifdef ZK_HC
-#define ZF_UFREE , ufree, ml
-#define ZF_UFREE_PARAM , int ufree, int ml
-#else
-#define ZF_UFREE , ml
-#define ZF_UFREE_PARAM , int ml
-#endif
-__device__ __forceinline__ void zf_split4(const int* wm, const int* w1, int u0, int d0 ZF_UFREE_PARAM,
-                                          int& best, int& vmin) {
+// tile's row), and w1, WM1[k][j] (a WM1 tile's column); vmin takes WM[i][k - 1] + WM1[k][j]. (The split points' other
+// term, (k - i)·ML_base + WM1[k][j], is phase B's U.)
+__device__ __forceinline__ void zf_split4(const int* wm, const int* w1, int& vmin) {
     const int4 a4 = *(const int4*)wm, b4 = *(const int4*)w1;
-    const int av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};
-#pragma unroll
-    for (int h = 0; h < 4; ++h) {
-#ifdef ZK_HC
-        if (d0 + h <= ufree) best = min(best, u0 + h * ml + bv[h]);
-#else
-        best = min(best, u0 + h * ml + bv[h]);
-#endif
-        vmin = min(vmin, av[h] + bv[h]);
-    }
+    vmin = zk_addmin(a4.x, b4.x, vmin);
+    vmin = zk_addmin(a4.y, b4.y, vmin);
+    vmin = zk_addmin(a4.z, b4.z, vmin);
+    vmin = zk_addmin(a4.w, b4.w, vmin);
 }
 
 #ifdef ZF_TRACE                        // -D for benchmarks/zuker_fin_trace.py: each warp's clock at the start of each
@@ -897,8 +887,8 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     int* sW1col = sV + 35 * ZF_PW;                     // WM1[i0 + r][j0 - 1]
     int* sCm = sW1col + 32;                            // per cell of the diagonal: the chunks' minima of three kinds
     int* sRv = sCm + 3 * 32;                           // the rest of V
-    int* sWb = sRv + 32;                               // WM's near split points
-    int* sXb = sWb + 32;                               // X's
+    int* sU32 = sRv + 32;                              // U of row i0 + 32 (tile (I + 1, J)'s first row), columns j0 ..
+    int* sXb = sU32 + 32;                              // the near split points' minima of WM[i][k-1] + WM1[k][j]
     int* sPw = sXb + 32;                               // the middle's WM slot, diagonal dl in row dl & 1
     int* sPx = sPw + 2 * 32;                           // the middle's X slot, the same
     int* sO = sPx + 2 * 32;                            // the closing pair's parts of the three kinds of loop
@@ -989,9 +979,11 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         const int a = i0 + tid;
         sW1col[tid] = D > 0 && a <= n ? q.WM1T[(long long)(j0 - 1) * N + a] : ZK_INF;
         sCm[tid] = sCm[32 + tid] = sCm[64 + tid] = ZK_BIG;
-        sRv[tid] = sWb[tid] = sXb[tid] = ZK_INF;
+        sRv[tid] = sXb[tid] = ZK_INF;
+        const int bb = j0 + tid;
+        sU32[tid] = D > 0 && i0 + 32 <= n && bb <= n ? q.WM1T[(long long)(i0 + 32) * N + bb] : ZK_INF;
     }
-    int w1last = ZK_INF;                               // (warp 0) the lane's WM1 of the diagonal before (INF: none)
+    int ulast = ZK_INF;                                // (warp 0) the lane's U of the diagonal before (INF: none)
 #ifdef ZK_HC
     const int hc_up = i0 + lane <= n ? q.HC[i0 + lane].up : 0;   // the most unpaired nucleotides after row lane's i
 #endif
@@ -1038,81 +1030,40 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 #endif
 
     // ---- the near split points (zk_wm_near) of diagonal dn's cells, unit part of ZF_SPLITS, computed in the interval
-    // of diagonal dn - 1 beside the other producers: after i, k = i0 + kk for kk in (r + 1, 31] (with D = 0 up to
-    // c - 4); before j (D >= 1), k = j0 + kk for kk in [0, c - 4]. Every operand is on diagonal dn - 2 or before,
-    // except WM1 of k = i + 1 (cell (i + 1, j), diagonal dn - 1, made by warp 0 in this interval): phase B adds that
-    // split point itself. best / vmin: the unit's minima for WM and X (ZK_INF: none), written after the wait. For a
+    // of diagonal dn - 1 beside the other producers: the minimum of WM[i][k-1] + WM1[k][j] (X's, and WM's with U:
+    // min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j] over the split points is the lesser of U's minimum and X's) over k
+    // after i, k = i0 + kk for kk in [r + 5, 31] (with D = 0 up to c - 4), and before j (D >= 1), k = j0 + kk for kk
+    // in [0, c - 4]. Every operand is on diagonal dn - 2 or before. vmin: ZK_INF or above where there is none. For a
     // lane whose cell (i, j) is one (split_units tests it).
-    auto splits = [&](int dn, int part, int& best, int& vmin) {
+    //   No range tests: past each range one operand is INF. After i: WM of tile (I, I) (for D = 0 the tile itself) is
+    // INF for kk - 1 < r + 4 (never computed), WM1 of this tile for kk <= r (diagonals dn on, not yet made) and for
+    // j - k < 4. Before j: WM1 of tile (J, J) is INF for kk > c - 4. So the sums outside the ranges are INF-based
+    // (above ZK_HALF_INF, as the slot's INF start). Column -1 of a row: WM's column j0 - 1 in sWMc, INF in sDg.
+    // Four split points a load (16 bytes: words kb .. kb + 3 of a WM row, from column kb - 1, and of a WM1 column);
+    // each part only where the lane has a split point in it: after i where kk >= r + 5 for some kk of the unit,
+    // before j where kk <= c - 4. (sDg's other tile lies beyond: words r - 4 and below of row r, c + 5 and above of
+    // column c.) Two words of these loads are written by warp 0 in this same interval (diagonal dn - 1): WM1 of
+    // kk = r + 1 (after i) and WM of column c - 1 (kk = c, before j). A load sees each as INF (the tile's start) or as
+    // its final value, and both give the same minimum: the first's partner WM[i][i] is INF, the second's WM1[j][j].
+    auto splits = [&](int dn, int part, int& vmin) {
         const int r = lane, c = r + dn;
-        constexpr int KS = 32 / ZF_SPLITS;
-        best = ZK_INF;
-        vmin = ZK_INF;
-#ifdef ZK_HC
-        const int ufree = hc_up;
-#endif
-        if (D > 0) {
-            // No range tests: past each range one operand is INF. After i, k = i0 + kk: WM of tile (I, I) is INF for
-            // kk - 1 < r + 4 (never computed), WM1 of this tile for kk <= r (diagonals dn on, not yet made) and
-            // for j - k < 4; kk = r + 1 is left out (phase B's). Before j, k = j0 + kk: WM1 of tile (J, J) is INF for
-            // kk > c - 4. So the sums outside the ranges are INF-based (above ZK_HALF_INF, as the slot's INF start),
-            // and X's k >= i + 5 holds by itself. Column -1 of a row: WM's column j0 - 1 in sWMc, INF in sDg.
-            // Four split points a load (16 bytes: words kb .. kb + 3 of a WM row, from column kb - 1, and of a WM1
-            // column); each part only where the lane has a split point in it: after i where kk >= r + 2 for some
-            // kk of the unit, before j where kk <= c - 4. (sDg's other tile lies beyond: words r - 4 and below of
-            // row r, c + 5 and above of column c.) Two words of these loads are written by warp 0 in this same
-            // interval (diagonal dn - 1): WM1 of kk = r + 1 (after i) and WM of column c - 1 (kk = c, before j). A
-            // load sees each as INF (the tile's start) or as its final value, and both give the same minima: the
-            // first's partner WM[i][i] is INF and its (k - i)·ML_base term is phase B's own split point k = i + 1;
-            // the second's partner WM1[j][j] is INF.
-            const int kb = part * KS;
-            const int ra = (kb - r) * ml, rb = (kb + D * T - r) * ml;      // (k - i)·ML_base at h = 0
-            // min over the split points of min((k - i)·ML_base, WM[i][k-1]) + WM1[k][j] is the lesser of the two
-            // minima, of (k - i)·ML_base + WM1[k][j] (best) and of WM[i][k-1] + WM1[k][j] (vmin, X's)
-            if (kb + 1 >= r)                           // after i: WM of tile (I, I), WM1 of this tile
-                zf_split4(sWl + r * ZF_TP + kb, sW1c + c * ZF_TP + kb, ra, kb - r ZF_UFREE, best, vmin);
-            if (kb <= c - 4)                           // before j: WM of this tile, WM1 of tile (J, J)
-                zf_split4(sWMc + r * ZF_TP + kb, sW1h + c * ZF_TP + kb, rb, kb + D * T - r ZF_UFREE, best, vmin);
-            best = min(best, vmin);
-            return;
-        }
-        const int hi1 = c - 4;                           // D = 0: k in (i + 1, j - 4] within the tile
-        const int kb = part * KS;
-        const int4 a4 = *(const int4*)(sWl + r * ZF_TP + kb), w4 = *(const int4*)(sW1c + c * ZF_TP + kb);
-        const int av[4] = {a4.x, a4.y, a4.z, a4.w}, wv[4] = {w4.x, w4.y, w4.z, w4.w};
-#pragma unroll
-        for (int h = 0; h < KS; ++h) {
-            const int kk = kb + h;
-            if (kk > r + 1 && kk <= hi1) {
-                const int wm = av[h], w = wv[h];
-#ifdef ZK_HC
-                const int uu = kk - r <= ufree ? zk_min((kk - r) * ml, wm) : wm;
-#else
-                const int uu = zk_min((kk - r) * ml, wm);
-#endif
-                best = zk_min(best, uu + w);
-                if (kk >= r + ZK_TURN + 2) vmin = zk_min(vmin, wm + w);
-            }
-        }
+        const int kb = part * (32 / ZF_SPLITS);
+        if (kb >= r + 2)                               // after i: WM of tile (I, I), WM1 of this tile
+            zf_split4(sWl + r * ZF_TP + kb, sW1c + c * ZF_TP + kb, vmin);
+        if (D > 0 && kb <= c - 4)                      // before j: WM of this tile, WM1 of tile (J, J)
+            zf_split4(sWMc + r * ZF_TP + kb, sW1h + c * ZF_TP + kb, vmin);
     };
     // the split-point units of warp w (1 ..): units u with ZF_SPLIT_W0 + u % (ZF_WARPS - ZF_SPLIT_W0) == w; their
-    // minima for diagonal dn, to write after the warp's wait
-    auto split_units = [&](int dn, int& best, int& vmin) {
-        best = ZK_INF;
+    // minimum for diagonal dn, to write after the warp's wait
+    auto split_units = [&](int dn, int& vmin) {
         vmin = ZK_INF;
         if (warp < ZF_SPLIT_W0) return;
         int t, maxu;
         if (!diag_read(dn, t, maxu)) return;
 #pragma unroll 1
-        for (int u = warp - ZF_SPLIT_W0; u < ZF_SPLITS; u += ZF_WARPS - ZF_SPLIT_W0) {
-            int b1, v1;
-            splits(dn, u, b1, v1);
-            best = min(best, b1);
-            vmin = min(vmin, v1);
-        }
+        for (int u = warp - ZF_SPLIT_W0; u < ZF_SPLITS; u += ZF_WARPS - ZF_SPLIT_W0) splits(dn, u, vmin);
     };
-    auto split_write = [&](int best, int vmin) {
-        if (best < ZK_INF) atomicMin(&sWb[lane], best);
+    auto split_write = [&](int vmin) {
         if (vmin < ZK_INF) atomicMin(&sXb[lane], vmin);
     };
 
@@ -1127,27 +1078,21 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         const bool cell = db >= dl0 && diag_read(db, t, maxu);
         const int r = lane, c = r + db, i = i0 + r, j = j0 + c;
         int rv = ZK_INF, cm0 = ZK_BIG, cm1 = ZK_BIG, cm2 = ZK_BIG, o0 = 0, o1 = 0, o2 = 0, ms = 0;
-        int ad0 = ZK_INF, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF, wb = ZK_INF, xb = ZK_INF;
-        // WM1 of cell (i + 1, j), made on diagonal db - 1 by lane r + 1 (none for r = 31: k = i0 + 32 is not tile I's)
-        const int w1n = __shfl_down_sync(0xffffffffu, w1last, 1);
+        int ad0 = ZK_INF, ad1 = 0, ad2 = 0, pw = ZK_INF, px = ZK_INF, xb = ZK_INF;
+        // U of cell (i + 1, j): made on diagonal db - 1 by lane r + 1, or for r = 31 tile (I + 1, J)'s first row
+        const int ud = __shfl_down_sync(0xffffffffu, ulast, 1);
         if (cell) {
             rv = sRv[r]; cm0 = sCm[r]; cm1 = sCm[32 + r]; cm2 = sCm[64 + r];
             o0 = sO[r]; o1 = sO[32 + r]; o2 = sO[64 + r]; ms = sMs[r];
             ad0 = sAd[r]; ad1 = sAd[32 + r]; ad2 = sAd[64 + r];
             if (D >= 2) { pw = sPw[(db & 1) * 32 + r]; px = sPx[(db & 1) * 32 + r]; }
-            wb = sWb[r]; xb = sXb[r];
+            xb = sXb[r];
             sCm[r] = sCm[32 + r] = sCm[64 + r] = ZK_BIG;
-            sRv[r] = sWb[r] = sXb[r] = ZK_INF;
+            sRv[r] = sXb[r] = ZK_INF;
         }
         zf_consumed();
-        w1last = ZK_INF;
+        ulast = ZK_INF;
         if (!cell) return;
-        // the split point k = i + 1 that the units leave out: i unpaired, then WM1[i + 1][j] (INF where it is none)
-#ifdef ZK_HC
-        if (r < 31 && hc_up >= 1) wb = zk_min(wb, ml + w1n);
-#else
-        if (r < 31) wb = zk_min(wb, ml + w1n);
-#endif
         int v = ZK_INF;
         if (t) {
             v = rv;
@@ -1173,7 +1118,17 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 #endif
         if (v < ZK_HALF_INF) w1 = zk_min(w1, v + ms);
         w1 = zk_min(w1, ZK_INF);
-        int wm = zk_min(w1, wb), vm = xb;
+        // U[i][j] = min over k >= i of (k - i)·ML_base + WM1[k][j] = min(WM1[i][j], ML_base + U[i + 1][j]) (i
+        // unpaired; with hard constraints only where it may be: (k - i) <= UP[i] holds where UP[i] >= 1 and
+        // (k - i - 1) <= UP[i + 1] do, UP[i] being UP[i + 1] + 1 then)
+        const int un = r < 31 ? ud : sU32[c];
+        int u = w1;
+#ifdef ZK_HC
+        if (un < ZK_HALF_INF && hc_up >= 1) u = zk_min(u, ml + un);
+#else
+        if (un < ZK_HALF_INF) u = zk_min(u, ml + un);
+#endif
+        int wm = zk_min(u, xb), vm = xb;
         if (D >= 2) {
             wm = zk_min(wm, pw);
             if (i > 1 && j < n) vm = zk_min(vm, px);
@@ -1183,6 +1138,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         q.V[i * N + j] = v;
         if (i > 1 && j < n) q.VMX[(i - 1) * N + j + 1] = vm;
         q.WM1T[(long long)j * N + i] = w1;
+        if (r == 0 && I > 0) q.WM1T[(long long)i * N + j] = u;   // U of the tile's first row, for tile (I - 1, J)
         q.WM[i * N + j] = wm;
         const bool inner = v < ZK_HALF_INF && ad0 < ZK_INF;
         if (inner) {
@@ -1200,7 +1156,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         }
         sWMc[r * ZF_TP + 1 + c] = wm;
         sW1c[c * ZF_TP + r] = w1;
-        w1last = w1;
+        ulast = u;
         if (r > 0) sV[(r - 1) * ZF_PW + c + 4] = v;
     };
 
@@ -1218,7 +1174,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     };
     // warp 1: the table terms of diagonal dn's cells for phase B; then the slots of dn (issued an interval before)
     // complete and those of dn + 1 go out
-    auto terms = [&](int dn, int sb, int sx) {
+    auto terms = [&](int dn, int sx) {
         int t, maxu;
         const bool cell = diag_read(dn, t, maxu);
         const int r = lane, c = r + dn;
@@ -1237,7 +1193,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             ad2 = zk_mm(b.P, ZK_OFF_MISMATCH_INTERIOR, rt, aa, bb);
         }
         zf_wait_consumed(warp);
-        split_write(sb, sx);
+        split_write(sx);
         if (cell) {
             sO[r] = o0; sO[32 + r] = o1; sO[64 + r] = o2; sMs[r] = ms;
             sAd[r] = ad0; sAd[32 + r] = ad1; sAd[64 + r] = ad2;
@@ -1248,7 +1204,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 
     // warps 2 .. ZF_C0 - 1: the rest of V of diagonal dn's cells (zk_v_flat's lane-0 and special terms), unit
     // u = 1 .. ZF_RESTS (zf_rest)
-    auto rest = [&](int dn, int u, int sb, int sx) {
+    auto rest = [&](int dn, int u, int sx) {
         int t, maxu;
         diag_read(dn, t, maxu);
         const int r = lane, c = r + dn, i = i0 + r, j = j0 + c;
@@ -1260,13 +1216,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             v = zf_rest_at<1>(u, b.P, q, N, sPT, sV, sSr, sSc, r, c, i, j, t, maxu ZF_HC_BOUNDS_ARG);
         }
         zf_wait_consumed(warp);
-        split_write(sb, sx);
+        split_write(sx);
         if (t) atomicMin(&sRv[r], v);
     };
 
     // warps ZF_C0 ..: chunk ch of the base loops for diagonal dn's listed cells, eight a pass, four lanes a cell (lane
     // d = lane & 3 grows each base loop by d); the four lanes' minima to sCm
-    auto chunks = [&](int dn, int ch, int sb, int sx) {
+    auto chunks = [&](int dn, int ch, int sx) {
         const int nl = sNlist[dn & 1], d = lane & 3;
         const int* list = sList + (dn & 1) * 32;
         const int* szb = sSZB + d * ZF_NBP;
@@ -1295,7 +1251,7 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
             m2 = min(m2, __shfl_xor_sync(0xffffffffu, m2, 2));
             if (!waited) {
                 zf_wait_consumed(warp);
-                split_write(sb, sx);
+                split_write(sx);
                 waited = true;
             }
             if (d == 0 && k < nl) {
@@ -1306,22 +1262,22 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         }
         if (!waited) {
             zf_wait_consumed(warp);
-            split_write(sb, sx);
+            split_write(sx);
         }
     };
 
     // the interval of db, then a barrier. The last warp also lists the cells of diagonal db + 2 (its buffer was
     // read by the chunks of db, in the interval before)
     auto interval = [&](int db) {
-        int sb, sx;
-        split_units(db + 1, sb, sx);
+        int sx;
+        split_units(db + 1, sx);
         if (warp == 0) phase_b(db);
-        else if (warp == 1) terms(db + 1, sb, sx);
-        else if (warp < ZF_C0) rest(db + 1, warp - 1, sb, sx);
-        else if (warp < ZF_C0 + ZF_CHUNKS) chunks(db + 1, warp - ZF_C0, sb, sx);
+        else if (warp == 1) terms(db + 1, sx);
+        else if (warp < ZF_C0) rest(db + 1, warp - 1, sx);
+        else if (warp < ZF_C0 + ZF_CHUNKS) chunks(db + 1, warp - ZF_C0, sx);
         else {
             zf_wait_consumed(warp);
-            split_write(sb, sx);
+            split_write(sx);
         }
         if (warp == ZF_WARPS - 1) list_cells(db + 2);
     };
