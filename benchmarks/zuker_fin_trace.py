@@ -44,7 +44,7 @@ def main() -> None:
     aux16 = not args.int32 and getattr(gz, "FIN_AUX16", False)
     shared = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED
     opts += ((f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={shared}", "-DZF_TRACE")
-             + (gz.fin_lanes_window(True) if aux16 else ()))
+             + (gz.fin_lanes_window(True) if aux16 else ()) + getattr(gz, "fin_lanes_groups", lambda m: ())(model))
     kernels["zk_fin_lanes"] = loader.function(gz.KERNELS, "zk_fin_lanes", opts, dynamic_shared=shared)
     kernels["zk_fin_lanes_shared"] = shared
     for _ in range(2):

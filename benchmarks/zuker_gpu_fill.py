@@ -79,9 +79,10 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
                 + shape_option(None) + hc_option(None))
         layout = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED     # the tree's ZF_AUX16 build
         aux = gz.fin_lanes_window(True) if aux16 else ()
+        groups = getattr(gz, "fin_lanes_groups", lambda m: ())(model)     # trees from before the terms: none
         shared = layout + smem_extra
         fin = loader.function(gz.KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={gz.FIN_LANES_WARPS}",
-                              f"-DZF_SHARED_BYTES={layout}") + aux + extra, dynamic_shared=shared)
+                              f"-DZF_SHARED_BYTES={layout}") + aux + groups + extra, dynamic_shared=shared)
         if carveout is not None:
             fin.preferred_shared_memory_carveout = carveout
         try:

@@ -62,10 +62,20 @@ def _hc(name, arch, extra):
     return _zuker(name, arch, ["-DZK_HC", *extra])
 
 
+def _lanes(arch):
+    """zuker.cu with zk_fin_lanes' options as the GPU engine builds it for the default model (its 16-bit window and
+    its interior loops' terms)."""
+    from rnapipe.gpu import zuker as gz
+    model = gz._gpu_model({})
+    lanes = [f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={gz.fin_lanes_shared(True)}"]
+    return _zuker("zuker.cu", arch, [*lanes, *gz.fin_lanes_window(True), *gz.fin_lanes_groups(model)])
+
+
 def _every_command():
     for arch in ARCHS:
         for path in loader.kernel_files():
             yield _shipped(path, arch)
+        yield _lanes(arch)
         for name in ("zuker.cu", "zuker_short.cu"):
             yield _rules(name, arch)
             for rules in (False, True):
@@ -113,6 +123,11 @@ def _compiles(proc):
 @pytest.mark.parametrize("path", loader.kernel_files(), ids=lambda p: p.name)
 def test_kernel_compiles(path, arch, nvcc):
     _compiles(nvcc(_shipped(path, arch)))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_zk_fin_lanes_compiles_as_the_engine_builds_it(arch, nvcc):
+    _compiles(nvcc(_lanes(arch)))
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -31,6 +31,7 @@ def build_dir(tmp_path_factory):
     (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}, 0),   # hard constraints (-DZK_HC)
     (2, 14, 90, 140, {"with_shape": True}, 0),                                     # SHAPE terms (-DZK_SHAPE)
     (2, 5, 90, 140, {"aux16": False}, 2),                # zk_fin_lanes' window in int32 (the refold's build)
+    (2, 8, 90, 140, {"temperature": 70}, 0),             # the interior loops' terms of another model (ZF_GROUPS 10)
     (3, 9, 90, 140, {"fin_options": ["-DZF16_LO=-60", "-DZF16_HI=60"]}, 3),   # every one leaves the range: refolds
 ])
 def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options, refolded):

@@ -77,8 +77,8 @@ from ..memory import longest_fitting
 from ..model import Model
 from . import loader, zuker_short
 from . import devices
-from .zuker_tables import (INF, NO_SPAN, hc_option, hc_words, rules_option, shape_option, size_terms, span_of,
-                           table_for)
+from .zuker_tables import (INF, NO_SPAN, SPECIAL_LOOPS, hc_option, hc_words, rules_option, shape_option, size_terms,
+                           span_of, table_for)
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +109,10 @@ FIN_WARPS = 8                 # warps per tile in zk_fin
 FIN_KERNEL = "zk_fin_lanes"
 FIN_LANES_WARPS = 12          # ZF_WARPS: warps per tile in zk_fin_lanes (6 to 16; the split points' own warps from 12)
 # zk_fin_lanes' dynamic shared memory (ZF_SHARED_WORDS of kernels/zuker.cu): the size terms (four rows of 136: the
-# 133 base loops grown by d = 0 .. 3), the auxiliaries' 62 x 62 window of each kind (rows of 65 words, the whole to 16
-# bytes), three 32 x 36 multiloop tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two diagonals' lists
-# of cells with interior loops, four diagonals' cell words and the lists' lengths, then bytes: pair types (36 x 36)
-# and two rows of 40 codes (73,864 bytes: three blocks an SM)
+# terms of the 133 base loops grown by d = 0 .. 3), the auxiliaries' 62 x 62 window of each kind (rows of 65 words,
+# the whole to 16 bytes), three 32 x 36 multiloop tiles, V's 35 x 36 window, a column, seventeen per-cell rows, two
+# diagonals' lists of cells with interior loops, four diagonals' cell words and the lists' lengths, then bytes: pair
+# types (36 x 36) and two rows of 40 codes (73,864 bytes: three blocks an SM)
 
 
 def _fin_lanes_bytes(window_bytes: int) -> int:
@@ -186,6 +186,26 @@ def aux16_ok(model: Model) -> bool:
     return bool(finite.size == 0 or (finite.min() >= -AUX16_SIZE_TERMS and finite.max() <= AUX16_SIZE_TERMS))
 
 
+@functools.lru_cache(maxsize=16)
+def fin_lanes_groups(model: Model) -> tuple[str, ...]:
+    """zk_fin_lanes' -D options for its terms (kernels/zuker.cu, "The base loops' terms"), checked on the model's
+    size terms: ZF_GROUP01 where every bulge's and every 1 x n loop's size term depends on the loop size s alone,
+    and ZF_GROUPS, the least asymmetry |n1 - n2| from which each s's generic loops (n1, n2 >= 2, not a special
+    loop) have one size term (MAXLOOP + 1: none; 5 at 37 °C, where Ninio reaches its cap)."""
+    sz = size_terms(model.tables())
+    special = set(SPECIAL_LOOPS)
+    top = sz.shape[0] - 1                                  # MAXLOOP
+    one_s = all(sz[0, s] == sz[s, 0] for s in range(3, top + 1)) and all(
+        sz[1, s - 1] == sz[s - 1, 1] for s in range(4, top + 1))
+    cap = top + 1
+    for a in range(top, -1, -1):                           # the least a that holds (it holds for every larger one)
+        if any(len({int(sz[n1, s - n1]) for n1 in range(2, s - 1)
+                    if abs(2 * n1 - s) >= a and (n1, s - n1) not in special}) > 1 for s in range(4, top + 1)):
+            break
+        cap = a
+    return (f"-DZF_GROUPS={cap}",) + (("-DZF_GROUP01=1",) if one_s else ())
+
+
 def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
     """The engine's kernels by name, and "zk_fin_lanes_shared": zk_fin_lanes' dynamic shared memory (its window in
     16 bits with ``aux16``)."""
@@ -198,7 +218,7 @@ def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
         shared = fin_lanes_shared(aux16)
         lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}",
                  f"-DZF_SHARED_BYTES={shared}")               # checked against the kernel's layout when it compiles
-        lanes += fin_lanes_window(aux16) + tuple(FIN_OPTIONS)
+        lanes += fin_lanes_window(aux16) + fin_lanes_groups(model) + tuple(FIN_OPTIONS)
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=shared)
         out["zk_fin_lanes_shared"] = shared
     return out

@@ -701,42 +701,6 @@ __constant__ ZfBases zf_base_tab = zf_bases();
 static_assert(ZF_SHARED_BYTES >= 4 * ZF_SHARED_WORDS, "zk_fin_lanes: FIN_LANES_SHARED is smaller than its layout");
 #endif
 
-// The size terms: a lane's own row of them in shared memory (sSZB: word d * ZF_NBP + E, base loop E grown by d), read
-// four at a time with one 16-byte load at E = E0 and at every multiple of 4, so that a base loop costs one shared
-// load of the window and one add-min (a load of its size term at each loop cost a third of the chunk units' shared
-// loads). z holds the four words.
-template <int E>
-__device__ __forceinline__ int zf_size(const int4& z) {
-    return (E & 3) == 0 ? z.x : (E & 3) == 1 ? z.y : (E & 3) == 2 ? z.z : z.w;
-}
-
-// Base loops E .. E1-1 for a lane: wr / wc its window base grown along n1 / n2 (row r + d*ZF_PA, column -d), szb
-// its row of size terms (zf_size; z: the four last loaded), mu = maxu - d; with B (hard constraints bounding the
-// loop), a5r, a3r / a5c, a3c: the most unpaired nucleotides after i and before j, less d on the side the loop grows.
-// m0, m1, m2: the minima of the three kinds.
-template <bool B, int E, int E0, int E1>
-__device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int4& z, int mu,
-                                         int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
-    if constexpr (E < E1) {
-        constexpr int s = zf_entry(E, 0), n1 = zf_entry(E, 1), n2 = s - n1, dir = zf_entry(E, 2);
-        constexpr int small = n1 < n2 ? n1 : n2;
-        constexpr int kind = small < 2 ? small : 2;
-        if constexpr (E == E0 || zf_entry(E - 1, 0) != s) {
-            if (s > mu) return;                          // the list is sorted by s
-        }
-        if constexpr (E == E0 || E % 4 == 0) z = *(const int4*)(szb + (E & ~3));
-        const int x = (dir ? wc : wr)[kind * ZF_PLANE + n1 * ZF_PA - n2] + zf_size<E>(z);
-        bool ok = true;
-        if constexpr (B) ok = dir ? n1 <= a5c && n2 <= a3c : n1 <= a5r && n2 <= a3r;
-        if (ok) {
-            if constexpr (kind == 0) m0 = min(m0, x);
-            else if constexpr (kind == 1) m1 = min(m1, x);
-            else m2 = min(m2, x);
-        }
-        zf_loops<B, E + 1, E0, E1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
-    }
-}
-
 // chunk C's first base loop: chunk 0 has ZF_CH0 of them (the smallest loops, which every listed cell takes: a little
 // under an even share, 36 of 133 with three chunk warps), the others an even share of the rest
 #ifndef ZF_CH0                         // -D for timing
@@ -745,12 +709,170 @@ __device__ __forceinline__ void zf_loops(const zf_aux_t* wr, const zf_aux_t* wc,
 ZK_CHD int zf_chunk_lo(int c) {
     return c == 0 ? 0 : c >= ZF_CHUNKS ? ZF_NBASE : ZF_CH0 + (c - 1) * (ZF_NBASE - ZF_CH0) / (ZF_CHUNKS - 1);
 }
+// The base loops' terms. A chunk's base loops of one s form terms whose loops have, for each lane's d, one size
+// term: the bulges (kind 0: bulge[s] whichever side) where ZF_GROUP01, the 1 x n loops (kind 1: interior[s] plus
+// Ninio of s - 2) where ZF_GROUP01, the generic loops whose grown loops keep |n1 - n2| >= ZF_GROUPS for every d
+// (interior[s] plus the largest Ninio), then every other base loop a term of its own. The host checks both rules
+// on the model's size terms (fin_lanes_groups: ZF_GROUPS the least asymmetry from which every s's generic loops have
+// one size term); without them every loop is a term. A term costs a lane one size term and one add-min: its loops'
+// window elements are taken by three-operand mins first (a grown loop's sum is element + size term, and adding
+// one number commutes with the minimum).
+#ifndef ZF_GROUPS
+#define ZF_GROUPS 99
+#endif
+#ifndef ZF_GROUP01
+#define ZF_GROUP01 0
+#endif
+constexpr ZfBases zf_bases_c = zf_bases();
+ZK_CHD int zf_bs(int e) { return (zf_bases_c.e[e] >> 5) & 31; }      // base loop e's s, n1, direction
+ZK_CHD int zf_bn1(int e) { return zf_bases_c.e[e] & 31; }
+ZK_CHD int zf_bdir(int e) { return zf_bases_c.e[e] >> 10; }
+ZK_CHD int zf_kind_of(int e) {                    // min(n1, n2) up to 2 (the window's plane)
+    const int n1 = zf_bn1(e), n2 = zf_bs(e) - n1, m = n1 < n2 ? n1 : n2;
+    return m < 2 ? m : 2;
+}
+ZK_CHD int zf_class(int e) {                      // 0, 1, 2: the term of its kind; 3: a term of its own
+    const int k = zf_kind_of(e);
+    if (k < 2) return ZF_GROUP01 ? k : 3;
+    const int n1 = zf_bn1(e), n2 = zf_bs(e) - n1, dir = zf_bdir(e);
+    for (int d = 0; d < 4; ++d) {
+        const int g1 = dir ? n1 : n1 + d, g2 = dir ? n2 + d : n2, a = g1 - g2;
+        if ((a < 0 ? -a : a) < ZF_GROUPS || g1 + g2 <= 5) return 3;    // (2, 2), (2, 3), (3, 2): special loops
+    }
+    return 2;
+}
+#define ZF_TMAX 160
+struct ZfTerms {                       // term t: base loops [a, b) of one s, those of class cls (3: loop a alone)
+    int n;
+    int chunk0[12];                    // a chunk's first term
+    unsigned char a[ZF_TMAX], b[ZF_TMAX], cls[ZF_TMAX], first[ZF_TMAX], rep[ZF_TMAX];
+};
+ZK_CHD ZfTerms zf_make_terms() {
+    ZfTerms t{};
+    for (int c = 0; c <= ZF_CHUNKS; ++c) {
+        t.chunk0[c] = t.n;
+        if (c == ZF_CHUNKS) break;
+        const int e0 = zf_chunk_lo(c), e1 = zf_chunk_lo(c + 1);
+        for (int e = e0; e < e1;) {
+            int f = e;
+            while (f < e1 && zf_bs(f) == zf_bs(e)) ++f;
+            bool first = true;
+            for (int cls = 0; cls < 4; ++cls)
+                for (int g = e; g < f; ++g) {
+                    if (zf_class(g) != cls) continue;
+                    bool seen = false;          // a group's term once, at its first loop
+                    for (int h = e; h < g; ++h) seen = seen || (cls < 3 && zf_class(h) == cls);
+                    if (seen) continue;
+                    t.a[t.n] = (unsigned char)(cls < 3 ? e : g);
+                    t.b[t.n] = (unsigned char)(cls < 3 ? f : g + 1);
+                    t.cls[t.n] = (unsigned char)cls;
+                    t.first[t.n] = first;
+                    t.rep[t.n] = (unsigned char)g;
+                    first = false;
+                    ++t.n;
+                }
+            e = f;
+        }
+    }
+    return t;
+}
+constexpr ZfTerms zf_terms = zf_make_terms();
+constexpr int zf_nterms = zf_terms.n;
+static_assert(zf_nterms <= ZF_NBP, "zk_fin_lanes: a row of size terms holds every term");
+__constant__ ZfTerms zf_term_tab = zf_make_terms();    // the size terms' load (a term's first loop)
+ZK_CHD int zf_term(int t, int what) {             // term t's a, b, class, whether first of its s; chunk t's first term
+    return what == 0 ? zf_terms.a[t] : what == 1 ? zf_terms.b[t] : what == 2 ? zf_terms.cls[t]
+         : what == 3 ? zf_terms.first[t] : zf_terms.chunk0[t];
+}
+ZK_CHD int zf_member(int e, int b, int cls) {     // term (.., b, cls)'s first loop from e on (b: none)
+    return e >= b ? b : (cls == 3 || zf_class(e) == cls) ? e : zf_member(e + 1, b, cls);
+}
+// a loop's window element: its plane (kind), n1 and n2, along its direction
+template <int E>
+__device__ __forceinline__ int zf_win(const zf_aux_t* wr, const zf_aux_t* wc) {
+    constexpr int n1 = zf_bn1(E), n2 = zf_bs(E) - n1, dir = zf_bdir(E);
+    return (dir ? wc : wr)[zf_kind_of(E) * ZF_PLANE + n1 * ZF_PA - n2];
+}
+__device__ __forceinline__ int zf_min3(int a, int b, int c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return __vimin3_s32(a, b, c);
+#else
+    return min(a, min(b, c));
+#endif
+}
+// the minimum of t and the window elements of class CLS's loops E .. B-1 (two a three-operand min)
+template <int E, int B, int CLS>
+__device__ __forceinline__ int zf_group_min(const zf_aux_t* wr, const zf_aux_t* wc, int t) {
+    constexpr int e1 = zf_member(E, B, CLS);
+    if constexpr (e1 >= B) {
+        return t;
+    } else {
+        constexpr int e2 = zf_member(e1 + 1, B, CLS);
+        if constexpr (e2 >= B) {
+            return min(t, zf_win<e1>(wr, wc));
+        } else {
+            return zf_group_min<e2 + 1, B, CLS>(wr, wc, zf_min3(t, zf_win<e1>(wr, wc), zf_win<e2>(wr, wc)));
+        }
+    }
+}
+// the loops of a term one by one (hard constraints, or a term of one loop): x = element + size term sz
+template <bool B, int E, int E1, int CLS>
+__device__ __forceinline__ void zf_each(const zf_aux_t* wr, const zf_aux_t* wc, int sz, int& m0, int& m1, int& m2,
+                                        int a5r, int a3r, int a5c, int a3c) {
+    constexpr int e = zf_member(E, E1, CLS);
+    if constexpr (e < E1) {
+        constexpr int n1 = zf_bn1(e), n2 = zf_bs(e) - n1, dir = zf_bdir(e);
+        constexpr int kind = zf_kind_of(e);
+        const int x = zf_win<e>(wr, wc) + sz;
+        bool ok = true;
+        if constexpr (B) ok = dir ? n1 <= a5c && n2 <= a3c : n1 <= a5r && n2 <= a3r;
+        if (ok) {
+            if constexpr (kind == 0) m0 = min(m0, x);
+            else if constexpr (kind == 1) m1 = min(m1, x);
+            else m2 = min(m2, x);
+        }
+        zf_each<B, e + 1, E1, CLS>(wr, wc, sz, m0, m1, m2, a5r, a3r, a5c, a3c);
+    }
+}
+// The size terms: a lane's own row of them in shared memory (sSZB: word d * ZF_NBP + T, term T's loops grown by d,
+// its first loop's), read four at a time with one 16-byte load at a chunk's first term and at every multiple of 4
+// (a load of a size term at each loop cost a third of the chunk units' shared loads). z holds the four words.
+template <int T>
+__device__ __forceinline__ int zf_size(const int4& z) {
+    return (T & 3) == 0 ? z.x : (T & 3) == 1 ? z.y : (T & 3) == 2 ? z.z : z.w;
+}
+// Terms T .. T1-1 of a chunk whose first is T0 for a lane: wr / wc its window base grown along n1 / n2 (row
+// r + d*ZF_PA, column -d), szb its row of size terms (z: the four last loaded), mu = maxu - d; with B (hard
+// constraints bounding the loop), a5r, a3r / a5c, a3c: the most unpaired nucleotides after i and before j, less d on
+// the side the loop grows (each loop then taken alone). m0, m1, m2: the minima of the three kinds.
+template <bool B, int T, int T0, int T1>
+__device__ __forceinline__ void zf_terms_run(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int4& z, int mu,
+                                             int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
+    if constexpr (T < T1) {
+        constexpr int a = zf_term(T, 0), b = zf_term(T, 1), cls = zf_term(T, 2);
+        if constexpr (zf_term(T, 3)) {
+            if (zf_bs(a) > mu) return;            // the terms are sorted by s
+        }
+        if constexpr (T == T0 || T % 4 == 0) z = *(const int4*)(szb + (T & ~3));
+        const int sz = zf_size<T>(z);
+        if constexpr (B || cls == 3) {
+            zf_each<B, a, b, cls>(wr, wc, sz, m0, m1, m2, a5r, a3r, a5c, a3c);
+        } else {
+            const int t = zf_group_min<a, b, cls>(wr, wc, ZK_BIG);
+            if constexpr (cls == 0) m0 = min(m0, t + sz);
+            else if constexpr (cls == 1) m1 = min(m1, t + sz);
+            else m2 = min(m2, t + sz);
+        }
+        zf_terms_run<B, T + 1, T0, T1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+    }
+}
+
 template <bool B, int C>
 __device__ __forceinline__ void zf_chunk(const zf_aux_t* wr, const zf_aux_t* wc, const int* szb, int mu,
                                          int& m0, int& m1, int& m2, int a5r, int a3r, int a5c, int a3c) {
-    constexpr int E0 = zf_chunk_lo(C), E1 = zf_chunk_lo(C + 1);
     int4 z;
-    zf_loops<B, E0, E0, E1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
+    constexpr int T0 = zf_term(C, 4), T1 = zf_term(C + 1, 4);
+    zf_terms_run<B, T0, T0, T1>(wr, wc, szb, z, mu, m0, m1, m2, a5r, a3r, a5c, a3c);
 }
 
 // zf_chunk<B, C> for the chunk c a warp takes (C counts up from 0 to ZF_CHUNKS - 1)
@@ -877,7 +999,7 @@ extern "C" __global__ void __launch_bounds__(32 * ZF_WARPS, ZF_MINB)   // as man
 zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     constexpr int T = 32;
     extern __shared__ __align__(16) int zf_smem[];
-    int* sSZB = zf_smem;                               // the size terms: word d * ZF_NBP + e, base loop e grown by d
+    int* sSZB = zf_smem;                               // the size terms: word d * ZF_NBP + t, term t grown by d
     zf_aux_t* sAux = (zf_aux_t*)(sSZB + 4 * ZF_NBP);   // 3 planes of ZF_A x ZF_PA: VAU, V1N, VI
     // the multiloop tiles (ZF_TP): column -1 of sWMc's row r is WM[i0 + r][j0 - 1]
     int* sWMc = sSZB + 4 * ZF_NBP + ZF_AUX_WORDS;       // WM of the tile, cell (r, c) at r * ZF_TP + 1 + c
@@ -968,8 +1090,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     }
     const int* SZg = b.P + zk_tab(b.P, ZK_H_SZ);
     for (int x = tid; x < 4 * ZF_NBP; x += blockDim.x) {
-        // SZ[n1][n2] of base loop e = x % ZF_NBP grown by d = x / ZF_NBP (INF past the largest loop and the list)
-        const int e = x % ZF_NBP, d = x / ZF_NBP;
+        // SZ[n1][n2] of term x % ZF_NBP's first base loop e grown by d = x / ZF_NBP (INF past the largest loop and
+        // the terms)
+        const int tm = x % ZF_NBP, d = x / ZF_NBP, e = tm < zf_nterms ? zf_term_tab.rep[tm] : ZF_NBASE;
         const int w = zf_base_tab.e[e < ZF_NBASE ? e : 0], s = e < ZF_NBASE ? (w >> 5) & 31 : ZK_MAXLOOP + 1;
         const int dir = w >> 10;
         const int n1 = (w & 31) + (dir ? 0 : d), n2 = s - (w & 31) + (dir ? d : 0);
