@@ -27,11 +27,11 @@ def build_dir(tmp_path_factory):
     (2, 21, 500, 560, {}, 0),                 # 16-18 tiles, a transcript's length: zk_fin_lanes' cell lists and
                                               # barriers over many tile diagonals (a lost barrier fails here)
     (3, 4, 100, 170, {"mid_target_blocks": 1}, 0),   # a zk_mid block a tile: WM and VMX INF only in the band
-    (2, 7, 90, 140, {"no_lp": True, "no_gu": True}, 0),  # the kernels built with the pairing rules (-DZK_RULES)
+    (2, 7, 90, 140, {"no_lp": True, "no_gu": True, "temperature": 70}, 0),  # the pairing rules (-DZK_RULES), and
+                                                                              # the interior loops' terms at 70 °C
     (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}, 0),   # hard constraints (-DZK_HC)
     (2, 14, 90, 140, {"with_shape": True}, 0),                                     # SHAPE terms (-DZK_SHAPE)
     (2, 5, 90, 140, {"aux16": False}, 2),                # zk_fin_lanes' window in int32 (the refold's build)
-    (2, 8, 90, 140, {"temperature": 70}, 0),             # the interior loops' terms of another model (ZF_GROUPS 10)
     (3, 9, 90, 140, {"fin_options": ["-DZF16_LO=-60", "-DZF16_HI=60"]}, 3),   # every one leaves the range: refolds
 ])
 def test_emulated_tiled_fill_matches_the_cpu_engine(build_dir, count, seed, lo, hi, options, refolded):
