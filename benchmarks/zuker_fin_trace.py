@@ -43,8 +43,11 @@ def main() -> None:
             + shape_option(None) + hc_option(None))
     aux16 = not args.int32 and getattr(gz, "FIN_AUX16", False)
     shared = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED
-    opts += ((f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={shared}", "-DZF_TRACE")
-             + (gz.fin_lanes_window(True) if aux16 else ()) + getattr(gz, "fin_lanes_groups", lambda m: ())(model))
+    if hasattr(gz, "fin_lanes_options"):
+        opts += gz.fin_lanes_options(model, aux16) + ("-DZF_TRACE",)
+    else:                                                 # a tree from before it (and before the terms)
+        opts += ((f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={shared}", "-DZF_TRACE")
+                 + (gz.fin_lanes_window(True) if aux16 else ()))
     kernels["zk_fin_lanes"] = loader.function(gz.KERNELS, "zk_fin_lanes", opts, dynamic_shared=shared)
     kernels["zk_fin_lanes_shared"] = shared
     for _ in range(2):

@@ -78,11 +78,13 @@ def child(tree: str, lengths: str, variant: str, smem_extra: int, carveout: int 
         opts = ((f"-DZK_TILE={gz.TILE}", f"-DZK_MID_STAGES={gz.MID_STAGES}") + rules_option(model)
                 + shape_option(None) + hc_option(None))
         layout = gz.fin_lanes_shared(True) if aux16 else gz.FIN_LANES_SHARED     # the tree's ZF_AUX16 build
-        aux = gz.fin_lanes_window(True) if aux16 else ()
-        groups = getattr(gz, "fin_lanes_groups", lambda m: ())(model)     # trees from before the terms: none
+        if hasattr(gz, "fin_lanes_options"):
+            lanes = gz.fin_lanes_options(model, aux16)
+        else:                                             # a tree from before it (and before the terms)
+            lanes = ((f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={layout}")
+                     + (gz.fin_lanes_window(True) if aux16 else ()))
         shared = layout + smem_extra
-        fin = loader.function(gz.KERNELS, "zk_fin_lanes", opts + (f"-DZF_WARPS={gz.FIN_LANES_WARPS}",
-                              f"-DZF_SHARED_BYTES={layout}") + aux + groups + extra, dynamic_shared=shared)
+        fin = loader.function(gz.KERNELS, "zk_fin_lanes", opts + lanes + extra, dynamic_shared=shared)
         if carveout is not None:
             fin.preferred_shared_memory_carveout = carveout
         try:

@@ -66,9 +66,7 @@ def _lanes(arch):
     """zuker.cu with zk_fin_lanes' options as the GPU engine builds it for the default model (its 16-bit window and
     its interior loops' terms)."""
     from rnapipe.gpu import zuker as gz
-    model = gz._gpu_model({})
-    lanes = [f"-DZF_WARPS={gz.FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={gz.fin_lanes_shared(True)}"]
-    return _zuker("zuker.cu", arch, [*lanes, *gz.fin_lanes_window(True), *gz.fin_lanes_groups(model)])
+    return _zuker("zuker.cu", arch, list(gz.fin_lanes_options(gz._gpu_model({}), True)))
 
 
 def _every_command():

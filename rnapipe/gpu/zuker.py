@@ -206,6 +206,13 @@ def fin_lanes_groups(model: Model) -> tuple[str, ...]:
     return (f"-DZF_GROUPS={cap}",) + (("-DZF_GROUP01=1",) if one_s else ())
 
 
+def fin_lanes_options(model: Model, aux16: bool) -> tuple[str, ...]:
+    """zk_fin_lanes' own -D options for a model: its warps, the shared memory it is launched with (checked against
+    the kernel's layout when it compiles), its window (fin_lanes_window) and its terms (fin_lanes_groups)."""
+    return ((f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={fin_lanes_shared(aux16)}")
+            + fin_lanes_window(aux16) + fin_lanes_groups(model))
+
+
 def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
     """The engine's kernels by name, and "zk_fin_lanes_shared": zk_fin_lanes' dynamic shared memory (its window in
     16 bits with ``aux16``)."""
@@ -216,9 +223,7 @@ def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
         shared = fin_lanes_shared(aux16)
-        lanes = (f"-DZF_WARPS={FIN_LANES_WARPS}",
-                 f"-DZF_SHARED_BYTES={shared}")               # checked against the kernel's layout when it compiles
-        lanes += fin_lanes_window(aux16) + fin_lanes_groups(model) + tuple(FIN_OPTIONS)
+        lanes = fin_lanes_options(model, aux16) + tuple(FIN_OPTIONS)
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=shared)
         out["zk_fin_lanes_shared"] = shared
     return out
