@@ -1,6 +1,8 @@
 """Every CUDA source shipped in rnapipe/gpu/kernels compiles with nvcc for Ampere and Hopper.
 
-Runs wherever nvcc is on PATH (no GPU needed), so CI catches kernel syntax and template errors.
+Runs wherever nvcc is on PATH (no GPU needed), so CI catches kernel syntax and template errors. The sources are
+built to device code only (-cubin), as the engines build them at run time (NVRTC): the whole file is still parsed,
+but no host compiler runs.
 """
 
 import os
@@ -32,7 +34,8 @@ HC_IDS = ["hc", "hc+rules", "hc+rules+shape", "hc+enforce", "hc+rules+shape+enfo
 
 def _shipped(path, arch):
     """The nvcc command (without its output) of one shipped source as it is."""
-    cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DNUSS_INSTANTIATE_ALL", "-c", str(path)]
+    cmd = [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", "-DNUSS_INSTANTIATE_ALL", "-cubin",
+           str(path)]
     if path.name == "partition.cu":                 # the table offsets the host passes
         from rnapipe.cpu.partition import exp_tables
         from rnapipe.gpu.partition import build_options
@@ -44,7 +47,7 @@ def _zuker(name, arch, defines):
     """The nvcc command of a Zuker source built with these -D options (the short kernels' ring and traceback
     options added to zuker_short.cu's)."""
     extra = SHORT_EXTRA if name == "zuker_short.cu" else []
-    return [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", *defines, *extra, "-c",
+    return [NVCC, f"-arch={arch}", "-std=c++17", f"-I{loader.kernel_dir()}", *defines, *extra, "-cubin",
             str(loader.kernel_dir() / name)]
 
 
