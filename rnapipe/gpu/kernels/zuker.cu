@@ -753,23 +753,18 @@ ZK_CHD ZfTerms zf_make_terms() {
         t.chunk0[c] = t.n;
         if (c == ZF_CHUNKS) break;
         const int e0 = zf_chunk_lo(c), e1 = zf_chunk_lo(c + 1);
-        for (int e = e0; e < e1;) {
+        for (int e = e0; e < e1;) {                     // the loops [e, f) of one s
             int f = e;
             while (f < e1 && zf_bs(f) == zf_bs(e)) ++f;
-            bool first = true;
+            t.first[t.n] = 1;
             for (int cls = 0; cls < 4; ++cls)
                 for (int g = e; g < f; ++g) {
                     if (zf_class(g) != cls) continue;
-                    bool seen = false;          // a group's term once, at its first loop
-                    for (int h = e; h < g; ++h) seen = seen || (cls < 3 && zf_class(h) == cls);
-                    if (seen) continue;
-                    t.a[t.n] = (unsigned char)(cls < 3 ? e : g);
+                    t.a[t.n] = (unsigned char)(cls < 3 ? e : g);   // a group: one term, its first loop's size term
                     t.b[t.n] = (unsigned char)(cls < 3 ? f : g + 1);
                     t.cls[t.n] = (unsigned char)cls;
-                    t.first[t.n] = first;
-                    t.rep[t.n] = (unsigned char)g;
-                    first = false;
-                    ++t.n;
+                    t.rep[t.n++] = (unsigned char)g;
+                    if (cls < 3) break;
                 }
             e = f;
         }
