@@ -291,18 +291,27 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
         for (int c = 0; c < 4; ++c) ucc[r][c] = ZK_BIG;
     }
 #endif
-    // K tile K's operands into stage st (masked ones written at once, the rest copied)
+    // K tile K's operands into stage st (masked ones written at once, the rest copied). A thread copies column
+    // lk of rows lr, lr + RS, ...: a warp copies whole rows, and a row's addresses step by RS rows of the matrix.
+    constexpr int RS = NT / T;                         // rows a pass
+    static_assert(RS >= 1 && NT % T == 0, "zk_mid: the block copies whole rows a pass");
+    const int lk = tid % T, lr = tid / T;
     auto load = [&](int K, int st) {
-        const int k0 = 1 + K * T;
-        int* As = Asb[st];
-        int* Bs = Bsb[st];
-        for (int v = tid; v < T * T; v += NT) {
-            const int kk = v % T, r = v / T;
-            const int a = i0 + r, bb = j0 + r, k = k0 + kk;
-            if (a <= n) zk_cp4(&As[r * TS + kk], &q.WM[a * N + k - 1]);
-            else As[r * TS + kk] = ZK_BIG;
-            if (bb <= n && bb - k >= ZK_TURN + 1) zk_cp4(&Bs[r * TS + kk], &q.WM1T[bb * N + k]);
-            else Bs[r * TS + kk] = ZK_BIG;
+        const int k = 1 + K * T + lk;
+        int* As = Asb[st] + lr * TS + lk;
+        int* Bs = Bsb[st] + lr * TS + lk;
+        const int* ga = q.WM + (i0 + lr) * N + k - 1;
+        const int* gb = q.WM1T + (j0 + lr) * N + k;
+        const int amax = n - i0, bmin = k + ZK_TURN + 1 - j0;   // row r: a <= n, bb - k >= ZK_TURN + 1
+#pragma unroll
+        for (int m = 0; m < T / RS; ++m) {
+            const int r = lr + m * RS;
+            if (r <= amax) zk_cp4(As + m * RS * TS, ga);
+            else As[m * RS * TS] = ZK_BIG;
+            if (r <= amax + i0 - j0 && r >= bmin) zk_cp4(Bs + m * RS * TS, gb);
+            else Bs[m * RS * TS] = ZK_BIG;
+            ga += RS * N;
+            gb += RS * N;
         }
         zk_cp_commit();
     };
