@@ -26,7 +26,8 @@ def build_dir(tmp_path_factory):
     (4, 3, 100, 170, {}, 0),                  # 4-6 tiles: tile diagonals 0 .. 5, the middle from D = 2; 16-bit window
     (2, 21, 500, 560, {}, 0),                 # 16-18 tiles, a transcript's length: zk_fin_lanes' cell lists and
                                               # barriers over many tile diagonals (a lost barrier fails here)
-    (3, 4, 100, 170, {"mid_target_blocks": 1}, 0),   # a zk_mid block a tile: WM and VMX INF only in the band
+    (3, 4, 100, 170, {"mid_target_blocks": 1}, 0),   # no splits: zk_mid's blocks take 1-4 tiles (the small D's
+                                                     # grouping); WM and VMX INF only in the band
     (2, 7, 90, 140, {"no_lp": True, "no_gu": True, "temperature": 70}, 0),  # the pairing rules (-DZK_RULES), and
                                                                               # the interior loops' terms at 70 °C
     (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}, 0),   # hard constraints (-DZK_HC)

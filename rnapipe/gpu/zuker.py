@@ -133,6 +133,8 @@ FIN_AUX16_BLOCKS = 4
 AUX16_SIZE_TERMS = 8000       # ZF16_SZ of kernels/zuker.cu
 FIN_OPTIONS: tuple = ()       # more -D options for zk_fin_lanes' build (tests: a narrow ZF16_LO / ZF16_HI)
 MID_TARGET_BLOCKS = 2048      # zk_mid splits the middle K tiles over blocks until about this many
+MID_GROUP_PRODUCTS = 4        # where a tile has fewer middle K tiles, a zk_mid block takes several tiles (about this
+                              # many K tiles a block, keeping MID_TARGET_BLOCKS blocks; 1: a block a tile)
 MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile while it multiplies one (1: in turn);
                               # 2 needs TILE 32 (static shared memory)
 FILL_BAND = True              # the tiled fill's INF fill only where it reads cells it does not write (_inf_fill)
@@ -242,6 +244,14 @@ def _mid_splits(D: int, tiles: int, count: int) -> int:
     return max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
 
 
+def _mid_group(D: int, tiles: int, count: int) -> int:
+    """The tiles a zk_mid block takes at tile diagonal D where one block has a tile (no splits): small D has
+    few K tiles a tile, and a block's start and first copy then cost more than its products."""
+    if _mid_splits(D, tiles, count) > 1:
+        return 1
+    return max(1, min(-(-MID_GROUP_PRODUCTS // (D - 1)), tiles * count // MID_TARGET_BLOCKS))
+
+
 def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band: bool) -> None:
     """INF into the seven matrices before a fill: everywhere (zk_fill_inf), or with ``band`` (the tiled fill of a
     model without pairing rules, constraints or span limit, which writes every cell of span > TURN) only where
@@ -272,7 +282,9 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None)
         tiles = nt - D
         if D >= 2:
             splits = _mid_splits(D, tiles, count)
-            k["zk_mid"]((tiles * splits, count), (mid_threads,), args + (np.int32(0), np.int32(D), np.int32(splits)))
+            group = _mid_group(D, tiles, count)
+            k["zk_mid"]((-(-tiles // group) * splits, count), (mid_threads,),
+                        args + (np.int32(0), np.int32(D), np.int32(splits), np.int32(group)))
         if FIN_KERNEL == "zk_fin_lanes" and T == 32:
             k["zk_fin_lanes"]((tiles, count), (32 * FIN_LANES_WARPS,), args + (np.int32(0), np.int32(D), over),
                               shared_mem=k.get("zk_fin_lanes_shared", FIN_LANES_SHARED))

@@ -237,7 +237,7 @@ __device__ __forceinline__ void zk_cp_wait() {
 #endif
 #endif
 extern "C" __global__ void __launch_bounds__((ZK_TILE / 4) * (ZK_TILE / 4), ZK_MID_MINB)
-zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
+zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits, int group) {
     constexpr int T = ZK_TILE;
     constexpr int TS = T + 4;            // padded shared row (16-byte aligned rows; rows TS words apart fall on
                                          // distinct 16-byte bank groups for eight consecutive rows)
@@ -255,48 +255,42 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
     const int s = s0 + blockIdx.y;
     const int n = b.lens[s];
     const int ntiles = (n + T - 1) / T;
-    const int tile = blockIdx.x / splits, part = blockIdx.x % splits;
-    const int I = tile, J = tile + D;
-    if (J >= ntiles) return;
-    const int kt = D - 1;                              // middle K tiles: I+1 .. J-1
-    const int kper = (kt + splits - 1) / splits;
-    const int Kb = I + 1 + part * kper;
-    const int Ke = min(J - 1, Kb + kper - 1);
-    if (Kb > Ke) return;
+    // The block's products, tile by tile: with splits > 1 one tile's K tiles Kb .. Ke (part of its D - 1), else
+    // the D - 1 K tiles of each of `group` consecutive tiles (group > 1 where D is small: a block then takes
+    // several tiles, their copies overlapping the products as the K tiles' do).
+    const int kt = D - 1;                              // middle K tiles of tile I: I+1 .. J-1
+    int t0, tiles_here, koff, span;
+    if (splits > 1) {
+        t0 = blockIdx.x / splits;
+        const int part = blockIdx.x % splits;
+        const int kper = (kt + splits - 1) / splits;
+        koff = part * kper;
+        span = min(kper, kt - koff);
+        tiles_here = 1;
+    } else {
+        t0 = blockIdx.x * group;
+        koff = 0;
+        span = kt;
+        tiles_here = min(group, ntiles - D - t0);
+    }
+    if (t0 + D >= ntiles || span <= 0) return;
+    const int nprod = tiles_here * span;
     ZkSeq q = zk_seq(b, s);
     const long long N = q.N;
-    const int i0 = 1 + I * T, j0 = 1 + J * T;
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
     const int ml = zk_sc(b.P, ZK_ML_BASE);
-    int acc[4][4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc[r][c] = ZK_BIG;
-    int pc = ZK_BIG;                                   // min_k k*ml + WM1[k][j0 + pcol], over this thread's k
     constexpr int PK = T / (NT / T);                   // split points a thread of column pcol takes a K tile
     const int pcol = tid % T, pk0 = tid / T * PK;
-    if (tid < T) pcs[tid] = ZK_BIG;
-#ifdef ZK_HC
-    // Hard constraints: row a's k - a unpaired nucleotides only for k <= ka = a + UP[a] (the end of its free
-    // run), so the unpaired term is taken per row: ucc[r][c] = min over the k <= ka[r] of k*ml + WM1[k][b], a K
-    // tile's whole column minimum (tcs) where ka[r] lies beyond the tile, its first ka[r] - k0 + 1 rows where
-    // ka[r] lies inside it.
-    int ucc[4][4], ka[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int a = i0 + ty + TX * r;
-        ka[r] = a <= n ? a + q.HC[a].up : 0;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) ucc[r][c] = ZK_BIG;
-    }
-#endif
     // K tile K's operands into stage st (masked ones written at once, the rest copied). A thread copies column
     // lk of rows lr, lr + RS, ...: a warp copies whole rows, and a row's addresses step by RS rows of the matrix.
     constexpr int RS = NT / T;                         // rows a pass
     static_assert(RS >= 1 && NT % T == 0, "zk_mid: the block copies whole rows a pass");
     const int lk = tid % T, lr = tid / T;
-    auto load = [&](int K, int st) {
+    // product p: tile t0 + p / span, K tile I + 1 + koff + p % span
+    auto load = [&](int p, int st) {
+        const int I = t0 + p / span;
+        const int K = I + 1 + koff + p % span;
+        const int i0 = 1 + I * T, j0 = 1 + (I + D) * T;
         const int k = 1 + K * T + lk;
         int* As = Asb[st] + lr * TS + lk;
         int* Bs = Bsb[st] + lr * TS + lk;
@@ -315,103 +309,129 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits) {
         }
         zk_cp_commit();
     };
-    if (ZK_MID_STAGES == 2) load(Kb, 0);
-    for (int K = Kb; K <= Ke; ++K) {
-        const int k0 = 1 + K * T;
-        const int st = ZK_MID_STAGES == 2 ? (K - Kb) & 1 : 0;
-        if (ZK_MID_STAGES == 2) {
-            if (K < Ke) {
-                load(K + 1, st ^ 1);       // stage st ^ 1 was last read in the iteration before (its final barrier)
-                zk_cp_wait<1>();
-            } else {
-                zk_cp_wait<0>();
-            }
-        } else {
-            load(K, 0);
-        }
-        const int* As = Asb[st];
-        const int* Bs = Bsb[st];
+    if (ZK_MID_STAGES == 2) load(0, 0);
+    for (int I = t0; I < t0 + tiles_here; ++I) {
+        const int i0 = 1 + I * T, j0 = 1 + (I + D) * T;
+        int acc[4][4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[r][c] = ZK_BIG;
+        int pc = ZK_BIG;                               // min_k k*ml + WM1[k][j0 + pcol], over this thread's k
+        if (tid < T) pcs[tid] = ZK_BIG;                // (read by the last tile's stores before its final barrier)
 #ifdef ZK_HC
-        if (tid < T) tcs[tid] = ZK_BIG;
-#endif
-        __syncthreads();
-        {
-            int m = ZK_BIG;
-#pragma unroll
-            for (int kk = 0; kk < PK; kk += 4) {
-                const int4 bv = *(const int4*)&Bs[pcol * TS + pk0 + kk];
-                const int k = k0 + pk0 + kk;
-                m = min(m, min(min(k * ml + bv.x, (k + 1) * ml + bv.y), min((k + 2) * ml + bv.z, (k + 3) * ml + bv.w)));
-            }
-#ifdef ZK_HC
-            atomicMin(&tcs[pcol], m);
-#else
-            pc = min(pc, m);
-#endif
-        }
-#pragma unroll 2
-        for (int kk = 0; kk < T; kk += 4) {
-            int ar[4][4], br[4][4];
-#pragma unroll
-            for (int r = 0; r < 4; ++r) {
-                const int4 v = *(const int4*)&As[(ty + TX * r) * TS + kk];
-                ar[r][0] = v.x; ar[r][1] = v.y; ar[r][2] = v.z; ar[r][3] = v.w;
-            }
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int4 v = *(const int4*)&Bs[(tx + TX * c) * TS + kk];
-                br[c][0] = v.x; br[c][1] = v.y; br[c][2] = v.z; br[c][3] = v.w;
-            }
-#pragma unroll
-            for (int h = 0; h < 4; ++h)
-#pragma unroll
-                for (int r = 0; r < 4; ++r)
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) acc[r][c] = zk_addmin(ar[r][h], br[c][h], acc[r][c]);
-        }
-#ifdef ZK_HC
-        __syncthreads();                               // tcs complete
+        // Hard constraints: row a's k - a unpaired nucleotides only for k <= ka = a + UP[a] (the end of its free
+        // run), so the unpaired term is taken per row: ucc[r][c] = min over the k <= ka[r] of k*ml + WM1[k][b], a
+        // K tile's whole column minimum (tcs) where ka[r] lies beyond the tile, its first ka[r] - k0 + 1 rows
+        // where ka[r] lies inside it.
+        int ucc[4][4], ka[4];
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-            if (ka[r] >= k0 + T - 1) {
+            const int a = i0 + ty + TX * r;
+            ka[r] = a <= n ? a + q.HC[a].up : 0;
 #pragma unroll
-                for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], tcs[tx + TX * c]);
-            } else if (ka[r] >= k0) {
-                for (int kk = 0; kk <= ka[r] - k0; ++kk)
-#pragma unroll
-                    for (int c = 0; c < 4; ++c)
-                        ucc[r][c] = min(ucc[r][c], (k0 + kk) * ml + Bs[(tx + TX * c) * TS + kk]);
-            }
+            for (int c = 0; c < 4; ++c) ucc[r][c] = ZK_BIG;
         }
 #endif
-        __syncthreads();
-    }
-    atomicMin(&pcs[pcol], pc);
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int a = i0 + ty + TX * r;
-        if (a > n) break;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-            const int bb = j0 + tx + TX * c;
-            if (bb > n) break;
-            const int x = acc[r][c];
+        const int p0 = (I - t0) * span;
+        for (int p = p0; p < p0 + span; ++p) {
+            const int k0 = 1 + (I + 1 + koff + p - p0) * T;
+            const int st = ZK_MID_STAGES == 2 ? p & 1 : 0;
+            if (ZK_MID_STAGES == 2) {
+                if (p + 1 < nprod) {
+                    load(p + 1, st ^ 1);   // stage st ^ 1 was last read in the iteration before (its final barrier)
+                    zk_cp_wait<1>();
+                } else {
+                    zk_cp_wait<0>();
+                }
+            } else {
+                load(p, 0);
+            }
+            const int* As = Asb[st];
+            const int* Bs = Bsb[st];
 #ifdef ZK_HC
-            const int pw = ucc[r][c];
-#else
-            const int pw = pcs[tx + TX * c];
+            if (tid < T) tcs[tid] = ZK_BIG;
 #endif
-            int wm = x;
-            if (pw < ZK_BIG) wm = min(wm, pw - a * ml);
-            if (splits == 1) {                         // the cell's one writer: what atomicMin on INF would leave
-                q.WM[a * N + bb] = min(wm, ZK_INF);    // (the INF fill may then leave these cells alone)
-                if (a > 1 && bb < n) q.VMX[(a - 1) * N + bb + 1] = min(x, ZK_INF);
-                continue;
+            __syncthreads();
+            {
+                int m = ZK_BIG;
+#pragma unroll
+                for (int kk = 0; kk < PK; kk += 4) {
+                    const int4 bv = *(const int4*)&Bs[pcol * TS + pk0 + kk];
+                    const int k = k0 + pk0 + kk;
+                    m = min(m, min(min(k * ml + bv.x, (k + 1) * ml + bv.y), min((k + 2) * ml + bv.z, (k + 3) * ml + bv.w)));
+                }
+#ifdef ZK_HC
+                atomicMin(&tcs[pcol], m);
+#else
+                pc = min(pc, m);
+#endif
             }
-            if (wm < ZK_BIG) atomicMin(&q.WM[a * N + bb], wm);
-            if (a > 1 && bb < n && x < ZK_BIG) atomicMin(&q.VMX[(a - 1) * N + bb + 1], x);
+#pragma unroll 2
+            for (int kk = 0; kk < T; kk += 4) {
+                int ar[4][4], br[4][4];
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const int4 v = *(const int4*)&As[(ty + TX * r) * TS + kk];
+                    ar[r][0] = v.x; ar[r][1] = v.y; ar[r][2] = v.z; ar[r][3] = v.w;
+                }
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    const int4 v = *(const int4*)&Bs[(tx + TX * c) * TS + kk];
+                    br[c][0] = v.x; br[c][1] = v.y; br[c][2] = v.z; br[c][3] = v.w;
+                }
+#pragma unroll
+                for (int h = 0; h < 4; ++h)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r)
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) acc[r][c] = zk_addmin(ar[r][h], br[c][h], acc[r][c]);
+            }
+#ifdef ZK_HC
+            __syncthreads();                           // tcs complete
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                if (ka[r] >= k0 + T - 1) {
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) ucc[r][c] = min(ucc[r][c], tcs[tx + TX * c]);
+                } else if (ka[r] >= k0) {
+                    for (int kk = 0; kk <= ka[r] - k0; ++kk)
+#pragma unroll
+                        for (int c = 0; c < 4; ++c)
+                            ucc[r][c] = min(ucc[r][c], (k0 + kk) * ml + Bs[(tx + TX * c) * TS + kk]);
+                }
+            }
+#endif
+            __syncthreads();
         }
+        atomicMin(&pcs[pcol], pc);
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int a = i0 + ty + TX * r;
+            if (a > n) break;
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int bb = j0 + tx + TX * c;
+                if (bb > n) break;
+                const int x = acc[r][c];
+#ifdef ZK_HC
+                const int pw = ucc[r][c];
+#else
+                const int pw = pcs[tx + TX * c];
+#endif
+                int wm = x;
+                if (pw < ZK_BIG) wm = min(wm, pw - a * ml);
+                if (splits == 1) {                     // the cell's one writer: what atomicMin on INF would leave
+                    q.WM[a * N + bb] = min(wm, ZK_INF);    // (the INF fill may then leave these cells alone)
+                    if (a > 1 && bb < n) q.VMX[(a - 1) * N + bb + 1] = min(x, ZK_INF);
+                    continue;
+                }
+                if (wm < ZK_BIG) atomicMin(&q.WM[a * N + bb], wm);
+                if (a > 1 && bb < n && x < ZK_BIG) atomicMin(&q.VMX[(a - 1) * N + bb + 1], x);
+            }
+        }
+        __syncthreads();                               // pcs read before the next tile resets it
     }
 }
 
