@@ -195,10 +195,11 @@ __device__ __forceinline__ int zk_addmin(int a, int b, int c) {
 #endif
 }
 
-// Middle products of tile diagonal D >= 2; grid (tiles * splits, sequences). Block: (T/4)^2 threads, each 4 x 4
-// outputs (four rows and four columns T/4 apart). Each K tile's operands come from global memory once (no other
-// block of the launch reads them), so with ZK_MID_STAGES 2 the next K tile's are copied asynchronously (cp.async,
-// sm_80 on) while the current one is multiplied.
+// Middle products of tile diagonal D >= 2; grid (ceil(tiles / group) * splits, sequences): a block takes part of a
+// tile's K tiles (splits > 1) or all of `group` tiles' (group > 1 only without splits). Block: (T/4)^2 threads,
+// each 4 x 4 outputs (four rows and four columns T/4 apart). Each K tile's operands come from global memory once
+// (no other block of the launch reads them), so with ZK_MID_STAGES 2 the next K tile's are copied asynchronously
+// (cp.async, sm_80 on) while the current one is multiplied.
 #ifndef ZK_MID_STAGES
 #define ZK_MID_STAGES (ZK_TILE <= 32 ? 2 : 1)   // 2 x 2 x 32 x 36 words fit the static shared memory; 64 x 68 do not
 #endif
@@ -359,7 +360,8 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits, int group) {
                 for (int kk = 0; kk < PK; kk += 4) {
                     const int4 bv = *(const int4*)&Bs[pcol * TS + pk0 + kk];
                     const int k = k0 + pk0 + kk;
-                    m = min(m, min(min(k * ml + bv.x, (k + 1) * ml + bv.y), min((k + 2) * ml + bv.z, (k + 3) * ml + bv.w)));
+                    m = min(m, min(min(k * ml + bv.x, (k + 1) * ml + bv.y),
+                                   min((k + 2) * ml + bv.z, (k + 3) * ml + bv.w)));
                 }
 #ifdef ZK_HC
                 atomicMin(&tcs[pcol], m);
