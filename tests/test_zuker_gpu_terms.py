@@ -4,7 +4,8 @@ fin_lanes_groups derives from a model's size terms, checked on the CPU engine's 
 window elements, so every loop it groups must cost the same once the closing pairs and their mismatches are fixed:
 bulges of one size whichever side (ZF_GROUP01), 1 x n loops of one size whichever side (ZF_GROUP01), and generic
 loops of one size whose asymmetry is ZF_GROUPS or more; ZF_GROUPS is the least such asymmetry. That the kernel
-with these options folds exactly is tests/test_zuker_emulated.py's and the GPU tests' part."""
+with these options folds exactly is tests/test_zuker_emulated.py's and the GPU tests' part. Also host code: the
+shared memory the launch gives zk_fin_lanes' 16-bit window follows the window's pitch as the build takes it."""
 
 from __future__ import annotations
 
@@ -46,3 +47,12 @@ def test_grouped_loops_cost_the_same(temperature):
 def test_the_default_model_groups_from_asymmetry_five():
     """At 37 °C Ninio's term (60 dcal/mol a nucleotide of asymmetry) reaches its cap (300) at five."""
     assert _options(gpu._gpu_model({})) == (5, True)
+
+
+def test_the_16_bit_window_bytes_follow_the_pitch(monkeypatch):
+    """fin_lanes_shared(True) takes FIN_AUX16_PITCH as it is at the call (fin_lanes_window builds with it): 3 x 62
+    rows of 16-bit elements, each row ``pitch`` wide, so 8 more per row are 3 x 62 x 8 x 2 bytes more."""
+    before = gpu.fin_lanes_shared(True)
+    monkeypatch.setattr(gpu, "FIN_AUX16_PITCH", gpu.FIN_AUX16_PITCH + 8)
+    assert f"-DZF_PA={gpu.FIN_AUX16_PITCH}" in gpu.fin_lanes_window(True)
+    assert gpu.fin_lanes_shared(True) - before == 3 * 62 * 8 * 2

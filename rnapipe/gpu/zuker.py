@@ -169,10 +169,14 @@ def max_length(budget_bytes: int) -> int:
     return longest_fitting(bytes_needed, budget_bytes)
 
 
-def fin_lanes_shared(aux16: bool, pitch: int = FIN_AUX16_PITCH) -> int:
+def fin_lanes_shared(aux16: bool, pitch: int | None = None) -> int:
     """zk_fin_lanes' dynamic shared memory in bytes: FIN_LANES_SHARED, or with the window's 3 x 62 rows of ``pitch``
-    16-bit elements in place of its 3 x 62 x 65 words (50,792 bytes at pitch 68)."""
-    return _fin_lanes_bytes(4 * ((3 * 62 * pitch * 2 + 3) // 4)) if aux16 else FIN_LANES_SHARED
+    16-bit elements (FIN_AUX16_PITCH as it is at the call) in place of its 3 x 62 x 65 words (50,792 bytes at
+    pitch 68)."""
+    if not aux16:
+        return FIN_LANES_SHARED
+    pitch = FIN_AUX16_PITCH if pitch is None else pitch
+    return _fin_lanes_bytes(4 * ((3 * 62 * pitch * 2 + 3) // 4))
 
 
 def fin_lanes_window(aux16: bool) -> tuple[str, ...]:
