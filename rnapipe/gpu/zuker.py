@@ -250,7 +250,8 @@ def _mid_splits(D: int, tiles: int, count: int) -> int:
 
 def _mid_group(D: int, tiles: int, count: int) -> int:
     """The tiles a zk_mid block takes at tile diagonal D where one block has a tile (no splits): small D has
-    few K tiles a tile, and a block's start and first copy then cost more than its products."""
+    few K tiles a tile, and a block of several tiles copies each tile's first K tile while it multiplies the one
+    before."""
     if _mid_splits(D, tiles, count) > 1:
         return 1
     return max(1, min(-(-MID_GROUP_PRODUCTS // (D - 1)), tiles * count // MID_TARGET_BLOCKS))
