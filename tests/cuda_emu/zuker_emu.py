@@ -47,8 +47,8 @@ def build(build_dir: str, options) -> ctypes.CDLL:
         text = text.replace(old, new)
     headers = "".join(open(os.path.join(kdir, h)).read() for h in sorted(os.listdir(kdir)) if h.endswith(".cuh"))
     shims = "".join(open(os.path.join(HERE, f)).read() for f in ("shim.h", "zuker_shim.h", "zuker_emu.cpp"))
-    # ZK_MID_STAGES 2 copies with cp.async only on the device: the host build copies at once either way
-    options = [o for o in options if not o.startswith("-DZK_MID_STAGES")] + ["-DZK_MID_STAGES=1"]
+    # zk_mid's stages as the engine builds them: with ZK_MID_STAGES 2 the host build copies at once (cp.async is the
+    # device's), so a copy into the wrong stage overwrites operands still to be multiplied and shows
     key = hashlib.sha1((text + headers + shims + " ".join(options)).encode()).hexdigest()[:16]
     so = os.path.join(build_dir, f"zuker_emu_{key}.so")
     if not os.path.exists(so):
