@@ -256,8 +256,8 @@ zk_mid(ZK_BATCH_ARGS, int s0, int D, int splits, int group) {
     const int s = s0 + blockIdx.y;
     const int n = b.lens[s];
     const int ntiles = (n + T - 1) / T;
-    // The block's products, tile by tile: with splits > 1 one tile's K tiles Kb .. Ke (part of its D - 1), else
-    // the D - 1 K tiles of each of `group` consecutive tiles (group > 1 where D is small: a block then takes
+    // The block's products, tile by tile: with splits > 1 `span` of one tile's D - 1 K tiles (from its koff-th),
+    // else the D - 1 K tiles of each of `group` consecutive tiles (group > 1 where D is small: a block then takes
     // several tiles, their copies overlapping the products as the K tiles' do).
     const int kt = D - 1;                              // middle K tiles of tile I: I+1 .. J-1
     int t0, tiles_here, koff, span;
