@@ -140,6 +140,7 @@ MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile whi
 FILL_BAND = True              # the tiled fill's INF fill only where it reads cells it does not write (_inf_fill)
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
+AUX_VGATE = 0
 
 # Set to a dict by a benchmark to get seconds per phase (the device is synchronised between phases).
 PHASE_SECONDS: dict | None = None
@@ -216,7 +217,7 @@ def fin_lanes_options(model: Model, aux16: bool) -> tuple[str, ...]:
     """zk_fin_lanes' own -D options for a model: its warps, the shared memory it is launched with (checked against
     the kernel's layout when it compiles), its window (fin_lanes_window) and its terms (fin_lanes_groups)."""
     return ((f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={fin_lanes_shared(aux16)}")
-            + fin_lanes_window(aux16) + fin_lanes_groups(model))
+            + fin_lanes_window(aux16) + fin_lanes_groups(model) + (("-DZF_AUX_VGATE",) if AUX_VGATE else ()))
 
 
 def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
@@ -267,9 +268,13 @@ def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band:
         return
     nt = (n_max + TILE - 1) // TILE
     shared = any(_mid_splits(D, nt - D, count) > 1 for D in range(2, nt))
-    upper = 0b0111000 | (0b1000010 if shared else 0)      # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX)
-    rows = max(1, min(-(-(n_max + 2) // 8), -(-4096 // (7 * count))))   # blocks a matrix: 4,096 blocks or more
-    k["zk_fill_band"]((count, 7, rows), (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(upper)))
+    vgate = AUX_VGATE and FIN_KERNEL == "zk_fin_lanes"
+    upper = (0 if vgate else 0b0111000) | (0b1000010 if shared else 0)   # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX)
+    which = 0b1000111 if vgate else 0b1111111
+    nm = bin(which).count("1")
+    rows = max(1, min(-(-(n_max + 2) // 8), -(-4096 // (nm * count))))   # blocks a matrix: 4,096 blocks or more
+    k["zk_fill_band"]((count, nm, rows), (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(upper),
+                                                  np.int32(which)))
 
 
 def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None) -> None:

@@ -1082,8 +1082,13 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
     for (int x = tid; x < ZF_A * ZF_A; x += blockDim.x) {
         const int a = x / ZF_A, c = x % ZF_A;
         const int p = i0 + 1 + a, qq = j0 - 31 + c;
-        const bool in = p <= n && qq <= n && qq - p > ZK_TURN;
         const long long o = (long long)p * N + qq;
+#ifdef ZF_AUX_VGATE
+        // only at an inner pair (V finite) outside this tile: the fill writes the three nowhere else
+        const bool in = p <= n && qq <= n && qq - p > ZK_TURN && !(a < 31 && c >= 31) && q.V[o] < ZK_HALF_INF;
+#else
+        const bool in = p <= n && qq <= n && qq - p > ZK_TURN;
+#endif
         const int x0 = in ? q.VAU[o] : ZK_INF, x1 = in ? q.V1N[o] : ZK_INF, x2 = in ? q.VI[o] : ZK_INF;
         sAux[a * ZF_PA + c] = zf_aux(x0, bias);
         sAux[ZF_PLANE + a * ZF_PA + c] = zf_aux(x1, bias);
@@ -1469,8 +1474,12 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 // 16-byte aligned) from the range's first word rounded down to its last rounded up: INF beside a range is harmless
 // before the fill. A warp a row, rows round the warps of the blockIdx.z blocks of the sequence's matrix.
 #define ZK_FILL_BAND 64
-extern "C" __global__ void zk_fill_band(int* p, long long total, const long long* moff, const int* lens, int upper) {
-    const int s = blockIdx.x, m = blockIdx.y;
+extern "C" __global__ void zk_fill_band(int* p, long long total, const long long* moff, const int* lens, int upper,
+                                        int which) {
+    const int s = blockIdx.x;
+    int m = 0;
+    for (int k = blockIdx.y; k >= 0; ++m) k -= (which >> m) & 1;
+    --m;
     const long long N = lens[s] + 2, base = m * total + moff[s], end = 7 * total;
     const bool up = (upper >> m) & 1;
     const int lane = threadIdx.x & 31, warps = (blockDim.x >> 5) * gridDim.z;
@@ -1489,7 +1498,9 @@ extern "C" __global__ void zk_fill_band(int* p, long long total, const long long
         if (a == 0 || a == N - 1) {
             fill(row, row + N);
         } else {
-            fill(row + max(0LL, a - ZK_FILL_BAND), row + (up ? N : min(N, a + ZK_FILL_BAND)));
+            const int near = m == 6 ? ZK_TURN + 3 : ZK_TURN + 1;
+            const int lo = m == 2 ? near : ZK_FILL_BAND, hi = m == 2 ? ZK_FILL_BAND : near;
+            fill(row + max(0LL, a - lo), row + (up ? N : min(N, a + hi)));
             fill(row + N - 1, row + N + 1);              // the last column and the next row's first
         }
     }
