@@ -141,6 +141,8 @@ FILL_BAND = True              # the tiled fill's INF fill only where it reads ce
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
 AUX_VGATE = 0
+_EXP_PINNED = 0
+_EXP_POOL_FREE = 1
 
 # Set to a dict by a benchmark to get seconds per phase (the device is synchronised between phases).
 PHASE_SECONDS: dict | None = None
@@ -474,7 +476,12 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
         k["zk_traceback_block"]((count,), (1024 if n_max > 3000 else 256,), tb_args)
     else:
         k["zk_traceback"](((count + 31) // 32,), (32,), tb_args)
-    out_h = out.get()
+    if _EXP_PINNED:
+        import cupyx
+        out_h = cupyx.empty_pinned(out.size, dtype=np.uint8)
+        out.get(out=out_h)
+    else:
+        out_h = out.get()
     mfe_h = mfe.get()
     bad = np.flatnonzero(status.get())
     _phase("traceback", t)
@@ -482,6 +489,8 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     bad = np.setdiff1d(bad, over_h)                       # a value out of range may fail its traceback too
     if bad.size:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad.size} sequence(s)")
+    if _EXP_PINNED:
+        return list(zip(mfe_h.tolist(), str(memoryview(out_h), "ascii").split("\n\n")[:count])), over_h
     return list(zip(mfe_h.tolist(), out_h.tobytes().decode("ascii").split("\n\n")[:count])), over_h
 
 
@@ -694,7 +703,8 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
                 if progress is not None:
                     progress(len(idxs))
         finally:
-            cupy.get_default_memory_pool().free_all_blocks()
+            if _EXP_POOL_FREE:
+                cupy.get_default_memory_pool().free_all_blocks()
     if len(done) != order.size:
         raise RuntimeError(f"GPU Zuker returned {len(done)} results for {order.size} sequences")
     if in_order:

@@ -1498,7 +1498,11 @@ extern "C" __global__ void zk_fill_band(int* p, long long total, const long long
         if (a == 0 || a == N - 1) {
             fill(row, row + N);
         } else {
+#ifdef ZK_BAND_WIDE
+            const int near = ZK_FILL_BAND;
+#else
             const int near = m == 6 ? ZK_TURN + 3 : ZK_TURN + 1;
+#endif
             const int lo = m == 2 ? near : ZK_FILL_BAND, hi = m == 2 ? ZK_FILL_BAND : near;
             fill(row + max(0LL, a - lo), row + (up ? N : min(N, a + hi)));
             fill(row + N - 1, row + N + 1);              // the last column and the next row's first
