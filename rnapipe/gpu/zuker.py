@@ -140,9 +140,8 @@ MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile whi
 FILL_BAND = True              # the tiled fill's INF fill only where it reads cells it does not write (_inf_fill)
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
-AUX_VGATE = 0
-_EXP_PINNED = 0
-_EXP_POOL_FREE = 1
+AUX_VGATE = True              # zk_fin_lanes loads VAU, V1N, VI only at inner pairs (V finite): zk_fill_band leaves them
+                              # alone (ZF_AUX_VGATE)
 
 # Set to a dict by a benchmark to get seconds per phase (the device is synchronised between phases).
 PHASE_SECONDS: dict | None = None
@@ -349,13 +348,21 @@ def release() -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
 
-def _codes(seqs: list[str]) -> np.ndarray:
-    """The padded codes of every sequence, one after another (each n + 2 codes, 0 at both ends, as the offsets
-    of _offsets(n + 2) lay them out), in one pass: a Python step per sequence cost 10-18 ms of a 2,048-sequence
-    batch at 601 nt."""
-    from ..alphabet import encode
+def _codes(seqs: list[str]):
+    """The padded codes of every sequence on the device, one after another (each n + 2 codes, 0 at both ends, as
+    the offsets of _offsets(n + 2) lay them out): the text goes over as it is and a table lookup on the device
+    makes the codes (on the host, bytes.translate took 2-3 ms of a 4,096-sequence batch at 601 nt, while the GPU
+    waited for its first tile)."""
+    import cupy
 
-    return encode("\0" + "\0\0".join(seqs) + "\0")
+    from ..alphabet import _CODE
+
+    dev = loader._device_id()
+    lut = _kept.__dict__.setdefault("code_table", {}).get(dev)
+    if lut is None:
+        lut = _kept.code_table[dev] = cupy.asarray(_CODE)
+    text = np.frombuffer(("\0" + "\0\0".join(seqs) + "\0").encode("ascii"), dtype=np.uint8)
+    return lut[cupy.asarray(text)]
 
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:
@@ -404,6 +411,7 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     """_fold_group's one batch, zk_fin_lanes' window in 16 bits with ``aux16``: the results and the indices of the
     sequences whose values left that range (their results are not to be used)."""
     import cupy
+    import cupyx
 
     import time
     t = time.perf_counter()
@@ -429,8 +437,7 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     soff = _offsets(N)
     woff = soff
     stoff = _offsets(3 * (3 * lens.astype(np.int64) + 8))
-    codes = _codes(seqs)
-    d_S = cupy.asarray(codes)
+    d_S = _codes(seqs)
     d_soff = cupy.asarray(soff)
     args = (P, d_S, d_soff, d_lens, d_moff, V, WM, WM1T, VI, V1N, VAU, VMX)
     if shape is not None:                                  # ZK_SHAPE: the terms, laid out as the codes
@@ -476,12 +483,8 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
         k["zk_traceback_block"]((count,), (1024 if n_max > 3000 else 256,), tb_args)
     else:
         k["zk_traceback"](((count + 31) // 32,), (32,), tb_args)
-    if _EXP_PINNED:
-        import cupyx
-        out_h = cupyx.empty_pinned(out.size, dtype=np.uint8)
-        out.get(out=out_h)
-    else:
-        out_h = out.get()
+    out_h = cupyx.empty_pinned(out.size, dtype=np.uint8)   # page-locked: the copy at the bus's rate
+    out.get(out=out_h)
     mfe_h = mfe.get()
     bad = np.flatnonzero(status.get())
     _phase("traceback", t)
@@ -489,9 +492,7 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     bad = np.setdiff1d(bad, over_h)                       # a value out of range may fail its traceback too
     if bad.size:
         raise RuntimeError(f"GPU Zuker traceback could not re-derive a stored value for {bad.size} sequence(s)")
-    if _EXP_PINNED:
-        return list(zip(mfe_h.tolist(), str(memoryview(out_h), "ascii").split("\n\n")[:count])), over_h
-    return list(zip(mfe_h.tolist(), out_h.tobytes().decode("ascii").split("\n\n")[:count])), over_h
+    return list(zip(mfe_h.tolist(), str(memoryview(out_h), "ascii").split("\n\n")[:count])), over_h
 
 
 def _gpu_model(options: dict) -> Model:
@@ -662,49 +663,47 @@ def fold_batch(sequences: list[str], variant: str, threads: int, options: dict,
             raise SequenceTooLongError(f"a {longest}-nt sequence needs {bytes_needed(longest) / 2**30:.1f} "
                                        f"GiB of GPU memory; {budget / 2**30:.1f} GiB are free")
         pending = _plan(order, lens, budget, fill_override)
-        try:                                               # the pool is kept between groups, given back at the end
-            while pending:
-                kind, idxs = pending.pop(0)
-                block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
-                host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
-                if in_order and len(idxs) == count:               # the whole batch: no copy
-                    seqs, group_lens = sequences, lens
-                elif in_order:
-                    seqs, group_lens = sequences[idxs[0]:idxs[-1] + 1], lens[idxs[0]:idxs[-1] + 1]
+        # CuPy's pool keeps its blocks for the next batch (memory_budget counts them as free; release() gives them
+        # back with the matrices)
+        while pending:
+            kind, idxs = pending.pop(0)
+            block_tb = tb_override == "block" or (tb_override is None and BLOCK_TRACEBACK and kind in ("diag", "tiled"))
+            host = force_host or (not block_tb and lens[idxs[0]] > HOST_TRACEBACK_N)
+            if in_order and len(idxs) == count:               # the whole batch: no copy
+                seqs, group_lens = sequences, lens
+            elif in_order:
+                seqs, group_lens = sequences[idxs[0]:idxs[-1] + 1], lens[idxs[0]:idxs[-1] + 1]
+            else:
+                seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
+            if in_order and len(idxs) == count:               # the whole batch: the caller's lists
+                group_shape, group_hc = shape, constraints
+            else:
+                group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
+                group_hc = None if constraints is None else list(map(constraints.__getitem__, idxs.tolist()))
+            try:
+                if kind == "short":
+                    release()                          # the short kernels' pools want the memory
+                    out = zuker_short.fold_group(seqs, model, group_lens, shape=group_shape,
+                                                 constraints=group_hc)
                 else:
-                    seqs, group_lens = list(map(sequences.__getitem__, idxs.tolist())), lens[idxs]
-                if in_order and len(idxs) == count:               # the whole batch: the caller's lists
-                    group_shape, group_hc = shape, constraints
-                else:
-                    group_shape = None if shape is None else list(map(shape.__getitem__, idxs.tolist()))
-                    group_hc = None if constraints is None else list(map(constraints.__getitem__, idxs.tolist()))
-                try:
-                    if kind == "short":
-                        release()                          # the short kernels' pools want the memory
-                        out = zuker_short.fold_group(seqs, model, group_lens, shape=group_shape,
-                                                     constraints=group_hc)
-                    else:
-                        zuker_short.release()              # the longer fills want the memory
-                        out = _fold_group(seqs, model, kind, host, block_tb, group_shape, group_hc)
-                except cupy.cuda.memory.OutOfMemoryError:
-                    if len(idxs) == 1:
-                        raise
-                    log.warning("GPU out of memory on a batch of %d; splitting it", len(idxs))
-                    zuker_short.release()
-                    release()
-                    cupy.get_default_memory_pool().free_all_blocks()
-                    half = len(idxs) // 2
-                    pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
-                    continue
-                if done:
-                    done += out
-                else:
-                    done = out                             # the first group's list, not a copy
-                if progress is not None:
-                    progress(len(idxs))
-        finally:
-            if _EXP_POOL_FREE:
+                    zuker_short.release()              # the longer fills want the memory
+                    out = _fold_group(seqs, model, kind, host, block_tb, group_shape, group_hc)
+            except cupy.cuda.memory.OutOfMemoryError:
+                if len(idxs) == 1:
+                    raise
+                log.warning("GPU out of memory on a batch of %d; splitting it", len(idxs))
+                zuker_short.release()
+                release()
                 cupy.get_default_memory_pool().free_all_blocks()
+                half = len(idxs) // 2
+                pending[0:0] = [(kind, idxs[:half]), (kind, idxs[half:])]
+                continue
+            if done:
+                done += out
+            else:
+                done = out                             # the first group's list, not a copy
+            if progress is not None:
+                progress(len(idxs))
     if len(done) != order.size:
         raise RuntimeError(f"GPU Zuker returned {len(done)} results for {order.size} sequences")
     if in_order:
@@ -759,39 +758,37 @@ def fold_packed(text: bytes, lens, variant: str, threads: int, options: dict,
         for kind, idxs in _plan(order, lens, budget, None):
             pending.append((kind, at, at + len(idxs)))
             at += len(idxs)
-        try:
-            while pending:
-                kind, a, b = pending.pop(0)
-                lo, hi = int(sstarts[a]), int(sstarts[b])
-                block_tb = BLOCK_TRACEBACK and kind in ("diag", "tiled")
-                host = not block_tb and slens[a] > HOST_TRACEBACK_N
-                try:
-                    if kind == "short":
-                        release()                          # the short kernels' pools want the memory
-                        e, st = zuker_short.fold_group_packed(stext[lo:hi], slens[a:b], model)
-                        energies[a:b] = e
-                        structures[lo:hi] = st
-                    else:
-                        zuker_short.release()              # the longer fills want the memory
-                        seqs = bytes(stext[lo:hi - 1]).decode("ascii").split("\n")
-                        out = _fold_group(seqs, model, kind, host, block_tb)
-                        energies[a:b] = [r[0] for r in out]
-                        structures[lo:hi] = np.frombuffer("".join(r[1] + "\n" for r in out).encode("ascii"),
-                                                          dtype=np.uint8)
-                except cupy.cuda.memory.OutOfMemoryError:
-                    if b - a == 1:
-                        raise
-                    log.warning("GPU out of memory on a batch of %d; splitting it", b - a)
-                    zuker_short.release()
-                    release()
-                    cupy.get_default_memory_pool().free_all_blocks()
-                    half = (a + b) // 2
-                    pending[0:0] = [(kind, a, half), (kind, half, b)]
-                    continue
-                if progress is not None:
-                    progress(b - a)
-        finally:
-            cupy.get_default_memory_pool().free_all_blocks()
+        # CuPy's pool keeps its blocks for the next batch, as in fold_batch
+        while pending:
+            kind, a, b = pending.pop(0)
+            lo, hi = int(sstarts[a]), int(sstarts[b])
+            block_tb = BLOCK_TRACEBACK and kind in ("diag", "tiled")
+            host = not block_tb and slens[a] > HOST_TRACEBACK_N
+            try:
+                if kind == "short":
+                    release()                          # the short kernels' pools want the memory
+                    e, st = zuker_short.fold_group_packed(stext[lo:hi], slens[a:b], model)
+                    energies[a:b] = e
+                    structures[lo:hi] = st
+                else:
+                    zuker_short.release()              # the longer fills want the memory
+                    seqs = bytes(stext[lo:hi - 1]).decode("ascii").split("\n")
+                    out = _fold_group(seqs, model, kind, host, block_tb)
+                    energies[a:b] = [r[0] for r in out]
+                    structures[lo:hi] = np.frombuffer("".join(r[1] + "\n" for r in out).encode("ascii"),
+                                                      dtype=np.uint8)
+            except cupy.cuda.memory.OutOfMemoryError:
+                if b - a == 1:
+                    raise
+                log.warning("GPU out of memory on a batch of %d; splitting it", b - a)
+                zuker_short.release()
+                release()
+                cupy.get_default_memory_pool().free_all_blocks()
+                half = (a + b) // 2
+                pending[0:0] = [(kind, a, half), (kind, half, b)]
+                continue
+            if progress is not None:
+                progress(b - a)
     if in_order:
         return energies, structures.tobytes()
     out_energies = np.zeros(count, dtype=np.int64)

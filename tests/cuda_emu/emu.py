@@ -36,8 +36,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 class DeviceArray(np.ndarray):
     """A numpy array with CuPy's ``get``."""
 
-    def get(self):
-        return np.array(self)
+    def get(self, out=None):
+        if out is None:
+            return np.array(self)
+        out[...] = self
+        return out
 
     def __getitem__(self, k):
         r = super().__getitem__(k)
@@ -77,6 +80,13 @@ def fake_cupy() -> types.ModuleType:
                                     runtime=types.SimpleNamespace(memGetInfo=lambda: (2**40, 2**40)))
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0, free_all_blocks=lambda: None)
     return cp
+
+
+def fake_cupyx() -> types.ModuleType:
+    """``cupyx`` with empty_pinned (an uninitialised host array)."""
+    cx = types.ModuleType("cupyx")
+    cx.empty_pinned = lambda n, dtype=np.float64: np.empty(n, dtype=dtype)
+    return cx
 
 
 class Kernel:
@@ -127,6 +137,7 @@ def build(build_dir: str, options) -> ctypes.CDLL:
 def install(build_dir: str):
     """The GPU engine's module with the emulated kernels, the CPU MFE engine and one multiprocessor."""
     sys.modules["cupy"] = fake_cupy()
+    sys.modules["cupyx"] = fake_cupyx()
     sys.path.insert(0, ROOT)
     from rnapipe import energy as E
     from rnapipe.cpu import zuker as cz

@@ -83,6 +83,7 @@ def install(build_dir: str):
     cp.cuda.Device = Device
     cp.cuda.memory = types.SimpleNamespace(OutOfMemoryError=type("OutOfMemoryError", (MemoryError,), {}))
     sys.modules["cupy"] = cp
+    sys.modules["cupyx"] = emu.fake_cupyx()
     sys.path.insert(0, ROOT)
     from rnapipe.gpu import devices, loader, zuker as gz
 

@@ -1084,7 +1084,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         const int p = i0 + 1 + a, qq = j0 - 31 + c;
         const long long o = (long long)p * N + qq;
 #ifdef ZF_AUX_VGATE
-        // only at an inner pair (V finite) outside this tile: the fill writes the three nowhere else
+        // only at an inner pair (V finite) outside this tile (whose cells are not made yet): the fill writes the
+        // three nowhere else (no pair type that cannot be an inner pair where ZF_AUX_VGATE is built: the default
+        // model's rules), and zk_fill_band leaves them alone
         const bool in = p <= n && qq <= n && qq - p > ZK_TURN && !(a < 31 && c >= 31) && q.V[o] < ZK_HALF_INF;
 #else
         const bool in = p <= n && qq <= n && qq - p > ZK_TURN;
@@ -1466,19 +1468,21 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
 #endif  // ZK_TILE == 32
 
 // INF where the tiled fill of the default model (every cell of span > TURN written, no span limit) reads cells it
-// does not write, in the seven matrices of sequence blockIdx.x (matrix blockIdx.y: V, WM, WM1T, VI, V1N, VAU, VMX,
-// total words each, the sequence's block at moff): every row's cells within ZK_FILL_BAND of the diagonal (the fill
-// reads cells up to about a tile below it; WM1T, transposed, above it), the first and last row and column,
-// and, for the matrices of the bit mask upper (VI, V1N and VAU always: the fill writes them only where a cell is an
-// inner pair; WM and VMX where zk_mid's blocks share a tile), every cell right of the band. Whole 16-byte words (p is
-// 16-byte aligned) from the range's first word rounded down to its last rounded up: INF beside a range is harmless
-// before the fill. A warp a row, rows round the warps of the blockIdx.z blocks of the sequence's matrix.
+// does not write, in the matrices of the bit mask which of sequence blockIdx.x (matrix m, the blockIdx.y-th bit of
+// which: V, WM, WM1T, VI, V1N, VAU, VMX, total words each, the sequence's block at moff): in every row the cells
+// from ZK_FILL_BAND below the diagonal (the fill reads cells up to about a tile below it) to those it never writes
+// above it (span <= TURN; VMX, stored at (i - 1, j + 1) for cell (i, j), two more), for WM1T (transposed) the
+// mirror image, the first and last row and column, and, for the matrices of the bit mask upper (VI, V1N and VAU
+// where zk_fin_lanes reads them at every cell: the fill writes them only where a cell is an inner pair; WM and VMX
+// where zk_mid's blocks share a tile), every cell right of the band. Whole 16-byte words (p is 16-byte aligned)
+// from the range's first word rounded down to its last rounded up: INF beside a range is harmless before the fill.
+// A warp a row, rows round the warps of the blockIdx.z blocks of the sequence's matrix.
 #define ZK_FILL_BAND 64
 extern "C" __global__ void zk_fill_band(int* p, long long total, const long long* moff, const int* lens, int upper,
                                         int which) {
     const int s = blockIdx.x;
     int m = 0;
-    for (int k = blockIdx.y; k >= 0; ++m) k -= (which >> m) & 1;
+    for (int k = blockIdx.y; k >= 0; ++m) k -= (which >> m) & 1;   // m: the (blockIdx.y + 1)-th set bit of which
     --m;
     const long long N = lens[s] + 2, base = m * total + moff[s], end = 7 * total;
     const bool up = (upper >> m) & 1;
@@ -1498,11 +1502,7 @@ extern "C" __global__ void zk_fill_band(int* p, long long total, const long long
         if (a == 0 || a == N - 1) {
             fill(row, row + N);
         } else {
-#ifdef ZK_BAND_WIDE
-            const int near = ZK_FILL_BAND;
-#else
             const int near = m == 6 ? ZK_TURN + 3 : ZK_TURN + 1;
-#endif
             const int lo = m == 2 ? near : ZK_FILL_BAND, hi = m == 2 ? ZK_FILL_BAND : near;
             fill(row + max(0LL, a - lo), row + (up ? N : min(N, a + hi)));
             fill(row + N - 1, row + N + 1);              // the last column and the next row's first
