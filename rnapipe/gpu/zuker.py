@@ -262,16 +262,17 @@ def _mid_group(D: int, tiles: int, count: int) -> int:
 def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band: bool) -> None:
     """INF into the seven matrices before a fill: everywhere (zk_fill_inf), or with ``band`` (the tiled fill of a
     model without pairing rules, constraints or span limit, which writes every cell of span > TURN) only where
-    that fill reads cells it does not write (zk_fill_band): VI, V1N and VAU right of a band round the diagonal, the
-    others in the band, WM and VMX right of it too where zk_mid's blocks share a tile."""
+    that fill reads cells it does not write (zk_fill_band): a band beside the diagonal, WM and VMX right of it too
+    where zk_mid's blocks share a tile; VI, V1N and VAU not at all with AUX_VGATE (else right of the band too)."""
     if not band:
         k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
         return
     nt = (n_max + TILE - 1) // TILE
     shared = any(_mid_splits(D, nt - D, count) > 1 for D in range(2, nt))
-    vgate = AUX_VGATE and FIN_KERNEL == "zk_fin_lanes"
-    upper = (0 if vgate else 0b0111000) | (0b1000010 if shared else 0)   # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX)
+    vgate = AUX_VGATE and FIN_KERNEL == "zk_fin_lanes"     # VI, V1N and VAU read only where they are written
+    # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX); which: those filled, upper: those filled right of the band too
     which = 0b1000111 if vgate else 0b1111111
+    upper = (0 if vgate else 0b0111000) | (0b1000010 if shared else 0)
     nm = bin(which).count("1")
     rows = max(1, min(-(-(n_max + 2) // 8), -(-4096 // (nm * count))))   # blocks a matrix: 4,096 blocks or more
     k["zk_fill_band"]((count, nm, rows), (256,), (mats, np.int64(total), d_moff, d_lens, np.int32(upper),
@@ -351,8 +352,8 @@ def release() -> None:
 def _codes(seqs: list[str]):
     """The padded codes of every sequence on the device, one after another (each n + 2 codes, 0 at both ends, as
     the offsets of _offsets(n + 2) lay them out): the text goes over as it is and a table lookup on the device
-    makes the codes (on the host, bytes.translate took 2-3 ms of a 4,096-sequence batch at 601 nt, while the GPU
-    waited for its first tile)."""
+    makes the codes (bytes.translate on the host takes 2-3 ms of a 4,096-sequence batch at 601 nt, before the
+    first tile can start)."""
     import cupy
 
     from ..alphabet import _CODE

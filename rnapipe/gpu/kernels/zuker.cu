@@ -1084,9 +1084,9 @@ zk_fin_lanes(ZK_BATCH_ARGS, int s0, int D, int* over) {
         const int p = i0 + 1 + a, qq = j0 - 31 + c;
         const long long o = (long long)p * N + qq;
 #ifdef ZF_AUX_VGATE
-        // only at an inner pair (V finite) outside this tile (whose cells are not made yet): the fill writes the
-        // three nowhere else (no pair type that cannot be an inner pair where ZF_AUX_VGATE is built: the default
-        // model's rules), and zk_fill_band leaves them alone
+        // only at a pair (V finite) outside this tile (whose cells are not made yet): the fill writes the three
+        // only at inner pairs, and elsewhere they hold zk_fill_inf's INF or, after zk_fill_band (the default model,
+        // where every pair is an inner pair), nothing
         const bool in = p <= n && qq <= n && qq - p > ZK_TURN && !(a < 31 && c >= 31) && q.V[o] < ZK_HALF_INF;
 #else
         const bool in = p <= n && qq <= n && qq - p > ZK_TURN;
