@@ -66,10 +66,10 @@ def _hc(name, arch, extra):
 
 
 def _lanes(arch):
-    """zuker.cu with zk_fin_lanes' options as the GPU engine builds it for the default model (its 16-bit window and
-    its interior loops' terms)."""
+    """zuker.cu with zk_fin_lanes' options as the GPU engine builds it for the default model up to AUX_VGATE_MAX_N
+    nt (its 16-bit window, its interior loops' terms, its window's loads only at pairs)."""
     from rnapipe.gpu import zuker as gz
-    return _zuker("zuker.cu", arch, list(gz.fin_lanes_options(gz._gpu_model({}), True)))
+    return _zuker("zuker.cu", arch, list(gz.fin_lanes_options(gz._gpu_model({}), True, True)))
 
 
 def _every_command():

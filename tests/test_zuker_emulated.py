@@ -28,6 +28,8 @@ def build_dir(tmp_path_factory):
                                               # barriers over many tile diagonals (a lost barrier fails here)
     (3, 4, 100, 170, {"mid_target_blocks": 1}, 0),   # no splits: zk_mid's blocks take 1-4 tiles (the small D's
                                                      # grouping); WM and VMX INF only in the band
+    (3, 8, 100, 170, {"vgate_max_n": 0}, 0),   # zk_fin_lanes loading VAU, V1N, VI at every cell (long sequences'
+                                              # build): zk_fill_band fills them right of the band
     (2, 7, 90, 140, {"no_lp": True, "no_gu": True, "temperature": 70}, 0),  # the pairing rules (-DZK_RULES), and
                                                                               # the interior loops' terms at 70 °C
     (3, 12, 90, 150, {"with_constraints": True, "enforce_constraint": True}, 0),   # hard constraints (-DZK_HC)

@@ -140,8 +140,9 @@ MID_STAGES = 2                # ZK_MID_STAGES: zk_mid copies the next K tile whi
 FILL_BAND = True              # the tiled fill's INF fill only where it reads cells it does not write (_inf_fill)
 EXTERIOR_CHUNKED = True       # W of the tiled path by zk_ext_cross + zk_ext_seq (else zk_exterior)
 WCHUNK = 64                   # ZK_WCHUNK
-AUX_VGATE = True              # zk_fin_lanes loads VAU, V1N, VI only at inner pairs (V finite): zk_fill_band leaves them
-                              # alone (ZF_AUX_VGATE)
+AUX_VGATE_MAX_N = 4096        # up to here zk_fin_lanes loads VAU, V1N, VI only at pairs (ZF_AUX_VGATE) and
+                              # zk_fill_band leaves them alone: the writes cost more than the loads' tests at short
+                              # lengths, less at long ones (0: never)
 
 # Set to a dict by a benchmark to get seconds per phase (the device is synchronised between phases).
 PHASE_SECONDS: dict | None = None
@@ -214,16 +215,17 @@ def fin_lanes_groups(model: Model) -> tuple[str, ...]:
     return (f"-DZF_GROUPS={cap}",) + (("-DZF_GROUP01=1",) if one_s else ())
 
 
-def fin_lanes_options(model: Model, aux16: bool) -> tuple[str, ...]:
+def fin_lanes_options(model: Model, aux16: bool, vgate: bool = False) -> tuple[str, ...]:
     """zk_fin_lanes' own -D options for a model: its warps, the shared memory it is launched with (checked against
-    the kernel's layout when it compiles), its window (fin_lanes_window) and its terms (fin_lanes_groups)."""
+    the kernel's layout when it compiles), its window (fin_lanes_window), its terms (fin_lanes_groups) and with
+    ``vgate`` ZF_AUX_VGATE (AUX_VGATE_MAX_N)."""
     return ((f"-DZF_WARPS={FIN_LANES_WARPS}", f"-DZF_SHARED_BYTES={fin_lanes_shared(aux16)}")
-            + fin_lanes_window(aux16) + fin_lanes_groups(model) + (("-DZF_AUX_VGATE",) if AUX_VGATE else ()))
+            + fin_lanes_window(aux16) + fin_lanes_groups(model) + (("-DZF_AUX_VGATE",) if vgate else ()))
 
 
-def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
+def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False, vgate: bool = False):
     """The engine's kernels by name, and "zk_fin_lanes_shared": zk_fin_lanes' dynamic shared memory (its window in
-    16 bits with ``aux16``)."""
+    16 bits with ``aux16``; ZF_AUX_VGATE with ``vgate``)."""
     names = ("zk_fill_block", "zk_fill_diag", "zk_exterior", "zk_traceback", "zk_mid", "zk_fin", "zk_fin_flat",
              "zk_traceback_block", "zk_ext_cross", "zk_ext_seq", "zk_fill_inf", "zk_fill_band")
     opts = ((f"-DZK_TILE={TILE}", f"-DZK_MID_STAGES={MID_STAGES if TILE == 32 else 1}") + rules_option(model)
@@ -231,7 +233,7 @@ def _kernels(model: Model, shape=None, constraints=None, aux16: bool = False):
     out = {k: loader.function(KERNELS, k, opts) for k in names}
     if TILE == 32:
         shared = fin_lanes_shared(aux16)
-        lanes = fin_lanes_options(model, aux16) + tuple(FIN_OPTIONS)
+        lanes = fin_lanes_options(model, aux16, vgate) + tuple(FIN_OPTIONS)
         out["zk_fin_lanes"] = loader.function(KERNELS, "zk_fin_lanes", opts + lanes, dynamic_shared=shared)
         out["zk_fin_lanes_shared"] = shared
     return out
@@ -259,17 +261,17 @@ def _mid_group(D: int, tiles: int, count: int) -> int:
     return max(1, min(-(-MID_GROUP_PRODUCTS // (D - 1)), tiles * count // MID_TARGET_BLOCKS))
 
 
-def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band: bool) -> None:
+def _inf_fill(k, mats, total: int, d_moff, d_lens, n_max: int, count: int, band: bool, vgate: bool) -> None:
     """INF into the seven matrices before a fill: everywhere (zk_fill_inf), or with ``band`` (the tiled fill of a
     model without pairing rules, constraints or span limit, which writes every cell of span > TURN) only where
     that fill reads cells it does not write (zk_fill_band): a band beside the diagonal, WM and VMX right of it too
-    where zk_mid's blocks share a tile; VI, V1N and VAU not at all with AUX_VGATE (else right of the band too)."""
+    where zk_mid's blocks share a tile; VI, V1N and VAU not at all with ``vgate`` (zk_fin_lanes built with
+    ZF_AUX_VGATE), else right of the band too."""
     if not band:
         k["zk_fill_inf"]((4096,), (256,), (mats, np.int64(7 * total)))
         return
     nt = (n_max + TILE - 1) // TILE
     shared = any(_mid_splits(D, nt - D, count) > 1 for D in range(2, nt))
-    vgate = AUX_VGATE and FIN_KERNEL == "zk_fin_lanes"     # VI, V1N and VAU read only where they are written
     # bit m: matrix m (V, WM, WM1T, VI, V1N, VAU, VMX); which: those filled, upper: those filled right of the band too
     which = 0b1000111 if vgate else 0b1111111
     upper = (0 if vgate else 0b0111000) | (0b1000010 if shared else 0)
@@ -416,10 +418,9 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
 
     import time
     t = time.perf_counter()
-    k = _kernels(model, shape, constraints, aux16)
-    span = span_of(model)
     lens = np.array([len(s) for s in seqs], dtype=np.int32)
     n_max = int(lens.max())
+    span = span_of(model)
     count = len(seqs)
     N = lens.astype(np.int64) + 2
     total = int((N * N).sum())
@@ -427,12 +428,14 @@ def _fold_group_with(seqs: list[str], model: Model, fill: str, host_traceback: b
     mats = _matrices(7 * total)
     if fill == "tiled" and not _tiled_ok(model, n_max):
         fill = "diag"
+    vgate = fill == "tiled" and TILE == 32 and FIN_KERNEL == "zk_fin_lanes" and n_max <= AUX_VGATE_MAX_N
+    k = _kernels(model, shape, constraints, aux16, vgate)
     d_lens = cupy.asarray(lens)
     d_moff = cupy.asarray(moff)
     # the INF fill first (tens of GB): the GPU writes while the host makes the rest below
     band = (FILL_BAND and fill == "tiled" and TILE == 32 and not rules_option(model) and constraints is None
             and span >= n_max)
-    _inf_fill(k, mats, total, d_moff, d_lens, n_max, count, band)
+    _inf_fill(k, mats, total, d_moff, d_lens, n_max, count, band, vgate)
     V, WM, WM1T, VI, V1N, VAU, VMX = (mats[m * total:(m + 1) * total] for m in range(7))
     P = table_for(model, n_max)
     soff = _offsets(N)

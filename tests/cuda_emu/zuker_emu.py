@@ -7,7 +7,7 @@ Run in a process of its own (it puts a stand-in ``cupy`` module in sys.modules):
 
 (OPTIONS_JSON: the engines' options, and "with_constraints" / "with_shape": true for random constraint lines or
 SHAPE terms as well, "aux16": false for zk_fin_lanes' int32 window, "fin_options": more -D options for its build,
-"mid_target_blocks": zk_mid's MID_TARGET_BLOCKS)
+"mid_target_blocks": zk_mid's MID_TARGET_BLOCKS, "vgate_max_n": AUX_VGATE_MAX_N)
 folds COUNT sequences of MIN..MAX nt (seed SEED; every other one random with 2 % N, the others built to fold
 into a multiloop) with the emulated GPU engine forced onto the tiled fill
 (``gpu_fill="tiled"``: zk_mid, zk_fin_lanes, the chunked W, the block traceback) and with the CPU engine, and prints one
@@ -130,6 +130,7 @@ def main(argv) -> int:
     gz.FIN_AUX16 = options.pop("aux16", gz.FIN_AUX16)               # zk_fin_lanes' window in 16 bits or int32
     gz.FIN_OPTIONS = tuple(options.pop("fin_options", ()))          # e.g. a narrow 16-bit range
     gz.MID_TARGET_BLOCKS = options.pop("mid_target_blocks", gz.MID_TARGET_BLOCKS)   # 1: a zk_mid block a tile
+    gz.AUX_VGATE_MAX_N = options.pop("vgate_max_n", gz.AUX_VGATE_MAX_N)   # 0: the window's loads untested
     refolded = []                                                   # the sequences folded again with int32
     once = gz._fold_group_with
 
