@@ -15,6 +15,11 @@ _CODE = np.zeros(256, dtype=np.int8)
 for _k, _c in enumerate(FOLDABLE, start=1):
     _CODE[ord(_c)] = _k
 
+
+def code_table() -> np.ndarray:
+    """The code of every byte (int8, 256 entries; 0 for all but A, C, G, U), for a lookup elsewhere (a GPU's)."""
+    return _CODE.copy()
+
 # PAIR[a, b] is True for the canonical pairs AU, UA, GC, CG, GU, UG.
 CAN_PAIR = np.zeros((5, 5), dtype=np.bool_)
 for _a, _b in ("AU", "UA", "GC", "CG", "GU", "UG"):

@@ -358,12 +358,12 @@ def _codes(seqs: list[str]):
     first tile can start)."""
     import cupy
 
-    from ..alphabet import _CODE
+    from ..alphabet import code_table
 
     dev = loader._device_id()
     lut = _kept.__dict__.setdefault("code_table", {}).get(dev)
     if lut is None:
-        lut = _kept.code_table[dev] = cupy.asarray(_CODE)
+        lut = _kept.code_table[dev] = cupy.asarray(code_table())
     text = np.frombuffer(("\0" + "\0\0".join(seqs) + "\0").encode("ascii"), dtype=np.uint8)
     return lut[cupy.asarray(text)]
 
