@@ -252,11 +252,11 @@ def _mid_splits(D: int, tiles: int, count: int) -> int:
     return max(1, min(D - 1, -(-MID_TARGET_BLOCKS // (tiles * count))))
 
 
-def _mid_group(D: int, tiles: int, count: int) -> int:
-    """The tiles a zk_mid block takes at tile diagonal D where one block has a tile (no splits): small D has
-    few K tiles a tile, and a block of several tiles copies each tile's first K tile while it multiplies the one
-    before."""
-    if _mid_splits(D, tiles, count) > 1:
+def _mid_group(D: int, tiles: int, count: int, splits: int) -> int:
+    """The tiles a zk_mid block takes at tile diagonal D where one block has a tile (``splits``, _mid_splits's, is
+    1): small D has few K tiles a tile, and a block of several tiles copies each tile's first K tile while it
+    multiplies the one before."""
+    if splits > 1:
         return 1
     return max(1, min(-(-MID_GROUP_PRODUCTS // (D - 1)), tiles * count // MID_TARGET_BLOCKS))
 
@@ -296,7 +296,7 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None)
         tiles = nt - D
         if D >= 2:
             splits = _mid_splits(D, tiles, count)
-            group = _mid_group(D, tiles, count)
+            group = _mid_group(D, tiles, count, splits)
             k["zk_mid"]((-(-tiles // group) * splits, count), (mid_threads,),
                         args + (np.int32(0), np.int32(D), np.int32(splits), np.int32(group)))
         if FIN_KERNEL == "zk_fin_lanes" and T == 32:
@@ -308,7 +308,7 @@ def _fill_tiled(k, args, n_max: int, count: int, span: int = NO_SPAN, over=None)
 
 
 
-_kept = threading.local()       # this thread's kept matrices of the tiled fill, by GPU
+_kept = threading.local()       # this thread's kept matrices of the tiled fill and codes' table (_codes), by GPU
 
 
 def _matrices(words: int):
